@@ -1,0 +1,5 @@
+import sys
+
+from nodeagent.cli import main
+
+sys.exit(main())

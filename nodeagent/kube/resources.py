@@ -1,0 +1,124 @@
+"""Which API resources we talk to, how their URLs are built, and the API's time formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+__all__ = [
+    "CRDS",
+    "DAEMONSETS",
+    "DEPLOYMENTS",
+    "EVENTS",
+    "EVICTIONREQUESTS",
+    "LEASES",
+    "NODEMAINTENANCES",
+    "NODES",
+    "PDBS",
+    "PODS",
+    "REPLICASETS",
+    "STATEFULSETS",
+    "Obj",
+    "Resource",
+    "format_micro_time",
+    "format_time",
+    "parse_time",
+]
+
+# An API object, list or event as decoded JSON. We never build generated model classes.
+Obj = dict[str, Any]
+
+
+def _segment(value: str) -> str:
+    if not value or value in (".", ".."):
+        raise ValueError("invalid path segment %r" % value)
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An API resource, enough to build its REST paths. `group` is "" for the core group."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """The `apiVersion` field of objects of this resource."""
+        return self.group + "/" + self.version if self.group else self.version
+
+    @property
+    def prefix(self) -> str:
+        return "/apis/" + self.api_version if self.group else "/api/" + self.version
+
+    def path(
+        self,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        """The REST path; without `namespace` a namespaced resource lists across namespaces."""
+        if namespace is not None and not self.namespaced:
+            raise ValueError("%s is cluster-scoped; got namespace %r" % (self.plural, namespace))
+        if subresource is not None and name is None:
+            raise ValueError("a subresource needs an object name")
+        if name is not None and self.namespaced and namespace is None:
+            raise ValueError("%s is namespaced; %r needs a namespace" % (self.plural, name))
+        parts = [self.prefix]
+        if namespace is not None:
+            parts.append("namespaces/" + _segment(namespace))
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(_segment(name))
+        if subresource is not None:
+            parts.append(_segment(subresource))
+        return "/".join(parts)
+
+    def __str__(self) -> str:
+        return self.plural + "." + self.group if self.group else self.plural
+
+
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
+DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", namespaced=True)
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", namespaced=True)
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+NODEMAINTENANCES = Resource(
+    "nodeagent.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", namespaced=False
+)
+EVICTIONREQUESTS = Resource(
+    "nodeagent.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
+)
+
+
+def format_time(when: datetime) -> str:
+    """meta/v1 Time: RFC 3339 in UTC with second precision (`2006-01-02T15:04:05Z`)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(when: datetime) -> str:
+    """meta/v1 MicroTime: `2006-01-02T15:04:05.000000Z`."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Parse Time or MicroTime (any RFC 3339 offset) into an aware datetime."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed

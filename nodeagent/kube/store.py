@@ -1,0 +1,175 @@
+"""An indexed, in-memory cache of API objects (client-go `cache.Indexer`).
+
+Objects are the plain dicts the API returned. The store does not copy them: treat everything
+it hands out as read-only, and build a new dict to change an object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from nodeagent.kube.resources import Obj
+
+__all__ = ["Delta", "DeltaType", "Indexer", "Store", "key_of", "namespace_index", "split_key"]
+
+Indexer = Callable[[Obj], list[str]]
+DeltaType = Literal["Added", "Updated", "Deleted"]
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKey)."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("object has no metadata.name")
+    namespace = meta.get("namespace")
+    return str(namespace) + "/" + str(name) if namespace else str(name)
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """Inverse of `key_of`: (namespace or None, name)."""
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else (None, key)
+
+
+def namespace_index(obj: Obj) -> list[str]:
+    """Index objects by namespace; the usual first indexer."""
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [namespace] if namespace else []
+
+
+def _rv(obj: Obj | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _uid(obj: Obj | None) -> str | None:
+    return None if obj is None else (obj.get("metadata") or {}).get("uid")
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One change to the store. `old` is None for Added, `new` is None for Deleted."""
+
+    type: DeltaType
+    key: str
+    old: Obj | None
+    new: Obj | None
+
+    @property
+    def obj(self) -> Obj:
+        """The object the change is about: the new state, or the last one for Deleted."""
+        obj = self.new if self.new is not None else self.old
+        assert obj is not None
+        return obj
+
+
+class Store:
+    """Objects by key, with named secondary indexes. Not thread-safe: use it from one loop."""
+
+    def __init__(self, indexers: Mapping[str, Indexer] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, Indexer] = dict(indexers or {})
+        # index name -> indexed value -> keys
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        # key -> index name -> values it was filed under (so removal needs no indexer call)
+        self._filed: dict[str, dict[str, list[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def list(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def by_index(self, index: str, value: str) -> list[Obj]:
+        """Objects the indexer `index` filed under `value`, in key order."""
+        try:
+            keys = self._indices[index].get(value, ())
+        except KeyError:
+            raise KeyError("no index named %r" % index) from None
+        return [self._items[k] for k in sorted(keys)]
+
+    def index_keys(self, index: str, value: str) -> list[str]:
+        try:
+            return sorted(self._indices[index].get(value, ()))
+        except KeyError:
+            raise KeyError("no index named %r" % index) from None
+
+    def index_values(self, index: str) -> list[str]:
+        """Every value the index currently holds objects under."""
+        try:
+            return sorted(self._indices[index])
+        except KeyError:
+            raise KeyError("no index named %r" % index) from None
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Add or replace `obj`; returns the previous object under its key."""
+        key = key_of(obj)
+        # Run the indexers before touching anything, so one that raises leaves the store intact.
+        filed = {name: list(dict.fromkeys(indexer(obj))) for name, indexer in self._indexers.items()}
+        old = self._items.get(key)
+        if old is not None:
+            self._unfile(key)
+        self._items[key] = obj
+        self._file(key, filed)
+        return old
+
+    def delete(self, key: str) -> Obj | None:
+        """Remove the object under `key`; returns it, or None if there was none."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unfile(key)
+        return old
+
+    def replace(self, objs: Iterable[Obj]) -> list[Delta]:
+        """Make the store hold exactly `objs` and return what changed.
+
+        Unchanged objects (same resourceVersion) yield no delta. An object that was deleted and
+        recreated under the same name (new uid) yields Deleted then Added, not an Updated that
+        would hide the deletion. Deleted deltas for vanished keys come last.
+        """
+        deltas: list[Delta] = []
+        seen: set[str] = set()
+        for obj in objs:
+            key = key_of(obj)
+            seen.add(key)
+            old = self.upsert(obj)
+            if old is None:
+                deltas.append(Delta("Added", key, None, obj))
+            elif _uid(old) != _uid(obj):
+                deltas.append(Delta("Deleted", key, old, None))
+                deltas.append(Delta("Added", key, None, obj))
+            elif _rv(old) != _rv(obj) or _rv(obj) is None:
+                deltas.append(Delta("Updated", key, old, obj))
+        for key in [k for k in self._items if k not in seen]:
+            old = self.delete(key)
+            assert old is not None
+            deltas.append(Delta("Deleted", key, old, None))
+        return deltas
+
+    def _file(self, key: str, filed: dict[str, list[str]]) -> None:
+        for name, values in filed.items():
+            index = self._indices[name]
+            for value in values:
+                index.setdefault(value, set()).add(key)
+        self._filed[key] = filed
+
+    def _unfile(self, key: str) -> None:
+        for name, values in self._filed.pop(key, {}).items():
+            index = self._indices[name]
+            for value in values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]

@@ -1,0 +1,186 @@
+"""Defaulting and validation the real API server applies on write (the parts nodeagent meets)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from nodeagent.sim.errors import ApiError, invalid
+from nodeagent.sim.resources import CRDError, ResourceType, types_from_crd
+from nodeagent.sim.schema import admit_custom
+from nodeagent.sim.store import Change, Obj, Store, now_iso
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+BUILTIN_PRIORITY = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+# tolerations the DefaultTolerationSeconds admission plugin adds to every pod
+_DEFAULT_TOLERATIONS = [
+    {
+        "key": f"node.kubernetes.io/{k}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
+    for k in ("not-ready", "unreachable")
+]
+
+
+def _check_name(rt: ResourceType, obj: Obj) -> None:
+    name = obj["metadata"].get("name", "")
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        raise invalid(
+            rt.kind,
+            name,
+            [("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
+              "consist of lower case alphanumeric characters, '-' or '.', and must start and "
+              "end with an alphanumeric character")],
+            rt.group,
+        )
+
+
+def admit_any(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    if old is None:
+        _check_name(rt, obj)
+
+
+def admit_pod(store: Store, rt: ResourceType, pod: Obj, old: Obj | None) -> None:
+    spec: dict[str, Any] = pod.setdefault("spec", {})
+    name = pod["metadata"]["name"]
+    if old is not None:
+        return  # the fields defaulted here are immutable after creation
+    if not spec.get("containers"):
+        raise invalid("Pod", name, [("spec.containers", "Required value")])
+    for i, c in enumerate(spec["containers"]):
+        if not c.get("name"):
+            raise invalid("Pod", name, [(f"spec.containers[{i}].name", "Required value")])
+        if not c.get("image"):
+            raise invalid("Pod", name, [(f"spec.containers[{i}].image", "Required value")])
+        c.setdefault("imagePullPolicy", "IfNotPresent")
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        c.setdefault("resources", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.setdefault("tolerations", [])
+    for t in _DEFAULT_TOLERATIONS:
+        if not any(x.get("key") == t["key"] for x in tolerations):
+            tolerations.append(dict(t))
+    _admit_priority(store, name, spec)
+    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def _admit_priority(store: Store, pod_name: str, spec: dict[str, Any]) -> None:
+    cls = spec.get("priorityClassName")
+    if not cls:
+        spec.setdefault("priority", 0)
+        return
+    value = BUILTIN_PRIORITY.get(cls)
+    if value is None:
+        pc = store.find(store.resource("scheduling.k8s.io", "v1", "priorityclasses"), None, cls)
+        if pc is None:
+            raise ApiError(
+                403,
+                f'pods "{pod_name}" is forbidden: no PriorityClass with name {cls} was found',
+                reason="Forbidden",
+            )
+        value = int(pc.get("value", 0))
+    if "priority" in spec and spec["priority"] != value:
+        raise ApiError(
+            403,
+            f'pods "{pod_name}" is forbidden: the integer value of priority ({spec["priority"]}) '
+            f"must not be provided in pod spec; priority admission controller computed {value} "
+            f"from the given PriorityClass name",
+            reason="Forbidden",
+        )
+    spec["priority"] = value
+
+
+def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None:
+    name = crd["metadata"]["name"]
+    try:
+        types_from_crd(crd)
+    except CRDError as e:
+        raise invalid("CustomResourceDefinition", name, [("spec", str(e))], rt.group) from e
+    if old is not None:
+        if (old.get("spec") or {}).get("group") != (crd.get("spec") or {}).get("group"):
+            raise invalid(
+                "CustomResourceDefinition", name, [("spec.group", "field is immutable")], rt.group
+            )
+
+
+def admit_custom_object(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    causes = admit_custom(rt.schema, obj)
+    if causes:
+        raise invalid(rt.kind, obj["metadata"].get("name", ""), causes, rt.group)
+
+
+class CRDRegistrar:
+    """Serves the types of every CustomResourceDefinition and reports it Established."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.crd_type = store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+
+    def on_commit(self, change: Change) -> None:
+        kind, key, old, new = change
+        if key != self.crd_type.key:
+            return
+        spec = new.get("spec") or {}
+        group, plural = spec.get("group", ""), (spec.get("names") or {}).get("plural", "")
+        self.store.unregister_group_plural(group, plural)
+        if kind == "DELETED":
+            # the real server deletes the custom objects with the definition
+            self.store.objects.pop((group, plural), None)
+            return
+        for t in types_from_crd(new):
+            self.store.register(t)
+            if (t.group, t.plural) not in self.store.admission:
+                self.store.add_admission(t.group, t.plural, admit_any)
+                self.store.add_admission(t.group, t.plural, admit_custom_object)
+
+    def on_change(self, change: Change) -> None:
+        # status is written as a separate change, after every listener saw the creation
+        kind, key, _, new = change
+        if key != self.crd_type.key or kind == "DELETED":
+            return
+        status = new.get("status") or {}
+        if any(c.get("type") == "Established" for c in status.get("conditions") or []):
+            if status.get("acceptedNames") == (new.get("spec") or {}).get("names"):
+                return
+
+        def established(o: Obj) -> None:
+            now = now_iso()
+            o["status"] = {
+                "acceptedNames": (o.get("spec") or {}).get("names"),
+                "storedVersions": [v["name"] for v in o["spec"]["versions"] if v.get("storage")],
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                     "message": "no conflicts found", "lastTransitionTime": now},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                     "message": "the initial names have been accepted", "lastTransitionTime": now},
+                ],
+            }
+
+        self.store.mutate(self.crd_type, None, new["metadata"]["name"], established, "status")
+
+
+def install(store: Store) -> None:
+    """Register the built-in admission and the CRD machinery on a store."""
+    for rt in list(store.types.values()):
+        if rt.kind != "Event":
+            store.add_admission(rt.group, rt.plural, admit_any)
+    store.add_admission("", "pods", admit_pod)
+    store.add_admission("apiextensions.k8s.io", "customresourcedefinitions", admit_crd)
+    registrar = CRDRegistrar(store)
+    store.on_commit.append(registrar.on_commit)
+    store.listeners.append(registrar.on_change)
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        store.create(store.resource("", "v1", "namespaces"), None, {
+            "metadata": {"name": ns},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        })
