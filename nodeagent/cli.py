@@ -30,12 +30,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s = sim.add_parser("serve", help="serve a simulated cluster until interrupted")
     s.add_argument("--nodes", type=int, default=3, help="number of nodes node-1..node-N")
-    s.add_argument("--static-pod-dir", type=_node_dir, action="append", default=[],
-                   metavar="NODE=DIR", help="a real directory whose manifests become mirror pods")
+    s.add_argument(
+        "--static-pod-dir",
+        type=_node_dir,
+        action="append",
+        default=[],
+        metavar="NODE=DIR",
+        help="a real directory whose manifests become mirror pods",
+    )
     s.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port)")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--kubeconfig", type=Path, required=True,
-                   help="where to write a kubeconfig for kubectl and the Python client")
+    s.add_argument(
+        "--kubeconfig",
+        type=Path,
+        required=True,
+        help="where to write a kubeconfig for kubectl and the Python client",
+    )
     return p
 
 

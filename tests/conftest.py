@@ -47,12 +47,19 @@ class Kubectl:
         self.cache = cache
         self.path = kubectl_path()
 
-    async def run(self, *args: str, stdin: str | None = None, timeout: float = 120) -> KubectlResult:
+    async def run(
+        self, *args: str, stdin: str | None = None, timeout: float = 120
+    ) -> KubectlResult:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.cache)}
         proc = await asyncio.create_subprocess_exec(
-            self.path, "--cache-dir", str(self.cache / "cache"), *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env,
+            self.path,
+            "--cache-dir",
+            str(self.cache / "cache"),
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
         )
         out, err = await asyncio.wait_for(
             proc.communicate(stdin.encode() if stdin is not None else None), timeout

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -25,7 +25,15 @@ import kubernetes.client
 import kubernetes.config
 from kubernetes.config.config_exception import ConfigException
 
-from nodeagent.kube.errors import ConfigError, Gone, KubeError, ServerError, from_response, from_status, translate
+from nodeagent.kube.errors import (
+    ConfigError,
+    Gone,
+    KubeError,
+    ServerError,
+    from_response,
+    from_status,
+    translate,
+)
 from nodeagent.kube.resources import PODS, Obj, Resource
 
 __all__ = ["KubeClient", "PatchType", "Propagation", "RequestHook", "load_api_client"]
@@ -61,21 +69,23 @@ def load_api_client(
     config = kubernetes.client.Configuration()
     try:
         if kubeconfig:
-            kubernetes.config.load_kube_config(
+            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=kubeconfig,
                 context=context,
                 client_configuration=config,
                 persist_config=False,
             )
         elif os.environ.get("KUBERNETES_SERVICE_HOST") and context is None:
-            kubernetes.config.load_incluster_config(client_configuration=config)
+            kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=config
+            )
         else:
-            kubernetes.config.load_kube_config(
+            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
                 context=context, client_configuration=config, persist_config=False
             )
     except (ConfigException, OSError, ValueError) as exc:
         where = kubeconfig or "in-cluster or default kubeconfig"
-        raise ConfigError("cannot load Kubernetes client config (%s): %s" % (where, exc)) from exc
+        raise ConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
     if connection_pool_maxsize is not None:
         config.connection_pool_maxsize = connection_pool_maxsize
     return kubernetes.client.ApiClient(configuration=config)
@@ -86,7 +96,7 @@ def _decode(data: bytes) -> Obj:
         return {}
     decoded = json.loads(data)
     if not isinstance(decoded, dict):
-        raise ValueError("expected a JSON object, got %s" % type(decoded).__name__)
+        raise ValueError(f"expected a JSON object, got {type(decoded).__name__}")
     return decoded
 
 
@@ -94,12 +104,14 @@ def _with_type(resource: Resource, body: Mapping[str, Any]) -> Obj:
     return {"apiVersion": resource.api_version, "kind": resource.kind, **body}
 
 
-def _body_namespace(resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> str | None:
+def _body_namespace(
+    resource: Resource, namespace: str | None, body: Mapping[str, Any]
+) -> str | None:
     if not resource.namespaced:
         return namespace  # Resource.path rejects a namespace for cluster-scoped resources
     namespace = namespace or (body.get("metadata") or {}).get("namespace")
     if not namespace:
-        raise ValueError("%s is namespaced: give a namespace or set metadata.namespace" % resource)
+        raise ValueError(f"{resource} is namespaced: give a namespace or set metadata.namespace")
     return str(namespace)
 
 
@@ -348,7 +360,7 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         """Yield watch events (`{"type": ..., "object": ...}`) until the server ends the watch.
 
         An ERROR event raises its error (`Gone` for an expired resourceVersion). Close the
@@ -368,12 +380,13 @@ class KubeClient:
             read_timeout = timeout_seconds + 30.0
         if self._closed:
             raise RuntimeError("KubeClient is closed")
+        path = resource.path(namespace)
         stream = _WatchStream(
             asyncio.get_running_loop(),
             str(resource),
             lambda: self._send(
                 "GET",
-                resource.path(namespace),
+                path,
                 query,
                 None,
                 None,
@@ -414,11 +427,7 @@ class KubeClient:
         patch_type: PatchType,
         subresource: str | None,
     ) -> Obj:
-        body: Any
-        if isinstance(patch, Mapping):
-            body = dict(patch)
-        else:
-            body = [dict(op) for op in patch]
+        body: Any = dict(patch) if isinstance(patch, Mapping) else [dict(op) for op in patch]
         if (patch_type == "json") != isinstance(body, list):
             # The generated client would silently send a dict JSON patch as strategic merge.
             raise ValueError("a JSON patch is a list of operations; merge patches are objects")
@@ -472,7 +481,14 @@ class KubeClient:
                 response.response.release_conn()
             if not 200 <= response.status <= 299:
                 raise from_response(response.status, response.reason, data, response.headers)
-            return response.status, _decode(data)
+            try:
+                return response.status, _decode(data)
+            except ValueError as exc:
+                raise ServerError(
+                    f"malformed response body: {exc}",
+                    status=response.status,
+                    reason="MalformedResponse",
+                ) from exc
         except KubeError:
             raise
         except Exception as exc:
@@ -490,7 +506,7 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        _, url, headers, body, post_params = self._api.param_serialize(
+        _, url, headers, body, _ = self._api.param_serialize(
             method,
             path,
             query_params=query or None,
@@ -631,10 +647,10 @@ class _WatchStream:
         try:
             event = json.loads(line)
         except ValueError:
-            self._post(ServerError("malformed watch event: %r" % line[:200], reason="BadEvent"))
+            self._post(ServerError(f"malformed watch event: {line[:200]!r}", reason="BadEvent"))
             return False
         if not isinstance(event, dict):
-            self._post(ServerError("malformed watch event: %r" % line[:200], reason="BadEvent"))
+            self._post(ServerError(f"malformed watch event: {line[:200]!r}", reason="BadEvent"))
             return False
         if event.get("type") == "ERROR":
             status = event.get("object")

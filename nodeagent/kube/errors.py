@@ -63,12 +63,8 @@ class KubeError(Exception):
         return head + ": " + self.message if self.message else head
 
     def __repr__(self) -> str:
-        return "%s(status=%r, reason=%r, message=%r)" % (
-            type(self).__name__,
-            self.status,
-            self.reason,
-            self.message,
-        )
+        name = type(self).__name__
+        return f"{name}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
 
 
 class BadRequest(KubeError):

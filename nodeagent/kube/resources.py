@@ -33,7 +33,7 @@ Obj = dict[str, Any]
 
 def _segment(value: str) -> str:
     if not value or value in (".", ".."):
-        raise ValueError("invalid path segment %r" % value)
+        raise ValueError(f"invalid path segment {value!r}")
     return quote(value, safe="")
 
 
@@ -64,11 +64,11 @@ class Resource:
     ) -> str:
         """The REST path; without `namespace` a namespaced resource lists across namespaces."""
         if namespace is not None and not self.namespaced:
-            raise ValueError("%s is cluster-scoped; got namespace %r" % (self.plural, namespace))
+            raise ValueError(f"{self.plural} is cluster-scoped; got namespace {namespace!r}")
         if subresource is not None and name is None:
             raise ValueError("a subresource needs an object name")
         if name is not None and self.namespaced and namespace is None:
-            raise ValueError("%s is namespaced; %r needs a namespace" % (self.plural, name))
+            raise ValueError(f"{self.plural} is namespaced; {name!r} needs a namespace")
         parts = [self.prefix]
         if namespace is not None:
             parts.append("namespaces/" + _segment(namespace))

@@ -6,6 +6,7 @@ it hands out as read-only, and build a new dict to change an object.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -74,7 +75,7 @@ class Store:
         # index name -> indexed value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         # key -> index name -> values it was filed under (so removal needs no indexer call)
-        self._filed: dict[str, dict[str, list[str]]] = {}
+        self._filed: dict[str, dict[str, builtins.list[str]]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -85,38 +86,40 @@ class Store:
     def get(self, key: str) -> Obj | None:
         return self._items.get(key)
 
-    def list(self) -> list[Obj]:
+    def list(self) -> builtins.list[Obj]:
         return list(self._items.values())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         return list(self._items)
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
         """Objects the indexer `index` filed under `value`, in key order."""
         try:
             keys = self._indices[index].get(value, ())
         except KeyError:
-            raise KeyError("no index named %r" % index) from None
+            raise KeyError(f"no index named {index!r}") from None
         return [self._items[k] for k in sorted(keys)]
 
-    def index_keys(self, index: str, value: str) -> list[str]:
+    def index_keys(self, index: str, value: str) -> builtins.list[str]:
         try:
             return sorted(self._indices[index].get(value, ()))
         except KeyError:
-            raise KeyError("no index named %r" % index) from None
+            raise KeyError(f"no index named {index!r}") from None
 
-    def index_values(self, index: str) -> list[str]:
+    def index_values(self, index: str) -> builtins.list[str]:
         """Every value the index currently holds objects under."""
         try:
             return sorted(self._indices[index])
         except KeyError:
-            raise KeyError("no index named %r" % index) from None
+            raise KeyError(f"no index named {index!r}") from None
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Add or replace `obj`; returns the previous object under its key."""
         key = key_of(obj)
         # Run the indexers before touching anything, so one that raises leaves the store intact.
-        filed = {name: list(dict.fromkeys(indexer(obj))) for name, indexer in self._indexers.items()}
+        filed = {
+            name: list(dict.fromkeys(indexer(obj))) for name, indexer in self._indexers.items()
+        }
         old = self._items.get(key)
         if old is not None:
             self._unfile(key)
@@ -131,14 +134,14 @@ class Store:
             self._unfile(key)
         return old
 
-    def replace(self, objs: Iterable[Obj]) -> list[Delta]:
+    def replace(self, objs: Iterable[Obj]) -> builtins.list[Delta]:
         """Make the store hold exactly `objs` and return what changed.
 
         Unchanged objects (same resourceVersion) yield no delta. An object that was deleted and
         recreated under the same name (new uid) yields Deleted then Added, not an Updated that
         would hide the deletion. Deleted deltas for vanished keys come last.
         """
-        deltas: list[Delta] = []
+        deltas: builtins.list[Delta] = []
         seen: set[str] = set()
         for obj in objs:
             key = key_of(obj)
@@ -157,7 +160,7 @@ class Store:
             deltas.append(Delta("Deleted", key, old, None))
         return deltas
 
-    def _file(self, key: str, filed: dict[str, list[str]]) -> None:
+    def _file(self, key: str, filed: dict[str, builtins.list[str]]) -> None:
         for name, values in filed.items():
             index = self._indices[name]
             for value in values:

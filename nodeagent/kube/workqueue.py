@@ -24,6 +24,7 @@ Usage by a worker::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
@@ -120,10 +121,8 @@ class WorkQueue(Generic[K]):
             finally:
                 if not waiter.done():
                     waiter.cancel()
-                try:
+                with contextlib.suppress(ValueError):
                     self._getters.remove(waiter)
-                except ValueError:
-                    pass
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)

@@ -30,9 +30,14 @@ def _check_name(rt: ResourceType, obj: Obj) -> None:
         raise invalid(
             rt.kind,
             name,
-            [("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
-              "consist of lower case alphanumeric characters, '-' or '.', and must start and "
-              "end with an alphanumeric character")],
+            [
+                (
+                    "metadata.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
+                    "consist of lower case alphanumeric characters, '-' or '.', and must start and "
+                    "end with an alphanumeric character",
+                )
+            ],
             rt.group,
         )
 
@@ -105,11 +110,12 @@ def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None
         types_from_crd(crd)
     except CRDError as e:
         raise invalid("CustomResourceDefinition", name, [("spec", str(e))], rt.group) from e
-    if old is not None:
-        if (old.get("spec") or {}).get("group") != (crd.get("spec") or {}).get("group"):
-            raise invalid(
-                "CustomResourceDefinition", name, [("spec.group", "field is immutable")], rt.group
-            )
+    if old is not None and (old.get("spec") or {}).get("group") != (crd.get("spec") or {}).get(
+        "group"
+    ):
+        raise invalid(
+            "CustomResourceDefinition", name, [("spec.group", "field is immutable")], rt.group
+        )
 
 
 def admit_custom_object(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
@@ -126,7 +132,7 @@ class CRDRegistrar:
         self.crd_type = store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 
     def on_commit(self, change: Change) -> None:
-        kind, key, old, new = change
+        kind, key, _, new = change
         if key != self.crd_type.key:
             return
         spec = new.get("spec") or {}
@@ -148,9 +154,11 @@ class CRDRegistrar:
         if key != self.crd_type.key or kind == "DELETED":
             return
         status = new.get("status") or {}
-        if any(c.get("type") == "Established" for c in status.get("conditions") or []):
-            if status.get("acceptedNames") == (new.get("spec") or {}).get("names"):
-                return
+        established_now = any(
+            c.get("type") == "Established" for c in status.get("conditions") or []
+        )
+        if established_now and status.get("acceptedNames") == (new.get("spec") or {}).get("names"):
+            return
 
         def established(o: Obj) -> None:
             now = now_iso()
@@ -158,10 +166,20 @@ class CRDRegistrar:
                 "acceptedNames": (o.get("spec") or {}).get("names"),
                 "storedVersions": [v["name"] for v in o["spec"]["versions"] if v.get("storage")],
                 "conditions": [
-                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                     "message": "no conflicts found", "lastTransitionTime": now},
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                     "message": "the initial names have been accepted", "lastTransitionTime": now},
+                    {
+                        "type": "NamesAccepted",
+                        "status": "True",
+                        "reason": "NoConflicts",
+                        "message": "no conflicts found",
+                        "lastTransitionTime": now,
+                    },
+                    {
+                        "type": "Established",
+                        "status": "True",
+                        "reason": "InitialNamesAccepted",
+                        "message": "the initial names have been accepted",
+                        "lastTransitionTime": now,
+                    },
                 ],
             }
 
@@ -179,8 +197,12 @@ def install(store: Store) -> None:
     store.on_commit.append(registrar.on_commit)
     store.listeners.append(registrar.on_change)
     for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
-        store.create(store.resource("", "v1", "namespaces"), None, {
-            "metadata": {"name": ns},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        })
+        store.create(
+            store.resource("", "v1", "namespaces"),
+            None,
+            {
+                "metadata": {"name": ns},
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            },
+        )

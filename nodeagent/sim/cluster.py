@@ -45,9 +45,7 @@ class SimCluster:
         unknown = set(dirs) - set(self.node_names)
         if unknown:
             raise ValueError(f"--static-pod-dir names unknown nodes: {', '.join(sorted(unknown))}")
-        self.kubelets = {
-            n: Kubelet(self.store, n, dirs.get(n)) for n in self.node_names
-        }
+        self.kubelets = {n: Kubelet(self.store, n, dirs.get(n)) for n in self.node_names}
         self.actors = build_actors(self.store)
         self.host, self.port = host, port
         self.kubeconfig = kubeconfig
@@ -68,14 +66,11 @@ class SimCluster:
         return kubelet
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.server.app(), handler_cancellation=True,
-                                     access_log=None)
+        self._runner = web.AppRunner(self.server.app(), handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()
-        sockets = site._server.sockets if site._server else []  # noqa: SLF001
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = int(self._runner.addresses[0][1])
         for actor in self.actors:
             self._spawn(actor.run())
         for kubelet in self.kubelets.values():
@@ -120,11 +115,16 @@ def kubeconfig_dict(url: str) -> dict[str, Any]:
         "kind": "Config",
         "clusters": [{"name": "nodeagent-sim", "cluster": {"server": url}}],
         "users": [{"name": "nodeagent-sim", "user": {"token": "nodeagent-sim"}}],
-        "contexts": [{
-            "name": "nodeagent-sim",
-            "context": {"cluster": "nodeagent-sim", "user": "nodeagent-sim",
-                        "namespace": "default"},
-        }],
+        "contexts": [
+            {
+                "name": "nodeagent-sim",
+                "context": {
+                    "cluster": "nodeagent-sim",
+                    "user": "nodeagent-sim",
+                    "namespace": "default",
+                },
+            }
+        ],
         "current-context": "nodeagent-sim",
         "preferences": {},
     }

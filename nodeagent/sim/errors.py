@@ -75,6 +75,8 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = ""
             "name": name,
             "group": group,
             "kind": kind,
-            "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes
+            ],
         },
     )

@@ -38,8 +38,13 @@ def evict(store: Store, namespace: str, name: str, body: dict[str, Any]) -> Obj:
     opts = body.get("deleteOptions") or {}
     grace = opts.get("gracePeriodSeconds")
     pre = opts.get("preconditions")
-    success: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                    "code": 201}
+    success: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
     phase = (pod.get("status") or {}).get("phase")
     # terminal, pending and already terminating pods cannot count against a budget
     if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):

@@ -47,7 +47,9 @@ class ResourceType:
         return "status" in self.subresources
 
 
-def _core(plural: str, kind: str, namespaced: bool, *short: str, sub: tuple[str, ...] = ()) -> ResourceType:
+def _core(
+    plural: str, kind: str, namespaced: bool, *short: str, sub: tuple[str, ...] = ()
+) -> ResourceType:
     return ResourceType("", "v1", plural, kind.lower(), kind, namespaced, short, sub)
 
 
@@ -60,15 +62,74 @@ BUILTIN: tuple[ResourceType, ...] = (
     _core("secrets", "Secret", True),
     _core("services", "Service", True, "svc", sub=("status",)),
     _core("serviceaccounts", "ServiceAccount", True, "sa"),
-    ResourceType("apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",), ("status", "scale"), categories=("all",)),
-    ResourceType("apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("status", "scale"), categories=("all",)),
-    ResourceType("apps", "v1", "statefulsets", "statefulset", "StatefulSet", True, ("sts",), ("status", "scale"), categories=("all",)),
-    ResourceType("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), ("status",), categories=("all",)),
-    ResourceType("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", True),
-    ResourceType("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", True, ("pdb",), ("status",)),
+    ResourceType(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        True,
+        ("deploy",),
+        ("status", "scale"),
+        categories=("all",),
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        True,
+        ("rs",),
+        ("status", "scale"),
+        categories=("all",),
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        True,
+        ("sts",),
+        ("status", "scale"),
+        categories=("all",),
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        True,
+        ("ds",),
+        ("status",),
+        categories=("all",),
+    ),
+    ResourceType(
+        "apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", True
+    ),
+    ResourceType(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        True,
+        ("pdb",),
+        ("status",),
+    ),
     ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
     ResourceType("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",)),
-    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", False, ("pc",)),
+    ResourceType(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "priorityclass",
+        "PriorityClass",
+        False,
+        ("pc",),
+    ),
     ResourceType(
         "apiextensions.k8s.io",
         "v1",
@@ -98,7 +159,9 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
     if not group or not plural or not kind:
         raise CRDError("spec.group, spec.names.plural and spec.names.kind are required")
     if name != f"{plural}.{group}":
-        raise CRDError(f'metadata.name: must be spec.names.plural+"."+spec.group ("{plural}.{group}")')
+        raise CRDError(
+            f'metadata.name: must be spec.names.plural+"."+spec.group ("{plural}.{group}")'
+        )
     if scope not in ("Namespaced", "Cluster"):
         raise CRDError(f'spec.scope: must be "Namespaced" or "Cluster", not {scope!r}')
     versions = spec.get("versions") or []
@@ -125,7 +188,9 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 schema=schema,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
-                preserve_unknown=bool(schema and schema.get("x-kubernetes-preserve-unknown-fields")),
+                preserve_unknown=bool(
+                    schema and schema.get("x-kubernetes-preserve-unknown-fields")
+                ),
             )
         )
     return out

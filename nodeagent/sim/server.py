@@ -26,7 +26,7 @@ from nodeagent.sim.errors import ApiError
 from nodeagent.sim.faults import Faults, Stats
 from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 from nodeagent.sim.resources import ResourceType
-from nodeagent.sim.store import Obj, Store
+from nodeagent.sim.store import INITIAL_EVENTS_END, Obj, Store
 from nodeagent.sim.tables import table
 
 log = logging.getLogger(__name__)
@@ -45,13 +45,30 @@ VERSION = {
 
 # field selectors each type supports besides metadata.name and metadata.namespace
 FIELD_LABELS: dict[str, set[str]] = {
-    "pods": {"spec.nodeName", "status.phase", "spec.restartPolicy", "spec.schedulerName",
-             "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName",
-             "spec.hostNetwork"},
+    "pods": {
+        "spec.nodeName",
+        "status.phase",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "status.podIP",
+        "status.nominatedNodeName",
+        "spec.hostNetwork",
+    },
     "nodes": {"spec.unschedulable"},
-    "events": {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-               "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-               "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"},
+    "events": {
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    },
     "namespaces": {"status.phase"},
     "replicasets": {"status.replicas"},
 }
@@ -93,9 +110,11 @@ class ApiServer:
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024**2)
         r = app.router
-        r.add_get("/version", lambda _: web.json_response(VERSION))
+        r.add_get("/version", self._version)
         for p in ("/healthz", "/readyz", "/livez"):
-            r.add_get(p, lambda _: web.Response(text="ok"))
+            r.add_get(p, self._ok)
+        r.add_get("/openapi/v3", self._openapi_index)
+        r.add_get("/openapi/v3/{gv:.*}", self._openapi_gv)
         r.add_get("/api", self._api_versions)
         r.add_get("/apis", self._api_groups)
         r.add_post("/sim/faults", self._set_faults)
@@ -150,16 +169,24 @@ class ApiServer:
             return ("delete" if named else "deletecollection", resource)
         return (m.lower(), resource)
 
+    async def _version(self, request: web.Request) -> web.Response:
+        return web.json_response(VERSION)
+
+    async def _ok(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
     # --- discovery -----------------------------------------------------------------------------
 
     async def _api_versions(self, request: web.Request) -> web.Response:
-        return web.json_response({
-            "kind": "APIVersions",
-            "versions": ["v1"],
-            "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
-            ],
-        })
+        return web.json_response(
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}
+                ],
+            }
+        )
 
     def _groups(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
@@ -174,11 +201,13 @@ class ApiServer:
         return {"name": name, "versions": vs, "preferredVersion": vs[0]}
 
     async def _api_groups(self, request: web.Request) -> web.Response:
-        return web.json_response({
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [self._group(g, vs) for g, vs in sorted(self._groups().items())],
-        })
+        return web.json_response(
+            {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [self._group(g, vs) for g, vs in sorted(self._groups().items())],
+            }
+        )
 
     def _resource_list(self, group: str, version: str) -> dict[str, Any]:
         resources: list[dict[str, Any]] = []
@@ -214,6 +243,71 @@ class ApiServer:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+    # --- openapi ---------------------------------------------------------------------------------
+    # Only paths and operations: enough for kubectl to see that the server validates fields
+    # itself (fieldValidation), so it needs no schemas; kubectl then merges with its built-in
+    # knowledge of the core types.
+
+    def _group_versions(self) -> list[tuple[str, str]]:
+        return sorted({(g, v) for g, v, _ in self.store.types})
+
+    async def _openapi_index(self, request: web.Request) -> web.Response:
+        paths = {}
+        for g, v in self._group_versions():
+            gv = f"apis/{g}/{v}" if g else f"api/{v}"
+            paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={self.store.rv}"}
+        return web.json_response({"paths": paths})
+
+    async def _openapi_gv(self, request: web.Request) -> web.Response:
+        parts = request.match_info["gv"].split("/")
+        if parts[0] == "api" and len(parts) == 2:
+            group, version = "", parts[1]
+        elif parts[0] == "apis" and len(parts) == 3:
+            group, version = parts[1], parts[2]
+        else:
+            raise ApiError(404, "the server could not find the requested resource")
+        types = [rt for (g, v, _), rt in self.store.types.items() if (g, v) == (group, version)]
+        if not types:
+            raise ApiError(404, "the server could not find the requested resource")
+        paths: dict[str, Any] = {}
+        for rt in types:
+            base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+            ns = "/namespaces/{namespace}" if rt.namespaced else ""
+            gvk = {"group": group, "version": version, "kind": rt.kind}
+            validation = {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+
+            def op(
+                action: str,
+                validates: bool,
+                gvk: dict[str, str] = gvk,
+                validation: dict[str, Any] = validation,
+            ) -> dict[str, Any]:
+                return {
+                    "x-kubernetes-action": action,
+                    "x-kubernetes-group-version-kind": gvk,
+                    "parameters": [validation] if validates else [],
+                    "responses": {"200": {"description": "OK"}},
+                }
+
+            paths[f"{base}{ns}/{rt.plural}"] = {
+                "get": op("list", False),
+                "post": op("post", True),
+            }
+            paths[f"{base}{ns}/{rt.plural}/{{name}}"] = {
+                "get": op("get", False),
+                "put": op("put", True),
+                "patch": op("patch", True),
+                "delete": op("delete", False),
+            }
+        return web.json_response(
+            {
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes (nodeagent sim)", "version": VERSION["gitVersion"]},
+                "paths": paths,
+                "components": {"schemas": {}},
+            }
+        )
 
     # --- routing -------------------------------------------------------------------------------
 
@@ -288,11 +382,11 @@ class ApiServer:
             raise ApiError(400, f"unable to parse requirement: {e}") from e
         if fields is not None:
             allowed = {"metadata.name", "metadata.namespace"} | FIELD_LABELS.get(rt.plural, set())
-            for f in fields.fields():
+            for f in (r.field for r in fields.requirements):
                 if f not in allowed:
                     raise ApiError(
                         400,
-                        f'field label not supported: {f}',
+                        f"field label not supported: {f}",
                     )
         return labels, fields
 
@@ -315,11 +409,14 @@ class ApiServer:
                 json.dumps(list(_sort_key(items[-1]))).encode()
             ).decode()
         if _wants_table(request):
-            return web.json_response(table(
-                t.rt, [self._at_version(t.rt, o) for o in items],
-                request.query.get("includeObject", "PartialObjectMetadata"),
-                list_rv=meta["resourceVersion"],
-            ))
+            return web.json_response(
+                table(
+                    t.rt,
+                    [self._at_version(t.rt, o) for o in items],
+                    request.query.get("includeObject", "PartialObjectMetadata"),
+                    list_rv=meta["resourceVersion"],
+                )
+            )
         body = {
             "kind": f"{t.rt.kind}List",
             "apiVersion": t.rt.api_version,
@@ -334,7 +431,9 @@ class ApiServer:
             return {**obj, "apiVersion": rt.api_version}
         return obj
 
-    def _respond(self, request: web.Request, rt: ResourceType, obj: Obj, status: int = 200) -> web.Response:
+    def _respond(
+        self, request: web.Request, rt: ResourceType, obj: Obj, status: int = 200
+    ) -> web.Response:
         if _wants_table(request) and obj.get("kind") == rt.kind:
             return web.json_response(
                 table(rt, [obj], request.query.get("includeObject", "PartialObjectMetadata")),
@@ -347,7 +446,10 @@ class ApiServer:
         rv = request.query.get("resourceVersion")
         bookmarks = request.query.get("allowWatchBookmarks") in ("true", "1")
         timeout = float(request.query.get("timeoutSeconds") or random.uniform(1800, 3600))
-        w = self.store.open_watch(t.rt, t.namespace, labels, fields, rv)
+        initial = request.query.get("sendInitialEvents") in ("true", "1")
+        if initial and not bookmarks:
+            raise ApiError(422, "sendInitialEvents requires allowWatchBookmarks=true")
+        w = self.store.open_watch(t.rt, t.namespace, labels, fields, rv, initial)
         as_table = _wants_table(request)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
@@ -363,17 +465,44 @@ class ApiServer:
                     ev = await asyncio.wait_for(w.queue.get(), min(left, self.bookmark_interval))
                 except TimeoutError:
                     if bookmarks and w.queue.empty():
-                        await resp.write(_line({"type": "BOOKMARK", "object": {
-                            "kind": t.rt.kind, "apiVersion": t.rt.api_version,
-                            "metadata": {"resourceVersion": str(self.store.rv)},
-                        }}))
+                        await resp.write(
+                            _line(
+                                {
+                                    "type": "BOOKMARK",
+                                    "object": {
+                                        "kind": t.rt.kind,
+                                        "apiVersion": t.rt.api_version,
+                                        "metadata": {"resourceVersion": str(self.store.rv)},
+                                    },
+                                }
+                            )
+                        )
                     continue
                 if ev is None:
                     break  # dropped by fault injection
                 kind, obj = ev
+                if kind == INITIAL_EVENTS_END:
+                    await resp.write(
+                        _line(
+                            {
+                                "type": "BOOKMARK",
+                                "object": {
+                                    "kind": t.rt.kind,
+                                    "apiVersion": t.rt.api_version,
+                                    "metadata": {
+                                        "resourceVersion": obj["resourceVersion"],
+                                        "annotations": {"k8s.io/initial-events-end": "true"},
+                                    },
+                                },
+                            }
+                        )
+                    )
+                    continue
                 out = self._at_version(t.rt, obj)
                 if as_table:
-                    out = table(t.rt, [out], request.query.get("includeObject", "PartialObjectMetadata"))
+                    out = table(
+                        t.rt, [out], request.query.get("includeObject", "PartialObjectMetadata")
+                    )
                 await resp.write(_line({"type": kind, "object": out}))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -386,6 +515,12 @@ class ApiServer:
     # --- writes --------------------------------------------------------------------------------
 
     async def _body(self, request: web.Request) -> Any:
+        if "protobuf" in request.content_type or "cbor" in request.content_type:
+            raise ApiError(
+                415,
+                f"the body of the request was in an unknown format ({request.content_type}) - "
+                "accepted media types include: application/json, application/yaml",
+            )
         raw = await request.read()
         if not raw:
             return {}
@@ -413,10 +548,22 @@ class ApiServer:
             node = (body.get("target") or {}).get("name")
             if not node:
                 raise ApiError(422, "target.name: Required value")
-            self.store.mutate(t.rt, t.namespace, t.name,
-                              lambda p: p.setdefault("spec", {}).__setitem__("nodeName", node))
-            return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": "Success", "code": 201}, 201)
+            self.store.mutate(
+                t.rt,
+                t.namespace,
+                t.name,
+                lambda p: p.setdefault("spec", {}).__setitem__("nodeName", node),
+            )
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                201,
+            )
         if t.name is not None:
             raise ApiError(405, "POST to a named resource is not allowed")
         obj = self.store.create(t.rt, t.namespace, body)
@@ -447,8 +594,12 @@ class ApiServer:
             elif ctype == "application/json-patch+json":
                 new = json_patch(base, body)
             elif ctype == "application/strategic-merge-patch+json":
-                if t.rt.schema is not None or t.rt.group not in ("", "apps", "policy",
-                                                                  "coordination.k8s.io"):
+                if t.rt.schema is not None or t.rt.group not in (
+                    "",
+                    "apps",
+                    "policy",
+                    "coordination.k8s.io",
+                ):
                     raise ApiError(
                         415,
                         "the body of the request was in an unknown format - accepted media "
@@ -494,8 +645,15 @@ class ApiServer:
                 m = o["metadata"]
                 with contextlib.suppress(ApiError):
                     self.store.delete(t.rt, m.get("namespace"), m["name"], grace)
-            return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                          "status": "Success", "code": 200})
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 200,
+                }
+            )
         obj = self.store.delete(t.rt, t.namespace, t.name, grace, pre)
         return self._respond(request, t.rt, obj)
 
@@ -508,8 +666,9 @@ class ApiServer:
         if "latency" in body:
             self.faults.latency = float(body["latency"])
         for b in body.get("bursts", []):
-            self.faults.error_burst(int(b["code"]), int(b["count"]), b.get("verb"),
-                                    b.get("resource"))
+            self.faults.error_burst(
+                int(b["code"]), int(b["count"]), b.get("verb"), b.get("resource")
+            )
         dropped = self.store.drop_watches() if body.get("dropWatches") else 0
         if body.get("compact"):
             self.store.compact()
@@ -548,8 +707,11 @@ def _scale(obj: Obj) -> Obj:
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
-        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                       "creationTimestamp") if k in m},
+        "metadata": {
+            k: m[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in m
+        },
         "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
         "status": {
             "replicas": (obj.get("status") or {}).get("replicas", 0),

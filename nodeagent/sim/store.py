@@ -31,6 +31,7 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
 Change = tuple[str, tuple[str, str], Obj | None, Obj]
 Admission = Callable[["Store", ResourceType, Obj, Obj | None], None]
 
+INITIAL_EVENTS_END = "INITIAL_EVENTS_END"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -236,8 +237,14 @@ class Store:
             new = obj
             nm = meta(new)
             cm = cur["metadata"]
-            for k in ("uid", "creationTimestamp", "namespace", "deletionTimestamp",
-                      "deletionGracePeriodSeconds", "generation"):
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
                 if k in cm:
                     nm[k] = cm[k]
                 else:
@@ -251,20 +258,29 @@ class Store:
             if cm.get("deletionTimestamp"):
                 added = set(nm.get("finalizers") or []) - set(cm.get("finalizers") or [])
                 if added:
-                    raise invalid(rt.kind, name, [(
-                        "metadata.finalizers",
-                        f"no new finalizers can be added if the object is being deleted, "
-                        f"found new finalizers {sorted(added)}",
-                    )], rt.group)
+                    raise invalid(
+                        rt.kind,
+                        name,
+                        [
+                            (
+                                "metadata.finalizers",
+                                f"no new finalizers can be added if the object is being deleted, "
+                                f"found new finalizers {sorted(added)}",
+                            )
+                        ],
+                        rt.group,
+                    )
             if _spec_part(new) != _spec_part(cur):
                 nm["generation"] = int(cm.get("generation", 1)) + 1
         new["apiVersion"], new["kind"] = cur["apiVersion"], cur["kind"]
         self._admit(rt, new, cur)
         if _without_volatile(new) == _without_volatile(cur):
             return cur  # a no-op write does not bump the resourceVersion
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            if not (rt.kind == "Pod" and _pod_still_running(new)):
-                return self._remove(rt, new)
+        finished = not new["metadata"].get("finalizers") and not (
+            rt.kind == "Pod" and _pod_still_running(new)
+        )
+        if new["metadata"].get("deletionTimestamp") and finished:
+            return self._remove(rt, new)
         return self._commit(rt, "MODIFIED", cur, new)
 
     def mutate(
@@ -295,8 +311,8 @@ class Store:
         if pre.get("uid") and pre["uid"] != cm["uid"]:
             raise ApiError(
                 409,
-                f'Precondition failed: UID in precondition: {pre["uid"]}, UID in object meta: '
-                f'{cm["uid"]}',
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                f"{cm['uid']}",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != cm["resourceVersion"]:
             raise conflict(rt.plural, name, rt.group)
@@ -403,11 +419,17 @@ class Store:
         labels: LabelSelector | None,
         fields: FieldSelector | None,
         resource_version: str | None,
+        send_initial_events: bool = False,
     ) -> Watch:
+        """A watch from `resource_version` (replaying history), or from the current state as
+        synthetic ADDED events; with `send_initial_events` (client-go's streaming list) the
+        initial events end with an INITIAL_EVENTS_END marker."""
         w = Watch(rt, namespace, labels, fields)
-        if not resource_version or resource_version == "0":
+        if send_initial_events or not resource_version or resource_version == "0":
             for obj in self.list(rt, namespace, labels, fields):
                 w.queue.put_nowait(("ADDED", obj))
+            if send_initial_events:
+                w.queue.put_nowait((INITIAL_EVENTS_END, {"resourceVersion": str(self.rv)}))
         else:
             try:
                 since = int(resource_version)
@@ -446,8 +468,8 @@ class Store:
 
 def _pod_still_running(pod: Obj) -> bool:
     # a pod on a node with a grace period left is finished by its kubelet, not by the store
-    return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get(
-        "phase"
-    ) not in ("Succeeded", "Failed") and int(
-        pod["metadata"].get("deletionGracePeriodSeconds", 0)
-    ) > 0
+    return (
+        bool((pod.get("spec") or {}).get("nodeName"))
+        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and int(pod["metadata"].get("deletionGracePeriodSeconds", 0)) > 0
+    )

@@ -1,0 +1,260 @@
+"""List-then-watch cache of one resource, calling handlers on changes (client-go informer).
+
+The informer lists, then watches from the list's resourceVersion with bookmarks (which only
+advance that resourceVersion). A watch that ends normally is resumed from the last
+resourceVersion seen. A watch that fails with `Gone` (the resourceVersion expired) forces a
+relist, and the relist is diffed against the store, so handlers get exactly the changes they
+missed: adds, updates only where the resourceVersion differs, deletes, and a delete plus an
+add for objects recreated under the same name. Other failures are retried from the last
+resourceVersion with jittered exponential backoff.
+
+Handlers run synchronously on the loop and must be cheap; controllers enqueue keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from nodeagent.kube.errors import Gone, KubeError
+from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.kube.resources import Obj, Resource
+from nodeagent.kube.store import Delta, Indexer, Store, key_of
+
+__all__ = ["Informer", "ListWatcher", "OnAdd", "OnDelete", "OnUpdate"]
+
+log = logging.getLogger(__name__)
+
+OnAdd = Callable[[Obj], None]
+OnUpdate = Callable[[Obj, Obj], None]
+OnDelete = Callable[[Obj], None]
+
+# A watch that ends on its own this quickly with nothing in it counts as a failure, so a
+# server that keeps hanging up does not make us spin.
+_SHORT_WATCH_SECONDS = 1.0
+
+
+class ListWatcher(Protocol):
+    """The part of `KubeClient` an informer needs."""
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = ...,
+        *,
+        label_selector: str | None = ...,
+        field_selector: str | None = ...,
+        resource_version: str | None = ...,
+        page_size: int = ...,
+    ) -> Obj: ...
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = ...,
+        *,
+        resource_version: str | None = ...,
+        label_selector: str | None = ...,
+        field_selector: str | None = ...,
+        timeout_seconds: int | None = ...,
+        allow_bookmarks: bool = ...,
+    ) -> AsyncGenerator[Obj, None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Handlers:
+    on_add: OnAdd | None
+    on_update: OnUpdate | None
+    on_delete: OnDelete | None
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class Informer:
+    def __init__(
+        self,
+        client: ListWatcher,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        indexers: Mapping[str, Indexer] | None = None,
+        backoff: JitteredBackoff | None = None,
+        watch_timeout_seconds: int = 300,
+    ) -> None:
+        self._client = client
+        self.resource = resource
+        self._namespace = namespace
+        self._label_selector = label_selector
+        self._field_selector = field_selector
+        self.store = Store(indexers)
+        self._backoff = backoff if backoff is not None else JitteredBackoff(base=0.5, cap=30.0)
+        self._watch_timeout = max(1, watch_timeout_seconds)
+        self._rng = random.Random()
+        self._handlers: list[_Handlers] = []
+        self._synced = asyncio.Event()
+        self._rv: str | None = None
+        self._progress = 0  # watch events seen, to tell a live watch from a failing one
+
+    @property
+    def has_synced(self) -> bool:
+        """True once the first list has been loaded and its handlers called."""
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    @property
+    def resource_version(self) -> str | None:
+        """The resourceVersion the next watch starts from."""
+        return self._rv
+
+    def add_handler(
+        self,
+        on_add: OnAdd | None = None,
+        on_update: OnUpdate | None = None,
+        on_delete: OnDelete | None = None,
+    ) -> None:
+        """Register callbacks. A handler added late first gets `on_add` for every cached object."""
+        handlers = _Handlers(on_add, on_update, on_delete)
+        self._handlers.append(handlers)
+        if on_add is not None:
+            for obj in self.store.list():
+                self._call(on_add, obj)
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        loop = asyncio.get_running_loop()
+        failures = 0
+        relist = True
+        while True:
+            progress = self._progress
+            started = loop.time()
+            try:
+                if relist:
+                    await self._relist()
+                    relist = False
+                await self._watch()
+                if self._progress != progress or loop.time() - started >= _SHORT_WATCH_SECONDS:
+                    failures = 0
+                    continue
+                log.info("watch of %s ended at once without events", self.resource)
+            except Gone as exc:
+                log.info("watch of %s expired at %s (%s); relisting", self.resource, self._rv, exc)
+                relist = True
+            except KubeError as exc:
+                log.warning("list/watch of %s failed: %s", self.resource, exc)
+            except Exception:
+                log.exception("list/watch of %s failed unexpectedly", self.resource)
+            if self._progress != progress:
+                failures = 0
+            failures += 1
+            if relist and failures == 1:
+                continue  # an expired resourceVersion is routine; relist at once
+            delay = self._backoff.delay(failures)
+            log.debug("retrying list/watch of %s in %.2fs", self.resource, delay)
+            await asyncio.sleep(delay)
+
+    async def _relist(self) -> None:
+        listed = await self._client.list(
+            self.resource,
+            self._namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+        )
+        items = [item for item in listed.get("items") or [] if isinstance(item, dict)]
+        deltas = self.store.replace(items)
+        self._rv = _meta(listed).get("resourceVersion") or None
+        log.debug(
+            "listed %d %s at %s: %d changes", len(items), self.resource, self._rv, len(deltas)
+        )
+        for delta in deltas:
+            self._dispatch(delta)
+        self._synced.set()
+
+    async def _watch(self) -> None:
+        # Spread watch restarts out, as client-go does (timeout between 1x and 2x).
+        timeout = int(self._watch_timeout * (1.0 + self._rng.random()))
+        events = self._client.watch(
+            self.resource,
+            self._namespace,
+            resource_version=self._rv,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            timeout_seconds=timeout,
+            allow_bookmarks=True,
+        )
+        async with contextlib.aclosing(events):
+            async for event in events:
+                self._handle(event)
+
+    def _handle(self, event: Obj) -> None:
+        kind = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            log.warning("watch of %s sent a %s event without an object", self.resource, kind)
+            return
+        rv = _meta(obj).get("resourceVersion")
+        self._progress += 1
+        if kind == "BOOKMARK":
+            if rv:
+                self._rv = rv
+            return
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        try:
+            key = key_of(obj)
+        except ValueError:
+            log.warning(
+                "watch of %s sent a %s event for an object without a name", self.resource, kind
+            )
+            return
+        if kind in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            if old is None:
+                self._dispatch(Delta("Added", key, None, obj))
+            elif _meta(old).get("uid") != _meta(obj).get("uid"):
+                self._dispatch(Delta("Deleted", key, old, None))
+                self._dispatch(Delta("Added", key, None, obj))
+            elif _meta(old).get("resourceVersion") != rv:
+                self._dispatch(Delta("Updated", key, old, obj))
+            # else: the same version again (a resumed watch); nothing changed
+        elif kind == "DELETED":
+            old = self.store.delete(key)
+            if old is not None:
+                # Handlers get the final state the server sent, as in client-go.
+                self._dispatch(Delta("Deleted", key, obj, None))
+        else:
+            log.warning("watch of %s sent an unknown event type %r", self.resource, kind)
+            return
+        if rv:
+            self._rv = rv
+
+    def _dispatch(self, delta: Delta) -> None:
+        for handlers in self._handlers:
+            if delta.type == "Added":
+                if handlers.on_add is not None:
+                    assert delta.new is not None
+                    self._call(handlers.on_add, delta.new)
+            elif delta.type == "Updated":
+                if handlers.on_update is not None:
+                    assert delta.old is not None and delta.new is not None
+                    self._call(handlers.on_update, delta.old, delta.new)
+            elif handlers.on_delete is not None:
+                self._call(handlers.on_delete, delta.obj)
+
+    def _call(self, handler: Callable[..., None], *args: Obj) -> None:
+        try:
+            handler(*args)
+        except Exception:
+            # One broken handler must not stop the informer or the other handlers.
+            log.exception("%s event handler failed", self.resource)

@@ -1,0 +1,281 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's `leaderelection` does it.
+
+- Acquire when the Lease is absent, free (empty holder), ours, or expired. Expiry is judged by
+  our own clock: a Lease counts as expired when it has not changed for its
+  leaseDurationSeconds since we first saw it in its current state, so clock skew between
+  nodes does not matter.
+- Every write carries the resourceVersion we read: a 409 Conflict means another candidate
+  wrote first, and we lost that round.
+- The leader renews every retry period. When it has not managed to renew for renew_deadline
+  (shorter than the lease duration, so nobody else can have taken over yet) it stops leading.
+- On a graceful stop the leader releases the Lease (empty holder, 1 s duration) so a
+  successor takes over at its next retry instead of waiting out the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from nodeagent.kube.resources import LEASES, Obj, Resource, format_micro_time
+
+__all__ = ["LeaderElector", "LeaseClient"]
+
+log = logging.getLogger(__name__)
+
+_JITTER = 1.2  # client-go's JitterFactor for retries while not leading
+
+
+class LeaseClient(Protocol):
+    """The part of `KubeClient` leader election needs."""
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
+    ) -> Obj: ...
+
+    async def replace(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
+    ) -> Obj: ...
+
+
+def _spec(lease: Obj | None) -> Obj:
+    spec = (lease or {}).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: LeaseClient,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
+        if not identity:
+            raise ValueError("identity must not be empty")
+        if not lease_duration > renew_deadline > retry_period * _JITTER or retry_period <= 0:
+            raise ValueError(f"need lease_duration > renew_deadline > {_JITTER} * retry_period > 0")
+        self._client = client
+        self._namespace = namespace
+        self._name = name
+        self.identity = identity
+        self._lease_seconds = max(1, math.ceil(lease_duration))
+        self._renew_deadline = renew_deadline
+        self._retry_period = retry_period
+        self._rng = random.Random()
+        self._is_leader = False
+        self._lease: Obj | None = None  # the Lease as we last read or wrote it
+        self._observed_spec: Obj | None = None
+        self._observed_at = 0.0  # loop time the Lease last changed, as far as we saw
+        self._renewed_at = 0.0  # loop time our last successful write started
+
+    @property
+    def is_leader(self) -> bool:
+        return self._is_leader
+
+    @property
+    def holder(self) -> str:
+        """The holder as last observed ("" when free or unknown)."""
+        return str(_spec(self._lease).get("holderIdentity") or "")
+
+    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+        """Campaign, run `lead()` while leading, cancel it when leadership is lost, campaign again.
+
+        Returns after `lead()` returns; re-raises what `lead()` raises. Either way, and when
+        cancelled, a Lease we still hold is released.
+        """
+        try:
+            while True:
+                await self._acquire()
+                if await self._lead(lead):
+                    return
+        finally:
+            await self._release()
+
+    async def _acquire(self) -> None:
+        while True:
+            try:
+                if await self._try_acquire_or_renew():
+                    log.info(
+                        "%s became leader of lease %s/%s",
+                        self.identity,
+                        self._namespace,
+                        self._name,
+                    )
+                    return
+            except KubeError as exc:
+                log.warning("cannot acquire lease %s/%s: %s", self._namespace, self._name, exc)
+            await asyncio.sleep(self._retry_period * (1.0 + (_JITTER - 1.0) * self._rng.random()))
+
+    async def _lead(self, lead: Callable[[], Awaitable[None]]) -> bool:
+        """Lead until `lead` finishes (True) or leadership is lost (False)."""
+        self._is_leader = True
+
+        async def leading() -> None:
+            await lead()
+
+        lead_task = asyncio.create_task(leading(), name="leader " + self.identity)
+        renew_task = asyncio.create_task(self._keep_renewing(), name="renew " + self._name)
+        try:
+            await asyncio.wait({lead_task, renew_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Stop leading before anything else: from here on another candidate may win.
+            lead_task.cancel()
+            renew_task.cancel()
+            await asyncio.gather(lead_task, renew_task, return_exceptions=True)
+            self._is_leader = False
+        if lead_task.cancelled():
+            log.warning(
+                "%s lost the lease %s/%s; stopped leading",
+                self.identity,
+                self._namespace,
+                self._name,
+            )
+            return False
+        lead_task.result()  # re-raises what `lead` raised
+        return True
+
+    async def _keep_renewing(self) -> None:
+        """Renew every retry period; return when renewing failed for the renew deadline."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._retry_period)
+            deadline = self._renewed_at + self._renew_deadline
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    log.warning(
+                        "%s could not renew lease %s/%s within %.1fs",
+                        self.identity,
+                        self._namespace,
+                        self._name,
+                        self._renew_deadline,
+                    )
+                    return
+                try:
+                    renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
+                except (KubeError, TimeoutError) as exc:
+                    log.warning("renewing lease %s/%s failed: %s", self._namespace, self._name, exc)
+                    renewed = False
+                if renewed:
+                    break
+                if self.holder not in ("", self.identity):
+                    log.warning(
+                        "lease %s/%s was taken by %s", self._namespace, self._name, self.holder
+                    )
+                    return
+                await asyncio.sleep(min(self._retry_period, max(0.0, deadline - loop.time())))
+
+    async def _try_acquire_or_renew(self) -> bool:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        now = format_micro_time(datetime.now(UTC))
+        if self._is_leader and self._lease is not None and self.holder == self.identity:
+            # Fast path: renew the Lease we wrote last; a Conflict means it changed, so look.
+            try:
+                self._store(await self._client.replace(LEASES, self._renewed(self._lease, now)))
+            except Conflict:
+                pass
+            else:
+                self._renewed_at = started
+                return True
+        try:
+            lease = await self._client.get(LEASES, self._name, self._namespace)
+        except NotFound:
+            try:
+                created = await self._client.create(LEASES, self._new_lease(now))
+            except (AlreadyExists, Conflict):
+                return False
+            self._store(created)
+            self._renewed_at = started
+            return True
+        self._store(lease)
+        holder = _spec(lease).get("holderIdentity") or ""
+        if holder and holder != self.identity and not self._expired(loop.time()):
+            return False
+        try:
+            self._store(await self._client.replace(LEASES, self._renewed(lease, now)))
+        except Conflict:
+            return False
+        self._renewed_at = started
+        return True
+
+    def _new_lease(self, now: str) -> Obj:
+        return {
+            "apiVersion": LEASES.api_version,
+            "kind": LEASES.kind,
+            "metadata": {"name": self._name, "namespace": self._namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": self._lease_seconds,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+
+    def _renewed(self, lease: Obj, now: str) -> Obj:
+        """`lease` held by us and renewed at `now`; keeps its resourceVersion for the CAS."""
+        old = _spec(lease)
+        spec = dict(old)
+        spec["holderIdentity"] = self.identity
+        spec["leaseDurationSeconds"] = self._lease_seconds
+        spec["renewTime"] = now
+        if old.get("holderIdentity") != self.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
+        return {**lease, "spec": spec}
+
+    def _store(self, lease: Obj) -> None:
+        self._lease = lease
+        spec = _spec(lease)
+        if spec != self._observed_spec:
+            self._observed_spec = dict(spec)
+            self._observed_at = asyncio.get_running_loop().time()
+
+    def _expired(self, now: float) -> bool:
+        duration = _spec(self._lease).get("leaseDurationSeconds")
+        seconds = (
+            duration if isinstance(duration, int | float) and duration > 0 else self._lease_seconds
+        )
+        return now >= self._observed_at + seconds
+
+    async def _release(self) -> None:
+        """Give the Lease up if we hold it, so a successor need not wait for it to expire."""
+        lease = self._lease
+        if lease is None or self.holder != self.identity:
+            return
+        now = format_micro_time(datetime.now(UTC))
+        spec = dict(_spec(lease))
+        spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
+        try:
+            released = await asyncio.wait_for(
+                self._client.replace(LEASES, {**lease, "spec": spec}), self._renew_deadline
+            )
+        except Conflict:
+            log.info(
+                "lease %s/%s changed before release; not ours to release",
+                self._namespace,
+                self._name,
+            )
+        except (KubeError, TimeoutError) as exc:
+            log.warning(
+                "releasing lease %s/%s failed; successor waits for expiry: %s",
+                self._namespace,
+                self._name,
+                exc,
+            )
+        else:
+            self._store(released)
+            log.info("%s released lease %s/%s", self.identity, self._namespace, self._name)

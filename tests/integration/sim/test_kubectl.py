@@ -1,0 +1,146 @@
+"""Real kubectl against the simulated cluster: what nodeagent's users and tests rely on."""
+
+from __future__ import annotations
+
+import json
+
+from nodeagent.sim.cluster import SimCluster
+from tests.conftest import Kubectl
+from tests.simutil import pods, running, until
+
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, default: 1}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+"""
+
+WIDGET = """
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: gadget}
+spec: {size: 3}
+"""
+
+DAEMONSET = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: logs, namespace: default}
+spec:
+  selector: {matchLabels: {app: logs}}
+  template:
+    metadata: {labels: {app: logs}}
+    spec:
+      containers: [{name: logs, image: busybox}]
+"""
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+"""
+
+
+async def test_get_nodes(kubectl: Kubectl) -> None:
+    out = await kubectl.ok("get", "nodes")
+    assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"]
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["node-1", "node-2", "node-3"]
+    assert all(" Ready " in line for line in out.splitlines()[1:])
+    doc = json.loads(await kubectl.ok("get", "node", "node-2", "-o", "json"))
+    assert doc["metadata"]["name"] == "node-2"
+
+
+async def test_crd_then_custom_object_by_short_name(kubectl: Kubectl) -> None:
+    await kubectl.ok("apply", "-f", "-", stdin=CRD)
+    await kubectl.ok("wait", "--for=condition=Established", "crd/widgets.example.com")
+    await kubectl.ok("apply", "-f", "-", stdin=WIDGET)
+    out = await kubectl.ok("get", "wd")
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "SIZE"]
+    assert row.split() == ["gadget", "3"]
+    # applying again with a change goes through kubectl's three-way merge
+    await kubectl.ok("apply", "-f", "-", stdin=WIDGET.replace("size: 3", "size: 5"))
+    doc = json.loads(await kubectl.ok("get", "widget", "gadget", "-o", "json"))
+    assert doc["spec"]["size"] == 5
+
+
+async def test_create_deployment_scales_onto_schedulable_nodes(
+    sim: SimCluster, kubectl: Kubectl
+) -> None:
+    await kubectl.ok("cordon", "node-3")
+    await kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=4")
+    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 4)
+    assert {p["spec"]["nodeName"] for p in pods(sim, app="web")} == {"node-1", "node-2"}
+    out = await kubectl.ok("get", "pods", "-o", "wide")
+    assert out.count("Running") == 4
+    await kubectl.ok("rollout", "status", "deployment/web", "--timeout=20s")
+
+
+async def test_cordon_uncordon(sim: SimCluster, kubectl: Kubectl) -> None:
+    nodes = sim.store.resource("", "v1", "nodes")
+    await kubectl.ok("cordon", "node-2")
+    assert sim.store.get(nodes, None, "node-2")["spec"]["unschedulable"] is True
+    assert "SchedulingDisabled" in await kubectl.ok("get", "node", "node-2")
+    await kubectl.ok("uncordon", "node-2")
+    assert not sim.store.get(nodes, None, "node-2")["spec"].get("unschedulable")
+
+
+async def test_drain_retries_evictions_refused_by_a_pdb(sim: SimCluster, kubectl: Kubectl) -> None:
+    # put all three replicas on node-1, so the budget must refuse at least one eviction
+    await kubectl.ok("cordon", "node-2")
+    await kubectl.ok("cordon", "node-3")
+    await kubectl.ok("apply", "-f", "-", stdin=DAEMONSET)
+    await kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=3")
+    await kubectl.ok("apply", "-f", "-", stdin=PDB)
+    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 3)
+    assert {p["spec"]["nodeName"] for p in pods(sim, app="web")} == {"node-1"}
+    await kubectl.ok("uncordon", "node-2")
+    await kubectl.ok("uncordon", "node-3")
+
+    r = await kubectl.run(
+        "drain",
+        "node-1",
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--force",
+        "--timeout=90s",
+    )
+    assert r.code == 0, r.err + r.out
+    assert "would violate the pod's disruption budget" in r.err + r.out
+    assert "will retry after 5s" in r.err + r.out
+    left = [
+        p
+        for p in sim.store.list(sim.store.resource("", "v1", "pods"))
+        if p["spec"].get("nodeName") == "node-1"
+    ]
+    assert left, "the DaemonSet pod stays"
+    assert all(o["kind"] == "DaemonSet" for p in left for o in p["metadata"]["ownerReferences"])
+    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 3)
+    assert "node-1" not in {p["spec"]["nodeName"] for p in pods(sim, app="web")}
+
+
+async def test_unknown_resource_is_reported(kubectl: Kubectl) -> None:
+    r = await kubectl.run("get", "flurbs")
+    assert r.code != 0
+    assert 'the server doesn\'t have a resource type "flurbs"' in r.err

@@ -1,0 +1,487 @@
+"""KubeClient against a small scripted HTTP server: the wire format, errors, threads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+import yaml
+from aiohttp import web
+
+from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.errors import (
+    ConfigError,
+    Gone,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unreachable,
+)
+from nodeagent.kube.resources import LEASES, NODEMAINTENANCES, NODES, PODS, Resource
+
+from .waiting import eventually
+
+Obj = dict[str, Any]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeServer:
+    url: str
+    routes: dict[tuple[str, str], Handler] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+
+    def on(self, method: str, path: str, handler: Handler) -> None:
+        self.routes[(method, path)] = handler
+
+    def reply(self, method: str, path: str, body: Any, status: int = 200, **headers: str) -> None:
+        async def handler(request: web.Request) -> web.Response:
+            return web.json_response(body, status=status, headers=headers)
+
+        self.on(method, path, handler)
+
+
+def status(code: int, reason: str, message: str = "") -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+            "reason": reason, "message": message or reason}  # fmt: skip
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeServer]:
+    fake = FakeServer("")
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        fake.seen.append(
+            Seen(
+                request.method,
+                request.path,
+                dict(request.query),
+                dict(request.headers),
+                json.loads(raw) if raw else None,
+            )
+        )
+        handler = fake.routes.get((request.method, request.path))
+        if handler is None:
+            return web.json_response(status(404, "NotFound", request.path), status=404)
+        return await handler(request)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fake.url = f"http://127.0.0.1:{port}"
+    yield fake
+    await runner.cleanup()
+
+
+def api_client(url: str) -> kubernetes.client.ApiClient:
+    config = kubernetes.client.Configuration(host=url)
+    config.api_key = {"BearerToken": "s3cret"}
+    config.api_key_prefix = {"BearerToken": "Bearer"}
+    return kubernetes.client.ApiClient(config)
+
+
+@pytest.fixture
+async def client(server: FakeServer) -> AsyncIterator[KubeClient]:
+    api = api_client(server.url)
+    async with KubeClient(api, max_workers=4) as kc:
+        yield kc
+    api.close()  # type: ignore[no-untyped-call]
+
+
+async def test_get_sends_auth_and_returns_dict(server: FakeServer, client: KubeClient) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    server.reply("GET", "/api/v1/nodes/n1", node)
+    assert await client.get(NODES, "n1") == node
+    assert server.seen[0].headers["Authorization"] == "Bearer s3cret"
+    assert server.seen[0].headers["Accept"] == "application/json"
+
+
+async def test_errors_are_translated(server: FakeServer, client: KubeClient) -> None:
+    with pytest.raises(NotFound) as nf:
+        await client.get(PODS, "nope", "default")
+    assert nf.value.status == 404
+    server.reply(
+        "POST",
+        "/api/v1/namespaces/ns/pods/web/eviction",
+        status(
+            429,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        ),
+        status=429,
+        **{"Retry-After": "5"},
+    )
+    with pytest.raises(TooManyRequests) as tmr:
+        await client.evict("ns", "web")
+    assert tmr.value.retry_after == 5.0
+    assert "disruption budget" in tmr.value.message
+    server.reply("GET", "/api/v1/nodes/broken", "not json at all", status=200)
+    with pytest.raises(ServerError):
+        await client.get(NODES, "broken")
+
+
+async def test_list_follows_pages(server: FakeServer, client: KubeClient) -> None:
+    def page(name: str, token: str | None) -> Obj:
+        meta = {"resourceVersion": "7", **({"continue": token} if token else {})}
+        return {"metadata": meta, "items": [{"metadata": {"name": name}}]}
+
+    pages = {None: page("a", "t1"), "t1": page("b", "t2"), "t2": page("c", None)}
+
+    async def handler(request: web.Request) -> web.Response:
+        page = pages[request.query.get("continue")]
+        return web.json_response({"kind": "PodList", "apiVersion": "v1", **page})
+
+    server.on("GET", "/api/v1/namespaces/ns/pods", handler)
+    result = await client.list(
+        PODS, "ns", label_selector="app in (web,db)", resource_version="5", page_size=1
+    )
+    assert [i["metadata"]["name"] for i in result["items"]] == ["a", "b", "c"]
+    assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in result["items"])
+    assert result["metadata"] == {"resourceVersion": "7"}
+    queries = [s.query for s in server.seen]
+    assert queries[0] == {"labelSelector": "app in (web,db)", "resourceVersion": "5", "limit": "1"}
+    assert queries[1] == {"labelSelector": "app in (web,db)", "continue": "t1", "limit": "1"}
+
+
+async def test_list_restarts_when_continue_expires(server: FakeServer, client: KubeClient) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        if request.query.get("continue"):
+            return web.json_response(status(410, "Expired", "continue expired"), status=410)
+        if request.query.get("limit"):
+            meta = {"resourceVersion": "3", "continue": "x"}
+            return web.json_response({"metadata": meta, "items": [{"metadata": {"name": "a"}}]})
+        items = [{"metadata": {"name": n}} for n in "ab"]
+        return web.json_response({"metadata": {"resourceVersion": "4"}, "items": items})
+
+    server.on("GET", "/api/v1/nodes", handler)
+    result = await client.list(NODES, page_size=1)
+    assert [i["metadata"]["name"] for i in result["items"]] == ["a", "b"]
+    assert result["metadata"]["resourceVersion"] == "4"
+
+
+async def test_writes(server: FakeServer, client: KubeClient) -> None:
+    async def echo(request: web.Request) -> web.Response:
+        body = await request.json()
+        return web.json_response(body if isinstance(body, dict) else {"ops": body})
+
+    for method, path in [
+        ("POST", "/apis/coordination.k8s.io/v1/namespaces/ns/leases"),
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l"),
+        ("PUT", "/apis/nodeagent.io/v1alpha1/nodemaintenances/m/status"),
+        ("PATCH", "/api/v1/nodes/n1"),
+        ("PATCH", "/apis/nodeagent.io/v1alpha1/nodemaintenances/m/status"),
+        ("DELETE", "/api/v1/namespaces/ns/pods/p"),
+    ]:
+        server.on(method, path, echo)
+    lease = {"metadata": {"name": "l", "namespace": "ns"}, "spec": {}}
+    created = await client.create(LEASES, lease)
+    assert created["apiVersion"] == "coordination.k8s.io/v1" and created["kind"] == "Lease"
+    await client.replace(LEASES, {**lease, "metadata": {"name": "l", "resourceVersion": "9"}}, "ns")
+    await client.replace_status(NODEMAINTENANCES, {"metadata": {"name": "m"}, "status": {}})
+    await client.patch(NODES, "n1", {"spec": {"unschedulable": True}})
+    await client.patch(NODES, "n1", {"spec": {"unschedulable": True}}, patch_type="strategic")
+    await client.patch(NODES, "n1", [{"op": "remove", "path": "/spec/taints/0"}], patch_type="json")
+    await client.patch_status(NODEMAINTENANCES, "m", {"status": {"x": 1}})
+    await client.delete(
+        PODS, "p", "ns", grace_period_seconds=0, uid="u1", resource_version="5",
+        propagation="Background",
+    )  # fmt: skip
+    types = [s.headers.get("Content-Type") for s in server.seen if s.method == "PATCH"]
+    assert types == [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ]
+    assert server.seen[-1].body == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": "u1", "resourceVersion": "5"},
+        "propagationPolicy": "Background",
+    }
+    with pytest.raises(ValueError):
+        await client.patch(NODES, "n1", {"op": "x"}, patch_type="json")
+    with pytest.raises(ValueError):
+        await client.create(PODS, {"metadata": {"name": "no-namespace"}})
+
+
+async def test_evict_body(server: FakeServer, client: KubeClient) -> None:
+    server.reply(
+        "POST", "/api/v1/namespaces/ns/pods/web/eviction", {"kind": "Status", "code": 201}, 201
+    )
+    await client.evict("ns", "web", uid="u-1", grace_period_seconds=30)
+    assert server.seen[0].body == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "deleteOptions": {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 30,
+            "preconditions": {"uid": "u-1"},
+        },
+    }
+
+
+async def test_request_hook_and_bounded_concurrency(server: FakeServer) -> None:
+    in_flight = 0
+    peak = 0
+
+    async def slow(request: web.Request) -> web.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.05)
+        in_flight -= 1
+        return web.json_response({"metadata": {"name": "n1"}})
+
+    server.on("GET", "/api/v1/nodes/n1", slow)
+    calls: list[tuple[str, Resource, int]] = []
+    api = api_client(server.url)
+    async with KubeClient(api, max_workers=2, on_request=lambda *a: calls.append(a)) as kc:
+        await asyncio.gather(*(kc.get(NODES, "n1") for _ in range(8)))
+        with pytest.raises(NotFound):
+            await kc.get(NODES, "other")
+    api.close()  # type: ignore[no-untyped-call]
+    assert peak == 2
+    assert calls[:8] == [("get", NODES, 200)] * 8
+    assert calls[8] == ("get", NODES, 404)
+
+
+async def test_unreachable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = kubernetes.client.Configuration(host=f"http://127.0.0.1:{port}")
+    config.retries = 0
+    api = kubernetes.client.ApiClient(config)
+    async with KubeClient(api) as kc:
+        with pytest.raises(Unreachable):
+            await kc.get(NODES, "n1")
+        with pytest.raises(Unreachable):
+            async for _ in kc.watch(NODES):
+                pass
+    api.close()  # type: ignore[no-untyped-call]
+
+
+# -- watch -----------------------------------------------------------------------------
+
+
+def watch_threads(name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == name]
+
+
+def line(event: Obj) -> bytes:
+    return json.dumps(event).encode() + b"\n"
+
+
+def pod_event(kind: str, name: str, rv: str) -> Obj:
+    return {
+        "type": kind,
+        "object": {"kind": "Pod", "metadata": {"name": name, "resourceVersion": rv}},
+    }
+
+
+async def test_watch_streams_events_split_across_chunks(
+    server: FakeServer, client: KubeClient
+) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        data = line(pod_event("ADDED", "a", "1")) + line(pod_event("MODIFIED", "a", "2"))
+        await resp.write(data[:10])
+        await asyncio.sleep(0.05)
+        await resp.write(data[10:] + b"\n")  # a blank line is skipped
+        await resp.write(
+            line({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "3"}}})
+        )
+        await resp.write_eof()
+        return resp
+
+    server.on("GET", "/api/v1/namespaces/ns/pods", handler)
+    events = [
+        e
+        async for e in client.watch(
+            PODS, "ns", resource_version="0", field_selector="spec.nodeName=n1", timeout_seconds=30
+        )
+    ]
+    assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in events] == [
+        ("ADDED", "1"),
+        ("MODIFIED", "2"),
+        ("BOOKMARK", "3"),
+    ]
+    assert server.seen[0].query == {
+        "fieldSelector": "spec.nodeName=n1",
+        "watch": "true",
+        "resourceVersion": "0",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "30",
+    }
+
+
+async def test_watch_error_event_410_raises_gone(server: FakeServer, client: KubeClient) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await resp.write(line(pod_event("ADDED", "a", "1")))
+        await resp.write(
+            line(
+                {
+                    "type": "ERROR",
+                    "object": status(410, "Expired", "too old resource version: 1 (9)"),
+                }
+            )
+        )
+        await asyncio.sleep(5)  # a real server may keep the stream open; we must not wait
+        return resp
+
+    server.on("GET", "/api/v1/pods", handler)
+    got: list[Obj] = []
+    async with asyncio.timeout(2):
+        with pytest.raises(Gone) as gone:
+            async for event in client.watch(PODS, resource_version="1"):
+                got.append(event)
+    assert len(got) == 1
+    assert gone.value.status == 410 and "too old" in gone.value.message
+
+
+async def test_watch_http_410_raises_gone(server: FakeServer, client: KubeClient) -> None:
+    server.reply("GET", "/api/v1/pods", status(410, "Expired", "too old"), status=410)
+    with pytest.raises(Gone):
+        async for _ in client.watch(PODS, resource_version="1"):
+            pass
+
+
+async def test_closing_a_watch_ends_the_response_and_thread(
+    server: FakeServer, client: KubeClient
+) -> None:
+    disconnected = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        try:
+            await resp.write(line(pod_event("ADDED", "a", "1")))
+            while True:
+                await asyncio.sleep(0.02)
+                await resp.write(b"\n")  # keep-alive noise; a closed client makes this fail
+        except (ConnectionResetError, asyncio.CancelledError):
+            disconnected.set()
+            raise
+        return resp
+
+    server.on("GET", "/api/v1/pods", handler)
+    threads_before = {t.name for t in threading.enumerate()}
+    stream = client.watch(PODS)
+    async with contextlib.aclosing(stream):
+        first = await anext(stream)
+        assert first["type"] == "ADDED"
+        assert any(t.name == "watch pods" for t in threading.enumerate())
+    await asyncio.wait_for(disconnected.wait(), 2)
+    await eventually(lambda: not watch_threads("watch pods"), within=2)
+    assert "watch pods" not in threads_before
+
+
+async def test_cancelling_the_consumer_closes_the_watch(
+    server: FakeServer, client: KubeClient
+) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        await asyncio.sleep(30)
+        return resp
+
+    server.on("GET", "/api/v1/nodes", handler)
+
+    async def consume() -> None:
+        async with contextlib.aclosing(client.watch(NODES)) as events:
+            async for _ in events:
+                pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.2)
+    assert any(t.name == "watch nodes" for t in threading.enumerate())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await eventually(lambda: not watch_threads("watch nodes"), within=2)
+
+
+async def test_client_close_ends_open_watches(server: FakeServer) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        await resp.write(line(pod_event("ADDED", "a", "1")))
+        await asyncio.sleep(30)
+        return resp
+
+    server.on("GET", "/api/v1/pods", handler)
+    api = api_client(server.url)
+    kc = KubeClient(api)
+    stream = kc.watch(PODS)
+    await anext(stream)
+    await asyncio.wait_for(kc.close(), 2)
+    await eventually(lambda: not watch_threads("watch pods"), within=2)
+    await stream.aclose()
+    api.close()  # type: ignore[no-untyped-call]
+
+
+# -- configuration ---------------------------------------------------------------------
+
+
+def test_load_api_client_from_kubeconfig(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:6443"}}],
+                "users": [{"name": "u", "user": {"token": "tok"}}],
+                "contexts": [
+                    {"name": "one", "context": {"cluster": "c", "user": "u"}},
+                    {"name": "two", "context": {"cluster": "c", "user": "u"}},
+                ],
+                "current-context": "one",
+            }
+        )
+    )
+    api = load_api_client(str(path), context="two", connection_pool_maxsize=16)
+    try:
+        assert api.configuration.host == "http://127.0.0.1:6443"
+        assert api.configuration.connection_pool_maxsize == 16
+        assert api.configuration.auth_settings()["BearerToken"]["value"] == "Bearer tok"
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+    with pytest.raises(ConfigError):
+        load_api_client(str(tmp_path / "missing"))
+    with pytest.raises(ConfigError):
+        load_api_client(str(path), context="nope")

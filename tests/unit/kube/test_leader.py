@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from nodeagent.kube.errors import ServerError
+from nodeagent.kube.leader import LeaderElector
+from nodeagent.kube.resources import LEASES, format_micro_time
+
+from .fakeapi import Backend, FakeClient
+from .waiting import eventually
+
+MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+FAST: dict[str, float] = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+
+
+def lease(backend: Backend) -> dict[str, Any]:
+    return backend.objects[("leases", "kube-system", "nodeagent")]
+
+
+def elector(client: FakeClient, identity: str, **timing: float) -> LeaderElector:
+    return LeaderElector(client, "kube-system", "nodeagent", identity, **{**FAST, **timing})
+
+
+class Leading:
+    """A `lead` coroutine that records when it runs and when it is cancelled."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+async def cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_acquires_an_absent_lease() -> None:
+    backend = Backend()
+    el = elector(FakeClient(backend), "agent-a")
+    lead = Leading()
+    task = asyncio.create_task(el.run(lead))
+    await asyncio.wait_for(lead.started.wait(), 2)
+    assert el.is_leader and el.holder == "agent-a"
+    spec = lease(backend)["spec"]
+    assert spec["holderIdentity"] == "agent-a"
+    assert spec["leaseDurationSeconds"] == 1
+    assert spec["leaseTransitions"] == 0
+    assert MICRO.match(spec["acquireTime"]) and MICRO.match(spec["renewTime"])
+    first_renew = spec["renewTime"]
+    await eventually(lambda: lease(backend)["spec"]["renewTime"] != first_renew)
+    await cancel(task)
+    assert lead.cancelled.is_set()
+    assert not el.is_leader
+    # Released so a successor need not wait out the lease.
+    assert lease(backend)["spec"]["holderIdentity"] == ""
+    assert lease(backend)["spec"]["leaseDurationSeconds"] == 1
+
+
+async def test_graceful_stop_hands_over_at_once() -> None:
+    backend = Backend()
+    a = elector(FakeClient(backend, "a"), "agent-a", lease_duration=30, renew_deadline=20)
+    b = elector(FakeClient(backend, "b"), "agent-b", lease_duration=30, renew_deadline=20)
+    lead_a, lead_b = Leading(), Leading()
+    task_a = asyncio.create_task(a.run(lead_a))
+    await asyncio.wait_for(lead_a.started.wait(), 2)
+    task_b = asyncio.create_task(b.run(lead_b))
+    await asyncio.sleep(0.3)
+    assert not lead_b.started.is_set() and not b.is_leader
+    await cancel(task_a)
+    # Well within the 30 s lease: the release let b in at its next retry.
+    await asyncio.wait_for(lead_b.started.wait(), 1)
+    assert lease(backend)["spec"]["holderIdentity"] == "agent-b"
+    assert lease(backend)["spec"]["leaseTransitions"] == 1
+    await cancel(task_b)
+
+
+async def test_partitioned_leader_steps_down_and_successor_waits_for_expiry() -> None:
+    backend = Backend()
+    client_a = FakeClient(backend, "a")
+    a = elector(client_a, "agent-a")
+    b = elector(FakeClient(backend, "b"), "agent-b")
+    lead_a, lead_b = Leading(), Leading()
+    task_a = asyncio.create_task(a.run(lead_a))
+    await asyncio.wait_for(lead_a.started.wait(), 2)
+    task_b = asyncio.create_task(b.run(lead_b))
+    await asyncio.sleep(0.2)
+    loop = asyncio.get_running_loop()
+    cut = loop.time()
+    client_a.down = True
+    await asyncio.wait_for(lead_a.cancelled.wait(), 2)
+    stepped_down = loop.time() - cut
+    assert not a.is_leader
+    assert stepped_down <= 0.6 + 0.3  # renew deadline plus one retry of slack
+    await asyncio.wait_for(lead_b.started.wait(), 3)
+    took_over = loop.time() - cut
+    # b only takes over once the lease has gone unrenewed for its full duration, which is
+    # after a stopped leading: never two leaders at once.
+    assert took_over >= 1.0 - 0.15
+    assert took_over > stepped_down
+    client_a.down = False
+    await asyncio.sleep(0.5)
+    assert b.is_leader and not a.is_leader  # a campaigns again but b holds the lease
+    assert lease(backend)["spec"]["holderIdentity"] == "agent-b"
+    await cancel(task_a)
+    assert lease(backend)["spec"]["holderIdentity"] == "agent-b"  # a did not release b's lease
+    await cancel(task_b)
+
+
+async def test_respects_a_live_foreign_lease() -> None:
+    backend = Backend()
+    holder = FakeClient(backend, "other")
+    now = format_micro_time(datetime.now(UTC))
+    await holder.create(
+        LEASES,
+        {
+            "metadata": {"name": "nodeagent", "namespace": "kube-system"},
+            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 1, "renewTime": now,
+                     "acquireTime": now, "leaseTransitions": 4},
+        },
+    )  # fmt: skip
+    el = elector(FakeClient(backend), "agent-a")
+    lead = Leading()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    task = asyncio.create_task(el.run(lead))
+    await asyncio.wait_for(lead.started.wait(), 3)
+    # The ghost never renews: taken over after one lease duration as observed by us.
+    assert loop.time() - start >= 1.0
+    assert lease(backend)["spec"]["leaseTransitions"] == 5
+    await cancel(task)
+
+
+async def test_a_renewing_holder_keeps_the_lease() -> None:
+    backend = Backend()
+    a = elector(FakeClient(backend, "a"), "agent-a")
+    b = elector(FakeClient(backend, "b"), "agent-b")
+    lead_a, lead_b = Leading(), Leading()
+    task_a = asyncio.create_task(a.run(lead_a))
+    await asyncio.wait_for(lead_a.started.wait(), 2)
+    task_b = asyncio.create_task(b.run(lead_b))
+    await asyncio.sleep(2.5)  # several lease durations
+    assert a.is_leader and not lead_b.started.is_set()
+    assert not lead_a.cancelled.is_set()
+    await cancel(task_b)
+    await cancel(task_a)
+
+
+async def test_transient_errors_within_the_deadline_keep_leadership() -> None:
+    backend = Backend()
+    client = FakeClient(backend)
+    el = elector(client, "agent-a")
+    lead = Leading()
+    task = asyncio.create_task(el.run(lead))
+    await asyncio.wait_for(lead.started.wait(), 2)
+    client.fail_next = [ServerError("boom", status=500), ServerError("boom", status=500)]
+    await asyncio.sleep(0.6)
+    assert el.is_leader and not lead.cancelled.is_set()
+    await cancel(task)
+
+
+async def test_lead_returning_or_raising_releases() -> None:
+    backend = Backend()
+    el = elector(FakeClient(backend), "agent-a")
+
+    async def done() -> None:
+        await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(el.run(done), 2)
+    assert lease(backend)["spec"]["holderIdentity"] == ""
+
+    async def broken() -> None:
+        raise RuntimeError("lead failed")
+
+    with pytest.raises(RuntimeError, match="lead failed"):
+        await asyncio.wait_for(el.run(broken), 2)
+    assert lease(backend)["spec"]["holderIdentity"] == ""
+    assert lease(backend)["spec"]["leaseTransitions"] == 1
+
+
+@pytest.mark.parametrize(
+    "timing",
+    [
+        {"lease_duration": 10, "renew_deadline": 10, "retry_period": 2},
+        {"lease_duration": 15, "renew_deadline": 10, "retry_period": 9},
+        {"lease_duration": 15, "renew_deadline": 10, "retry_period": 0},
+    ],
+)
+def test_rejects_unsafe_timing(timing: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        LeaderElector(FakeClient(Backend()), "ns", "n", "id", **timing)
+
+
+def test_rejects_empty_identity() -> None:
+    with pytest.raises(ValueError):
+        LeaderElector(FakeClient(Backend()), "ns", "n", "")

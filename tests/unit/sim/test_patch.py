@@ -1,0 +1,681 @@
+"""JSON merge patch, JSON patch and the strategic merge patch subset kubectl sends."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+
+# --- strategies ---------------------------------------------------------------------------------
+
+_keys = st.sampled_from(["a", "b", "c", "spec", "name"])
+_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "y"])
+json_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=12,
+)
+documents = st.dictionaries(_keys, json_values, max_size=4)
+
+# Maps only: strategic merge patch must then behave exactly like a merge patch.
+_list_free = st.recursive(
+    _scalars, lambda inner: st.dictionaries(_keys, inner, max_size=3), max_leaves=12
+)
+list_free_documents = st.dictionaries(_keys, _list_free, max_size=4)
+
+# Strategic patches mixing directives, merge-keyed fields and junk, for robustness.
+_smp_keys = st.sampled_from(
+    [
+        "a",
+        "name",
+        "key",
+        "containers",
+        "finalizers",
+        "taints",
+        "ports",
+        "containerPort",
+        "$patch",
+        "$retainKeys",
+        "$setElementOrder/containers",
+        "$setElementOrder/finalizers",
+        "$deleteFromPrimitiveList/finalizers",
+    ]
+)
+_smp_scalars = _scalars | st.sampled_from(["delete", "replace", "merge", "a", "name"])
+smp_values = st.recursive(
+    _smp_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_smp_keys, inner, max_size=3),
+    max_leaves=15,
+)
+smp_documents = st.dictionaries(_smp_keys, smp_values, max_size=4)
+
+
+def _containers_ids(value: Any) -> set[int]:
+    """ids of every dict and list inside ``value``, to detect shared (aliased) containers."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.add(id(item))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.add(id(item))
+            stack.extend(item)
+    return found
+
+
+def _directive_keys(value: Any) -> list[str]:
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.extend(k for k in item if k.startswith("$"))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+# --- JSON merge patch ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "result"),
+    [
+        # RFC 7386 appendix A
+        ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+        ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+        ({"a": "b"}, {"a": None}, {}),
+        ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+        ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+        ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+        ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+        ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+        (["a", "b"], ["c", "d"], ["c", "d"]),
+        ({"a": "b"}, ["c"], ["c"]),
+        ({"a": "foo"}, None, None),
+        ({"a": "foo"}, "bar", "bar"),
+        ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+        ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+        ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+    ],
+)
+def test_merge_patch_rfc7386_examples(target: Any, patch: Any, result: Any) -> None:
+    assert json_merge_patch(target, patch) == result
+
+
+@given(documents)
+def test_merge_patch_empty_is_identity(doc: dict[str, Any]) -> None:
+    assert json_merge_patch(doc, {}) == doc
+
+
+@given(documents, documents)
+def test_merge_patch_is_idempotent(doc: dict[str, Any], patch: dict[str, Any]) -> None:
+    once = json_merge_patch(doc, patch)
+    assert json_merge_patch(once, patch) == once
+
+
+@given(documents, documents)
+def test_merge_patch_nulls_remove_and_values_set(
+    doc: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    result = json_merge_patch(doc, patch)
+    for key, value in patch.items():
+        if value is None:
+            assert key not in result
+        elif not isinstance(value, dict):
+            assert result[key] == value
+    for key in doc.keys() - patch.keys():
+        assert result[key] == doc[key]
+
+
+@given(documents, documents)
+def test_merge_patch_leaves_inputs_alone(doc: dict[str, Any], patch: dict[str, Any]) -> None:
+    doc_before, patch_before = copy.deepcopy(doc), copy.deepcopy(patch)
+    result = json_merge_patch(doc, patch)
+    assert doc == doc_before and patch == patch_before
+    # no container is shared, so mutating the result can never reach the inputs
+    assert not _containers_ids(result) & (_containers_ids(doc) | _containers_ids(patch))
+
+
+# --- JSON patch ---------------------------------------------------------------------------------
+
+
+def test_json_patch_operations() -> None:
+    target = {"metadata": {"labels": {"a": "1"}}, "spec": {"items": [1, 2]}}
+    result = json_patch(
+        target,
+        [
+            {"op": "test", "path": "/metadata/labels/a", "value": "1"},
+            {"op": "add", "path": "/metadata/labels/b~1c", "value": "2"},
+            {"op": "replace", "path": "/metadata/labels/a", "value": "3"},
+            {"op": "add", "path": "/spec/items/-", "value": 3},
+            {"op": "remove", "path": "/spec/items/0"},
+            {"op": "copy", "from": "/spec/items", "path": "/spec/copy"},
+            {"op": "move", "from": "/spec/copy", "path": "/status"},
+        ],
+    )
+    assert result == {
+        "metadata": {"labels": {"a": "3", "b/c": "2"}},
+        "spec": {"items": [2, 3]},
+        "status": [2, 3],
+    }
+    assert target == {"metadata": {"labels": {"a": "1"}}, "spec": {"items": [1, 2]}}
+
+
+def test_json_patch_empty_is_identity() -> None:
+    assert json_patch({"a": [1]}, []) == {"a": [1]}
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        ([{"op": "test", "path": "/a", "value": 2}], "operation 0 (test /a): test failed"),
+        (
+            [{"op": "add", "path": "/b", "value": 1}, {"op": "test", "path": "/a", "value": True}],
+            "operation 1 (test /a): test failed",  # 1 is not true in JSON
+        ),
+        ([{"op": "test", "path": "/nope", "value": 1}], "operation 0 (test /nope): test failed"),
+        ([{"op": "remove", "path": "/nope"}], "operation 0 (remove /nope)"),
+        ([{"op": "replace", "path": "/nope", "value": 1}], "operation 0 (replace /nope)"),
+        ([{"op": "add", "path": "/l/5", "value": 1}], "operation 0 (add /l/5)"),
+        ([{"op": "add", "path": "a", "value": 1}], "operation 0 (add a)"),
+        ([{"op": "add", "path": "/x/y", "value": 1}], "operation 0 (add /x/y)"),
+        ([{"op": "bogus", "path": "/a"}], "Unknown operation"),
+        ([{"path": "/a"}], "operation 0 (<no op> /a)"),
+        ([{"op": "add", "value": 1}], "operation 0 (add <no path>)"),
+        ([{"op": "add", "path": "/b"}], "operation 0 (add /b)"),
+        ([{"op": "move", "path": "/b"}], "operation 0 (move /b)"),
+        (["add"], "operation 0 (not an object)"),
+        ({"op": "add", "path": "/a", "value": 1}, "must be a list of operations"),
+        ('[{"op": "add", "path": "/a", "value": 1}]', "must be a list of operations"),
+    ],
+)
+def test_json_patch_errors(ops: Any, message: str) -> None:
+    target = {"a": 1, "l": []}
+    with pytest.raises(PatchError) as info:
+        json_patch(target, ops)
+    assert message in str(info.value)
+    assert isinstance(info.value, ValueError)
+    assert target == {"a": 1, "l": []}
+
+
+def test_json_patch_value_is_not_aliased() -> None:
+    ops = [{"op": "add", "path": "/a", "value": {"x": [1]}}]
+    result = json_patch({}, ops)
+    result["a"]["x"].append(2)
+    assert ops == [{"op": "add", "path": "/a", "value": {"x": [1]}}]
+
+
+_ops = st.fixed_dictionaries(
+    {"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "x"])},
+    optional={
+        "path": st.sampled_from(["", "/", "/a", "/a/0", "/a/-", "/b/c", "a", "/~2"])
+        | st.integers(),
+        "from": st.sampled_from(["/a", "/b", "/a/0", "nope"]),
+        "value": json_values,
+    },
+)
+
+
+@given(documents, st.lists(_ops | json_values, max_size=4))
+def test_json_patch_fails_only_with_patch_error(doc: dict[str, Any], ops: list[Any]) -> None:
+    before = copy.deepcopy(doc)
+    with contextlib.suppress(PatchError):
+        json_patch(doc, ops)
+    assert doc == before
+
+
+@given(documents, st.sampled_from(["x", "y"]), json_values)
+def test_json_patch_add_then_remove_is_identity(doc: dict[str, Any], key: str, value: Any) -> None:
+    ops = [{"op": "add", "path": f"/{key}", "value": value}, {"op": "remove", "path": f"/{key}"}]
+    assert json_patch(doc, ops) == doc
+
+
+# --- strategic merge patch: what kubectl sends --------------------------------------------------
+
+
+def _node() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "spec": {
+            "podCIDR": "10.0.0.0/24",
+            "taints": [
+                {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+                {"key": "maintenance", "effect": "NoExecute"},
+            ],
+        },
+        "status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True", "reason": "KubeletReady"},
+            ]
+        },
+    }
+
+
+def _deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "default",
+            "finalizers": ["a.example.com/x", "b.example.com/y"],
+            "ownerReferences": [{"uid": "u1", "kind": "X", "name": "x"}],
+        },
+        "spec": {
+            "replicas": 2,
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "nginx:1.25",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                        },
+                        {"name": "sidecar", "image": "envoy:1.30"},
+                    ],
+                    "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+                    "volumes": [{"name": "data", "hostPath": {"path": "/srv"}}],
+                },
+            },
+        },
+    }
+
+
+def test_kubectl_cordon_and_uncordon() -> None:
+    node = _node()
+    cordoned = strategic_merge_patch(node, {"spec": {"unschedulable": True}}, "Node")
+    assert cordoned["spec"]["unschedulable"] is True
+    assert {k: v for k, v in cordoned["spec"].items() if k != "unschedulable"} == node["spec"]
+    assert cordoned["status"] == node["status"]
+    uncordoned = strategic_merge_patch(cordoned, {"spec": {"unschedulable": None}}, "Node")
+    assert uncordoned == node
+
+
+def test_kubectl_apply_changes_an_image_keeping_order_and_other_fields() -> None:
+    deployment = _deployment()
+    # kubectl apply after editing the web container's image (three-way patch)
+    patch = {
+        "metadata": {
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}\n"}
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "web"}, {"name": "sidecar"}],
+                    "containers": [{"image": "nginx:1.27", "name": "web"}],
+                }
+            }
+        },
+    }
+    result = strategic_merge_patch(deployment, patch, "Deployment")
+    containers = result["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["web", "sidecar"]
+    assert containers[0] == {
+        **deployment["spec"]["template"]["spec"]["containers"][0],
+        "image": "nginx:1.27",
+    }
+    assert containers[1] == {"name": "sidecar", "image": "envoy:1.30"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" in result["metadata"]["annotations"]
+    assert not _directive_keys(result)
+    assert deployment == _deployment()
+
+
+def test_kubectl_apply_reorders_adds_and_deletes_containers_and_env() -> None:
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "init"}, {"name": "web"}],
+                    "containers": [
+                        {"name": "init", "image": "busybox"},
+                        {
+                            "name": "web",
+                            "$setElementOrder/env": [{"name": "A"}, {"name": "C"}],
+                            "env": [{"name": "C", "value": "3"}, {"$patch": "delete", "name": "B"}],
+                        },
+                        {"$patch": "delete", "name": "sidecar"},
+                    ],
+                }
+            }
+        }
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    containers = result["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["init", "web"]
+    assert containers[1]["env"] == [{"name": "A", "value": "1"}, {"name": "C", "value": "3"}]
+    assert containers[1]["image"] == "nginx:1.25"
+    assert not _directive_keys(result)
+
+
+def test_remove_a_taint_with_patch_delete() -> None:
+    patch = {"spec": {"taints": [{"key": "dedicated", "$patch": "delete"}]}}
+    result = strategic_merge_patch(_node(), patch, "Node")
+    assert result["spec"]["taints"] == [{"key": "maintenance", "effect": "NoExecute"}]
+
+
+def test_kubectl_taint_sends_the_whole_list_which_replaces() -> None:
+    # NodeSpec.taints is atomic; `kubectl taint node n1 dedicated-` sends the remaining taints
+    patch = {"spec": {"taints": [{"key": "maintenance", "effect": "NoExecute"}]}}
+    result = strategic_merge_patch(_node(), patch, "Node")
+    assert result["spec"]["taints"] == [{"key": "maintenance", "effect": "NoExecute"}]
+    cleared = strategic_merge_patch(_node(), {"spec": {"taints": None}}, "Node")
+    assert "taints" not in cleared["spec"]
+
+
+def test_kubectl_label_and_unlabel() -> None:
+    labelled = strategic_merge_patch(_node(), {"metadata": {"labels": {"zone": "a"}}}, "Node")
+    assert labelled["metadata"]["labels"] == {"kubernetes.io/hostname": "n1", "zone": "a"}
+    unlabelled = strategic_merge_patch(labelled, {"metadata": {"labels": {"zone": None}}}, "Node")
+    assert unlabelled == _node()
+
+
+def test_status_conditions_merge_by_type() -> None:
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Down"}]}}
+    result = strategic_merge_patch(_node(), patch, "Node")
+    assert result["status"]["conditions"] == [
+        {"type": "MemoryPressure", "status": "False"},
+        {"type": "Ready", "status": "False", "reason": "Down"},
+    ]
+
+
+def test_finalizers_merge_as_a_set_and_delete_from_primitive_list() -> None:
+    added = strategic_merge_patch(
+        _deployment(), {"metadata": {"finalizers": ["c.example.com/z", "a.example.com/x"]}}
+    )
+    assert added["metadata"]["finalizers"] == [
+        "c.example.com/z",
+        "a.example.com/x",
+        "b.example.com/y",
+    ]
+    removed = strategic_merge_patch(
+        _deployment(),
+        {
+            "metadata": {
+                "$setElementOrder/finalizers": ["b.example.com/y"],
+                "$deleteFromPrimitiveList/finalizers": ["a.example.com/x"],
+            }
+        },
+    )
+    assert removed["metadata"]["finalizers"] == ["b.example.com/y"]
+
+
+def test_retain_keys_clears_the_other_union_members() -> None:
+    # kubectl apply switching the Deployment strategy from RollingUpdate to Recreate
+    patch = {
+        "spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": None, "type": "Recreate"}}
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    assert result["spec"]["strategy"] == {"type": "Recreate"}
+    # ...and switching a volume source from hostPath to emptyDir
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "$setElementOrder/volumes": [{"name": "data"}],
+                    "volumes": [
+                        {"$retainKeys": ["emptyDir", "name"], "emptyDir": {}, "name": "data"}
+                    ],
+                }
+            }
+        }
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    assert result["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]
+
+
+def test_container_ports_merge_by_container_port_and_service_ports_by_port() -> None:
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "ports": [
+                                {"containerPort": 80, "name": "http"},
+                                {"containerPort": 443},
+                            ],
+                        }
+                    ]
+                }
+            }
+        }
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    assert result["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP", "name": "http"},
+        {"containerPort": 443},
+    ]
+    service = {"kind": "Service", "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}
+    result = strategic_merge_patch(
+        service, {"spec": {"ports": [{"port": 80, "name": "h"}]}}, "Service"
+    )
+    assert result["spec"]["ports"] == [{"port": 80, "targetPort": 8080, "name": "h"}]
+    # without the kind there is no merge key for a top-level spec.ports: it is replaced
+    result = strategic_merge_patch(service, {"spec": {"ports": [{"port": 81}]}})
+    assert result["spec"]["ports"] == [{"port": 81}]
+
+
+def test_owner_references_merge_by_uid_and_tolerations_replace() -> None:
+    patch = {
+        "metadata": {"ownerReferences": [{"uid": "u2", "kind": "Y", "name": "y"}]},
+        "spec": {"template": {"spec": {"tolerations": [{"operator": "Exists"}]}}},
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    # an element new to the server goes before the server-only ones, as in apimachinery
+    assert [o["uid"] for o in result["metadata"]["ownerReferences"]] == ["u2", "u1"]
+    assert result["spec"]["template"]["spec"]["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_patch_replace_and_delete_on_maps() -> None:
+    replaced = strategic_merge_patch(
+        _deployment(),
+        {"spec": {"template": {"metadata": {"labels": {"$patch": "replace", "only": "this"}}}}},
+    )
+    assert replaced["spec"]["template"]["metadata"]["labels"] == {"only": "this"}
+    deleted = strategic_merge_patch(
+        _deployment(), {"spec": {"strategy": {"$patch": "delete"}}}, "Deployment"
+    )
+    assert "strategy" not in deleted["spec"]
+    assert strategic_merge_patch(_deployment(), {"$patch": "delete"}) == {}
+    merged = strategic_merge_patch(
+        _deployment(), {"spec": {"strategy": {"$patch": "merge", "type": "Recreate"}}}
+    )
+    assert merged["spec"]["strategy"] == {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}
+
+
+def test_patch_replace_on_a_merged_list() -> None:
+    patch = {
+        "spec": {
+            "template": {
+                "spec": {"containers": [{"name": "only", "image": "x"}, {"$patch": "replace"}]}
+            }
+        }
+    }
+    result = strategic_merge_patch(_deployment(), patch, "Deployment")
+    assert result["spec"]["template"]["spec"]["containers"] == [{"name": "only", "image": "x"}]
+
+
+def test_directives_do_not_leak_into_new_fields() -> None:
+    patch = {
+        "spec": {
+            "containers": [
+                {"name": "a", "image": "a", "env": [{"name": "X", "value": None}]},
+                {"name": "gone", "$patch": "delete"},
+            ],
+            "newmap": {"$patch": "replace", "k": {"$retainKeys": ["x"], "x": 1, "y": None}},
+        }
+    }
+    result = strategic_merge_patch({"kind": "Pod"}, patch, "Pod")
+    assert result == {
+        "kind": "Pod",
+        "spec": {
+            "containers": [{"name": "a", "image": "a", "env": [{"name": "X"}]}],
+            "newmap": {"k": {"x": 1}},
+        },
+    }
+
+
+def test_new_elements_are_ordered_after_patch_order() -> None:
+    # server [a, b, c]; the patch names [d, b]: server-only elements keep their place before
+    # the patch elements that followed them on the server (apimachinery's mergeSortedSlice)
+    target = {"metadata": {"finalizers": ["a", "b", "c"]}}
+    result = strategic_merge_patch(target, {"metadata": {"finalizers": ["d", "b"]}})
+    assert result["metadata"]["finalizers"] == ["d", "a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"spec": {"$patch": "explode"}}, "spec: unknown $patch directive 'explode'"),
+        ({"spec": {"containers": [{"image": "x"}]}}, "spec.containers: element has no merge key"),
+        ({"spec": {"containers": ["x"]}}, "spec.containers: elements must be objects"),
+        (
+            {"spec": {"containers": [{"$patch": "delete"}]}},
+            "$patch: delete element has no merge key 'name'",
+        ),
+        (
+            {"spec": {"containers": [{"$patch": "bogus", "name": "a"}]}},
+            "unknown $patch directive 'bogus'",
+        ),
+        ({"spec": {"$retainKeys": "type"}}, "$retainKeys must be a list"),
+        ({"spec": {"$retainKeys": ["a"], "b": 1}}, "field 'b' is not listed in $retainKeys"),
+        ({"spec": {"$setElementOrder/containers": {}}}, "$setElementOrder must be a list"),
+        (
+            {
+                "spec": {
+                    "$setElementOrder/containers": [{"image": "x"}],
+                    "containers": [{"name": "a"}],
+                }
+            },
+            "$setElementOrder elements need the 'name' key",
+        ),
+        (
+            {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+                    "containers": [{"name": "a"}, {"name": "b"}],
+                }
+            },
+            "does not match the $setElementOrder list",
+        ),
+        (
+            {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "a"}],
+                    "containers": [{"name": "c"}],
+                }
+            },
+            "does not match the $setElementOrder list",
+        ),
+        ({"metadata": {"$deleteFromPrimitiveList/finalizers": "a"}}, "must be a list"),
+        ({"spec": {"$deleteFromPrimitiveList/": ["a"]}}, "names no field"),
+        ({"spec": {"$foo": 1}}, "spec: unknown directive '$foo'"),
+    ],
+)
+def test_strategic_merge_patch_errors(patch: dict[str, Any], message: str) -> None:
+    target = {"metadata": {"finalizers": ["a"]}, "spec": {"containers": [{"name": "a"}]}}
+    with pytest.raises(PatchError) as info:
+        strategic_merge_patch(target, patch, "Pod")
+    assert message in str(info.value)
+
+
+def test_strategic_merge_patch_rejects_non_objects() -> None:
+    with pytest.raises(PatchError):
+        strategic_merge_patch({}, [{"op": "add"}])  # type: ignore[arg-type]
+    with pytest.raises(PatchError):
+        strategic_merge_patch([], {})  # type: ignore[arg-type]
+
+
+# --- strategic merge patch: properties ----------------------------------------------------------
+
+
+@given(list_free_documents, list_free_documents)
+def test_smp_on_maps_without_lists_equals_merge_patch(
+    doc: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    assert strategic_merge_patch(doc, patch) == json_merge_patch(doc, patch)
+
+
+@given(documents)
+def test_smp_empty_patch_is_identity(doc: dict[str, Any]) -> None:
+    assert strategic_merge_patch(doc, {}) == doc
+
+
+@given(smp_documents, smp_documents)
+def test_smp_fails_only_with_patch_error_and_never_leaks_directives(
+    doc: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    # The target is a stored object, so it has no directives of its own.
+    doc = strategic_merge_patch({}, doc) if not _raises(doc) else {}
+    doc_before, patch_before = copy.deepcopy(doc), copy.deepcopy(patch)
+    try:
+        result = strategic_merge_patch(doc, patch, "Pod")
+    except PatchError:
+        return
+    finally:
+        assert doc == doc_before and patch == patch_before
+    assert not _directive_keys(result)
+    assert not _containers_ids(result) & (_containers_ids(doc) | _containers_ids(patch))
+
+
+def _raises(patch: dict[str, Any]) -> bool:
+    try:
+        strategic_merge_patch({}, patch)
+    except PatchError:
+        return True
+    return False
+
+
+@given(
+    st.lists(st.sampled_from("abcdef"), unique=True, max_size=5),
+    st.lists(st.sampled_from("abcdefgh"), unique=True, max_size=5),
+)
+def test_keyed_list_merge_keeps_every_element_once(server: list[str], patch: list[str]) -> None:
+    target = {"spec": {"containers": [{"name": n, "image": "old"} for n in server]}}
+    smp = {"spec": {"containers": [{"name": n, "image": "new"} for n in patch]}}
+    result = strategic_merge_patch(target, smp, "Pod")["spec"]["containers"]
+    names = [c["name"] for c in result]
+    assert sorted(names) == sorted(set(server) | set(patch))
+    assert [n for n in names if n in patch] == patch  # the patch's order wins for its elements
+    assert [n for n in names if n not in patch] == [n for n in server if n not in patch]
+    assert all(c["image"] == ("new" if c["name"] in patch else "old") for c in result)
+    assert strategic_merge_patch({"spec": {"containers": result}}, smp, "Pod") == {
+        "spec": {"containers": result}
+    }
+
+
+@given(
+    st.lists(st.sampled_from("abcdef"), unique=True, max_size=5),
+    st.permutations("abcdef"),
+    st.integers(0, 6),
+)
+def test_set_element_order_sets_the_order(server: list[str], order: list[str], keep: int) -> None:
+    wanted = [n for n in order[:keep]]
+    target = {"spec": {"containers": [{"name": n} for n in server]}}
+    patch = {
+        "spec": {
+            "$setElementOrder/containers": [{"name": n} for n in wanted],
+            "containers": [{"name": n} for n in wanted if n not in server],
+        }
+    }
+    names = [c["name"] for c in strategic_merge_patch(target, patch, "Pod")["spec"]["containers"]]
+    assert [n for n in names if n in wanted] == wanted
+    assert sorted(names) == sorted(set(server) | set(wanted))
