@@ -128,23 +128,24 @@ class LeaderElector:
         lead_task = asyncio.create_task(leading(), name="leader " + self.identity)
         renew_task = asyncio.create_task(self._keep_renewing(), name="renew " + self._name)
         try:
-            await asyncio.wait({lead_task, renew_task}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {lead_task, renew_task}, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             # Stop leading before anything else: from here on another candidate may win.
             lead_task.cancel()
             renew_task.cancel()
             await asyncio.gather(lead_task, renew_task, return_exceptions=True)
             self._is_leader = False
-        if lead_task.cancelled():
-            log.warning(
-                "%s lost the lease %s/%s; stopped leading",
-                self.identity,
-                self._namespace,
-                self._name,
-            )
-            return False
-        lead_task.result()  # re-raises what `lead` raised
-        return True
+        if lead_task in done:
+            lead_task.result()  # re-raises what `lead` raised
+            return True
+        # Judged by the renew task, not by how `lead` ended: it may swallow its cancellation.
+        renew_task.result()  # re-raises a bug in renewing rather than hiding it as a loss
+        log.warning(
+            "%s lost the lease %s/%s; stopped leading", self.identity, self._namespace, self._name
+        )
+        return False
 
     async def _keep_renewing(self) -> None:
         """Renew every retry period; return when renewing failed for the renew deadline."""
@@ -276,6 +277,9 @@ class LeaderElector:
                 self._name,
                 exc,
             )
+        except Exception:
+            # Runs in `finally` of run(): must not replace the error or cancellation in flight.
+            log.exception("releasing lease %s/%s failed", self._namespace, self._name)
         else:
             self._store(released)
             log.info("%s released lease %s/%s", self.identity, self._namespace, self._name)

@@ -374,7 +374,7 @@ class _Resolver:
         self.hood_nodes: list[set[str]] = [
             {node for j in self.neighbours[i] for node in self.views[j].nodes} for i in range(n)
         ]
-        self.pos = [self._initial_position(i) for i in range(n)]
+        self.pos = self._initial_positions()
         self.targets: dict[str, _Tracks] = {}
         self.targeted: dict[str, list[PodInfo]] = {}
         self._targeted_cache: dict[tuple[str, tuple[tuple[_Track, int], ...]], list[PodInfo]] = {}
@@ -393,22 +393,52 @@ class _Resolver:
     def last(self, i: int) -> int:
         return len(self.plans[i]) - 1
 
-    def _initial_position(self, i: int) -> int:
-        v = self.views[i]
-        reached: list[int] = []
-        for node in v.nodes:
+    def _reached(self, i: int) -> dict[str, int]:
+        """Per node, the last plan entry whose targets the stored drainTargets hold (-1: none)."""
+        reached: dict[str, int] = {}
+        for node in self.views[i].nodes:
             stored = self.stored[i].get(node)
             k = -1
             if stored:
                 while k < self.last(i) and _within(self.prefix(i, k + 1), stored):
                     k += 1
-            reached.append(k)
-        # Every entry before the current one was in force on every node when it completed, so
-        # the least reached entry is a lower bound of the position (off by one at most, when
-        # the maintenance was limited everywhere). A persisted entry_index is exact.
-        recovered = max(0, min(reached, default=0))
-        persisted = v.entry_index if v.entry_index is not None else 0
-        return min(max(recovered, persisted), self.last(i))
+            reached[node] = k
+        return reached
+
+    def _initial_positions(self) -> list[int]:
+        """Plan positions: the persisted entry_index, else recovered from stored drainTargets.
+
+        Every entry before the current one was in force on every node when it completed, so
+        the least entry reached on any node is a lower bound; it is one short exactly when the
+        maintenance is limited on those nodes by another one. Without a persisted index, take
+        the next entry when the maintenance's own progress shows on some node and every node
+        behind is explained by another maintenance's want (then targets are unaffected either
+        way; only messages and the next step depend on it). The lower bound also guards a
+        persisted index that lags.
+        """
+        reached = [self._reached(i) for i in range(len(self.views))]
+        base = [
+            min(max(0, min(r.values(), default=0)), self.last(i)) for i, r in enumerate(reached)
+        ]
+        positions: list[int] = []
+        for i, v in enumerate(self.views):
+            k = base[i]
+            if v.entry_index is not None:
+                positions.append(min(max(k, v.entry_index), self.last(i)))
+                continue
+            if k < self.last(i) and any(r > k for r in reached[i].values()):
+                nxt = self.prefix(i, k + 1)
+                behind = [node for node, r in reached[i].items() if r <= k]
+                if all(
+                    any(
+                        j != i and not _within(nxt, self.prefix(j, base[j]))
+                        for j in self.members[node]
+                    )
+                    for node in behind
+                ):
+                    k += 1
+            positions.append(k)
+        return positions
 
     # per-node state
 

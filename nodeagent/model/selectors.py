@@ -440,11 +440,22 @@ def _string_list(raw: object, where: str, errors: list[str]) -> list[str]:
 # --- field selectors ---------------------------------------------------------------------------
 
 
+# Field paths are dotted names; anything else (an escape, '!', whitespace) cannot round-trip
+# through the string form and names no field the API server supports anyway.
+_FIELD_PATH_RE = re.compile(r"[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*")
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str
     operator: Literal["=", "!="]
     value: str
+
+    def __post_init__(self) -> None:
+        if not _FIELD_PATH_RE.fullmatch(self.field):
+            raise SelectorError(f"invalid field path {self.field!r}")
+        if self.operator not in ("=", "!="):
+            raise SelectorError(f"{self.field}: unknown operator {self.operator!r}")
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         actual = field_value(obj, self.field)
@@ -585,6 +596,8 @@ def parse_field_selector(s: str) -> FieldSelector:
         name = name.strip()
         if not name:
             raise SelectorError(f"invalid field selector {s!r}: {part.strip()!r} has no field")
+        if not _FIELD_PATH_RE.fullmatch(name):
+            raise SelectorError(f"invalid field selector {s!r}: invalid field path {name!r}")
         requirements.append(FieldRequirement(name, op, _unescape_field_value(raw.strip(), s)))
     return FieldSelector(tuple(requirements))
 

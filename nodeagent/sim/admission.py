@@ -7,7 +7,7 @@ from typing import Any
 
 from nodeagent.sim.errors import ApiError, invalid
 from nodeagent.sim.resources import CRDError, ResourceType, types_from_crd
-from nodeagent.sim.schema import admit_custom
+from nodeagent.sim.schema import admit_custom, validate_crd_schema
 from nodeagent.sim.store import Change, Obj, Store, now_iso
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -110,6 +110,16 @@ def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None
         types_from_crd(crd)
     except CRDError as e:
         raise invalid("CustomResourceDefinition", name, [("spec", str(e))], rt.group) from e
+    causes = []
+    for i, v in enumerate((crd.get("spec") or {}).get("versions") or []):
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if schema is not None:
+            where = f"spec.versions[{i}].schema.openAPIV3Schema"
+            for problem in validate_crd_schema(schema, where):
+                field, _, message = problem.partition(": ")
+                causes.append((field, message))
+    if causes:
+        raise invalid("CustomResourceDefinition", name, causes, rt.group)
     if old is not None and (old.get("spec") or {}).get("group") != (crd.get("spec") or {}).get(
         "group"
     ):

@@ -409,14 +409,14 @@ class ApiServer:
                 json.dumps(list(_sort_key(items[-1]))).encode()
             ).decode()
         if _wants_table(request):
-            return web.json_response(
-                table(
-                    t.rt,
-                    [self._at_version(t.rt, o) for o in items],
-                    request.query.get("includeObject", "PartialObjectMetadata"),
-                    list_rv=meta["resourceVersion"],
-                )
+            out = table(
+                t.rt,
+                [self._at_version(t.rt, o) for o in items],
+                request.query.get("includeObject", "PartialObjectMetadata"),
+                list_rv=meta["resourceVersion"],
             )
+            out["metadata"] = meta  # kubectl pages tables too, with `continue`
+            return _json(out)
         body = {
             "kind": f"{t.rt.kind}List",
             "apiVersion": t.rt.api_version,

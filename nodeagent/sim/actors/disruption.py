@@ -16,6 +16,7 @@ from nodeagent.model.selectors import LabelSelector, SelectorError, label_select
 from nodeagent.sim.actors.base import (
     Controller,
     Key,
+    condition,
     controller_ref,
     int_or_percent,
     key_of,
@@ -141,18 +142,17 @@ class DisruptionController(Controller[Key]):
         return 0, 0
 
     def _expected_scale(self, pods: list[Obj]) -> int:
-        """The sum of spec.replicas of the controllers of `pods` (each counted once)."""
+        """The sum of spec.replicas of the controllers of `pods`, each counted once (pods of
+        all the ReplicaSets of a Deployment count the Deployment once)."""
         scales: dict[str, int] = {}
         for pod in pods:
             ref = controller_ref(pod)
             if ref is None:
                 raise BudgetError(f'found no controller ref for pod "{pod["metadata"]["name"]}"')
-            if ref.get("uid") in scales:
-                continue
             owner = self._scaled_owner(pod["metadata"]["namespace"], ref)
             if owner is None:
                 raise BudgetError(f'found no controllers for pod "{pod["metadata"]["name"]}"')
-            scales[str(ref.get("uid"))] = spec_replicas(owner)
+            scales[owner["metadata"]["uid"]] = spec_replicas(owner)
         return sum(scales.values())
 
     def _scaled_owner(self, ns: str, ref: dict[str, Any]) -> Obj | None:
@@ -169,27 +169,27 @@ class DisruptionController(Controller[Key]):
         return owner
 
     def _fail_safe(self, pdb: Obj, message: str) -> None:
-        log.warning(
-            "poddisruptionbudget %s/%s: %s",
-            pdb["metadata"].get("namespace"),
-            pdb["metadata"]["name"],
-            message,
-        )
+        before = condition(pdb, "DisruptionAllowed") or {}
+        if before.get("message") != message:
+            log.warning(
+                "poddisruptionbudget %s/%s: %s",
+                pdb["metadata"].get("namespace"),
+                pdb["metadata"]["name"],
+                message,
+            )
 
         def fail(o: Obj) -> None:
             st = o.setdefault("status", {})
             st["disruptionsAllowed"] = 0
-            st["conditions"] = set_condition(
-                st.get("conditions") or [],
-                {
-                    "type": "DisruptionAllowed",
-                    "status": "False",
-                    "reason": "SyncFailed",
-                    "message": message,
-                    "observedGeneration": pdb["metadata"].get("generation", 1),
-                },
-                now_iso(),
-            )
+            cond = {
+                "type": "DisruptionAllowed",
+                "status": "False",
+                "reason": "SyncFailed",
+                "message": message,
+            }
+            if "observedGeneration" in st:  # the generation the budget was last computed for
+                cond["observedGeneration"] = st["observedGeneration"]
+            st["conditions"] = set_condition(st.get("conditions") or [], cond, now_iso())
 
         self.store.mutate(self.pdbs, *key_of(pdb), fail, "status")
 

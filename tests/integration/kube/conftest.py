@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -40,3 +41,10 @@ async def kube(sim: SimCluster, requests: RequestCounter) -> AsyncIterator[KubeC
     client = await make_client(sim, requests)
     async with client:
         yield client
+
+
+async def eventually(cond: Callable[[], object], within: float = 10.0) -> None:
+    """Poll: informer and handler state changes after the store's, with no hook to wait on."""
+    async with asyncio.timeout(within):
+        while not cond():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)

@@ -19,7 +19,8 @@ async def test_repeated_events_aggregate(sim: SimCluster, kube: KubeClient) -> N
     ours = {
         e["reason"]: e
         for e in listed["items"]
-        if e["involvedObject"].get("name") == "node-1" and e.get("reportingComponent") == "nodeagent"
+        if e["involvedObject"].get("name") == "node-1"
+        and e.get("reportingComponent") == "nodeagent"
     }
     assert set(ours) == {"Cordoned", "DrainStalled"}
     cordoned = ours["Cordoned"]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import Unreachable
+from nodeagent.kube.errors import AlreadyExists, Unreachable
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.kube.resources import LEASES, Resource
 from nodeagent.sim.cluster import SimCluster
@@ -82,10 +83,8 @@ async def agents(sim: SimCluster) -> AsyncIterator[tuple[Agent, Agent]]:
     ns = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
     clients = [await make_client(sim), await make_client(sim)]
     try:
-        try:
+        with contextlib.suppress(AlreadyExists):  # the simulated cluster may have it already
             await clients[0].create(ns, {"metadata": {"name": "kube-system"}})
-        except Exception:  # noqa: BLE001 - the simulated cluster may already have it
-            pass
         a = Agent(Severable(clients[0]), "agent-a")
         b = Agent(Severable(clients[1]), "agent-b")
         yield a, b

@@ -280,9 +280,9 @@ async def test_deployment_creates_replicaset_and_scales(sim: Sim) -> None:
     await sim.until(lambda: settled(1))
     sim.mutate("deployments", "web", lambda o: o["spec"].update(replicas=4))
     await sim.until(lambda: settled(4))
-    rs = sim.get("replicasets", rs["metadata"]["name"])
-    assert rs is not None
-    assert rs["status"]["replicas"] == rs["status"]["readyReplicas"] == 4
+    rs_now = sim.get("replicasets", rs["metadata"]["name"])
+    assert rs_now is not None
+    assert rs_now["status"]["replicas"] == rs_now["status"]["readyReplicas"] == 4
 
 
 async def test_replicaset_does_not_count_terminating_pods(sim: Sim) -> None:
@@ -577,6 +577,24 @@ async def test_pdb_disrupted_pod_entry_expires(sim: Sim) -> None:
     assert pdb_status(sim, "web")["disruptedPods"] == {name: stamp}
     await sim.until(lambda: counts(pdb_status(sim, "web")) == (2, 2, 1, 1), timeout=4)
     assert "disruptedPods" not in pdb_status(sim, "web")
+
+
+async def test_pdb_counts_a_deployment_once_during_a_rollout(sim: Sim) -> None:
+    await sim.start(nodes=2)
+    d = workload("web", replicas=2)
+    d["spec"]["template"] = template("web", exit_seconds=30)
+    sim.create("deployments", d)
+    await sim.until(lambda: len(sim.running(app="web")) == 2)
+    sim.create("pdbs", pdb("web", "web", maxUnavailable=1))
+    await sim.until(lambda: counts(pdb_status(sim, "web")) == (2, 2, 1, 1))
+
+    def new_image(o: Obj) -> None:
+        o["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+
+    sim.mutate("deployments", "web", new_image)
+    # two ReplicaSets, four pods (two terminating): still one controller of scale 2
+    await sim.until(lambda: len(sim.running(app="web")) == 2 and len(sim.pods(app="web")) == 4)
+    await sim.until(lambda: counts(pdb_status(sim, "web")) == (2, 2, 1, 1))
 
 
 async def test_pdb_without_controller_fails_safe(sim: Sim) -> None:

@@ -376,6 +376,9 @@ def test_parse_field_selector(text: str, expected: tuple[FieldRequirement, ...])
         ("a=b\\x", "invalid escape sequence '\\\\x'"),
         ("a=b\\", "invalid escape sequence"),
         ("a in (x)", "has no operator"),
+        ("a!!=b", "invalid field path 'a!'"),
+        ("a b=c", "invalid field path 'a b'"),
+        ("a..b=c", "invalid field path 'a..b'"),
     ],
 )
 def test_parse_field_selector_errors(text: str, names: str) -> None:
@@ -417,6 +420,13 @@ _POD: dict[str, Any] = {
 )
 def test_field_selector_matches(text: str, obj: dict[str, Any], matches: bool) -> None:
     assert parse_field_selector(text).matches(obj) is matches
+
+
+def test_field_requirement_validates() -> None:
+    with pytest.raises(SelectorError, match="invalid field path"):
+        FieldRequirement("a=", "=", "x")
+    with pytest.raises(SelectorError, match="unknown operator"):
+        FieldRequirement("a", "==", "x")  # type: ignore[arg-type]
 
 
 def test_field_value_rendering() -> None:
