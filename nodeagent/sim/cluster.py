@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class SimCluster:
         for actor in self.actors:
             self._spawn(actor.run())
         for kubelet in self.kubelets.values():
+            await kubelet.ensure_node()  # nodes exist once start() returns
             self._spawn(kubelet.run())
         if self.kubeconfig is not None:
             write_kubeconfig(self.kubeconfig, self.url)
@@ -139,9 +141,15 @@ def write_kubeconfig(path: Path, url: str) -> None:
 
 
 async def serve(cluster: SimCluster) -> None:
-    """Serve until cancelled (Ctrl-C)."""
+    """Serve until SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     await cluster.start()
+    # one line on stdout that scripts and tests can wait for
+    print(f"serving {cluster.url} kubeconfig={cluster.kubeconfig}", flush=True)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await cluster.stop()

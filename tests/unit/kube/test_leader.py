@@ -207,3 +207,27 @@ def test_rejects_unsafe_timing(timing: dict[str, float]) -> None:
 def test_rejects_empty_identity() -> None:
     with pytest.raises(ValueError):
         LeaderElector(FakeClient(Backend()), "ns", "n", "")
+
+
+async def test_loss_is_judged_by_renewal_even_if_lead_swallows_cancellation() -> None:
+    backend = Backend()
+    client = FakeClient(backend)
+    el = elector(client, "agent-a")
+    terms = 0
+
+    async def stubborn() -> None:
+        nonlocal terms
+        terms += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return  # swallowed: must not look like "lead finished"
+
+    task = asyncio.create_task(el.run(stubborn))
+    await eventually(lambda: el.is_leader)
+    client.down = True
+    await eventually(lambda: not el.is_leader)
+    assert not task.done()  # still campaigning
+    client.down = False
+    await eventually(lambda: el.is_leader and terms == 2)
+    await cancel(task)
