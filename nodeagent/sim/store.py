@@ -324,10 +324,9 @@ class Store:
         new = copy.deepcopy(cur)
         nm = new["metadata"]
         deadline = time.time() + grace
-        if cm.get("deletionTimestamp"):
-            # a repeated delete may only shorten the grace period
-            if grace >= int(cm.get("deletionGracePeriodSeconds", 0)):
-                return cur
+        # a repeated delete may only shorten the grace period
+        if cm.get("deletionTimestamp") and grace >= int(cm.get("deletionGracePeriodSeconds", 0)):
+            return cur
         nm["deletionTimestamp"] = now_iso(deadline)
         nm["deletionGracePeriodSeconds"] = grace
         if rt.kind == "Pod":

@@ -236,9 +236,10 @@ def pod_active(pod: Obj) -> bool:
 
 
 def condition(obj: Obj, type_: str) -> dict[str, Any] | None:
+    """The condition of that type (the stored dict: do not change it)."""
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
-            return dict(c)
+            return c  # type: ignore[no-any-return]
     return None
 
 

@@ -80,6 +80,10 @@ class DeploymentController(Controller[Key]):
             (rs for rs in owned if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == h), None
         )
         if not d["metadata"].get("deletionTimestamp") and not spec.get("paused"):
+            name = f"{key[1]}-{h}"
+            if new is None and self.store.find(self.replicasets, key[0], name) is not None:
+                self._collision(d)  # the name is taken by a ReplicaSet that is not ours
+                return
             new = self._sync_replicasets(d, h, new, [rs for rs in owned if rs is not new])
         self._update_status(d, new, owned)
 
@@ -118,6 +122,16 @@ class DeploymentController(Controller[Key]):
                 lambda o: o["metadata"].setdefault("annotations", {}).update({REVISION: current}),
             )
         return new
+
+    def _collision(self, d: Obj) -> None:
+        """Another object holds the name: hash the template with a bumped collisionCount."""
+        log.info("deployment %s: replicaset name taken, bumping collisionCount", key_of(d))
+
+        def bump(o: Obj) -> None:
+            st = o.setdefault("status", {})
+            st["collisionCount"] = int(st.get("collisionCount", 0)) + 1
+
+        self.store.mutate(self.deployments, *key_of(d), bump, "status")
 
     def _new_replicaset(self, d: Obj, h: str, replicas: int, revision: int) -> Obj:
         spec = d.get("spec") or {}

@@ -37,13 +37,6 @@ class BudgetError(Exception):
     """The budget cannot be computed; the controller fails safe (no disruptions allowed)."""
 
 
-def _selector(pdb: Obj) -> LabelSelector:
-    try:
-        return label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
-    except SelectorError as e:
-        raise BudgetError(str(e)) from e
-
-
 def _is_percent(value: Any) -> bool:
     return isinstance(value, str) and value.endswith("%")
 
@@ -57,17 +50,37 @@ class DisruptionController(Controller[Key]):
         self.deployments = store.resource("apps", "v1", "deployments")
         self.statefulsets = store.resource("apps", "v1", "statefulsets")
         self._scaled = {rt.key for rt in (self.replicasets, self.deployments, self.statefulsets)}
+        # parsed spec.selector by PDB uid, with the generation it was parsed at
+        self._selectors: dict[str, tuple[int, LabelSelector | str]] = {}
+
+    def _selector(self, pdb: Obj) -> LabelSelector:
+        m = pdb["metadata"]
+        generation = int(m.get("generation", 1))
+        cached = self._selectors.get(m["uid"])
+        if cached is None or cached[0] != generation:
+            try:
+                parsed: LabelSelector | str = label_selector_from_dict(
+                    (pdb.get("spec") or {}).get("selector")
+                )
+            except SelectorError as e:
+                parsed = str(e)
+            cached = self._selectors[m["uid"]] = (generation, parsed)
+        if isinstance(cached[1], str):
+            raise BudgetError(cached[1])
+        return cached[1]
 
     def on_change(self, change: Change) -> None:
         kind, rkey, old, new = change
         if rkey == self.pdbs.key:
-            if kind != "DELETED":
+            if kind == "DELETED":
+                self._selectors.pop(new["metadata"]["uid"], None)
+            else:
                 self.queue.add(key_of(new))
         elif rkey == self.pods.key:
             labels = [(o["metadata"].get("labels") or {}) for o in (old, new) if o is not None]
             for pdb in self.store.list(self.pdbs, new["metadata"].get("namespace")):
                 try:
-                    selector = _selector(pdb)
+                    selector = self._selector(pdb)
                 except BudgetError:
                     continue
                 if any(selector.matches(lb) for lb in labels):
@@ -86,7 +99,7 @@ class DisruptionController(Controller[Key]):
         if pdb is None:
             return
         try:
-            pods = self.store.list(self.pods, key[0], labels=_selector(pdb))
+            pods = self.store.list(self.pods, key[0], labels=self._selector(pdb))
             expected, desired = self._expected_and_desired(pdb, pods)
         except BudgetError as e:
             self._fail_safe(pdb, str(e))

@@ -73,6 +73,7 @@ class Kubelet(Controller[Key]):
         self.static_pod_dir = static_pod_dir
         self.pods = store.resource("", "v1", "pods")
         self.nodes = store.resource("", "v1", "nodes")
+        self._pods_key, self._nodes_key = self.pods.key, self.nodes.key
         n = node_index(node_name)
         self.host_ip = f"127.{n // 256 % 256}.{n % 256}.1"
         self._pod_net = n % 256
@@ -214,19 +215,28 @@ class Kubelet(Controller[Key]):
                 self.queue.add(key)
 
     def on_change(self, change: Change) -> None:
-        kind, rkey, old, new = change
-        if rkey == self.pods.key:
-            if self._mine(new) or self._mine(old) or key_of(new) in self._manifests:
-                uid = uid_of(new)
-                if kind == "DELETED":
-                    self._deleting_since.pop(uid, None)
-                    self._stopping.discard(uid)
-                elif terminating(new):
-                    self._deleting_since.setdefault(uid, time.monotonic())
-                self.queue.add(key_of(new))
-        elif rkey == self.nodes.key and new["metadata"]["name"] == self.node_name:
+        # every kubelet sees every change: keep the common case (another node's pod) cheap
+        kind, rkey, _, new = change
+        if rkey == self._pods_key:
+            # spec.nodeName never changes once set, so the new object tells
+            if (new.get("spec") or {}).get("nodeName") != self.node_name and not (
+                self._manifests and key_of(new) in self._manifests
+            ):
+                return
+            uid = uid_of(new)
+            if kind == "DELETED":
+                self._deleting_since.pop(uid, None)
+                self._stopping.discard(uid)
+            elif terminating(new):
+                self._deleting_since.setdefault(uid, time.monotonic())
+            self.queue.add(key_of(new))
+        elif (
+            rkey == self._nodes_key
+            and kind != "MODIFIED"
+            and new["metadata"]["name"] == self.node_name
+        ):
             # the node appeared or went: mirror pods can (or cannot) be created
-            for key in self._manifests if kind != "MODIFIED" else ():
+            for key in self._manifests:
                 self.queue.add(key)
 
     def _mine(self, pod: Obj | None) -> bool:
