@@ -13,7 +13,7 @@ reaches its priority (targets accumulate, KEP "PodTypes and Label Selectors Prog
 "A covers B" is judged track by track (:func:`targets_within`): selector implication is not
 analysed, which errs on the side of targeting less.
 
-*Position.* Each Drain maintanance is at one entry of its effective plan and *wants* the
+*Position.* Each Drain maintenance is at one entry of its effective plan and *wants* the
 targets of the plan up to that entry (:func:`plan_targets`). The position is not part of the
 KEP status, so the controller should persist :attr:`MaintenanceDrain.entry_index` and pass it
 back as :attr:`MaintenanceView.entry_index`; without it (or if it lags) the position is

@@ -104,6 +104,33 @@ def _admit_priority(store: Store, pod_name: str, spec: dict[str, Any]) -> None:
     spec["priority"] = value
 
 
+_ROLLING = {"maxUnavailable": "25%", "maxSurge": "25%"}
+
+
+def admit_workload(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    """The defaults apps/v1 gives workloads, which kubectl rollout and the actors rely on."""
+    spec: dict[str, Any] = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    if rt.kind != "DaemonSet":
+        spec.setdefault("replicas", 1)
+    if rt.kind == "Deployment":
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            strategy["rollingUpdate"] = {**_ROLLING, **(strategy.get("rollingUpdate") or {})}
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif rt.kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault(
+            "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+        )
+    elif rt.kind == "DaemonSet":
+        spec.setdefault(
+            "updateStrategy",
+            {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+        )
+
+
 def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None:
     name = crd["metadata"]["name"]
     try:
@@ -202,6 +229,8 @@ def install(store: Store) -> None:
         if rt.kind != "Event":
             store.add_admission(rt.group, rt.plural, admit_any)
     store.add_admission("", "pods", admit_pod)
+    for plural in ("deployments", "replicasets", "statefulsets", "daemonsets"):
+        store.add_admission("apps", plural, admit_workload)
     store.add_admission("apiextensions.k8s.io", "customresourcedefinitions", admit_crd)
     registrar = CRDRegistrar(store)
     store.on_commit.append(registrar.on_commit)

@@ -386,7 +386,7 @@ def _merge_set_list(before: list[Any], patch_list: list[Any]) -> list[Any]:
     for value in [*before, *patch_list]:
         if (ident := _identity(value)) not in seen:
             seen.add(ident)
-            merged.append(copy.deepcopy(value))
+            merged.append(value)  # both inputs are already private copies
     return _normalize_order(merged, [_identity(v) for v in patch_list], before, _identity)
 
 

@@ -987,7 +987,12 @@ SCHEMA: Final[dict[str, dict[int, F]]] = {
     # k8s.io/api/core/v1.NodeAffinity
     "NodeAffinity": {
         1: F("requiredDuringSchedulingIgnoredDuringExecution", MESSAGE, "NodeSelector", ptr=True),
-        2: F("preferredDuringSchedulingIgnoredDuringExecution", MESSAGE, "PreferredSchedulingTerm", rep=True),
+        2: F(
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            MESSAGE,
+            "PreferredSchedulingTerm",
+            rep=True,
+        ),
     },
     # k8s.io/api/core/v1.NodeSelector
     "NodeSelector": {
@@ -1011,8 +1016,15 @@ SCHEMA: Final[dict[str, dict[int, F]]] = {
     },
     # k8s.io/api/core/v1.PodAffinity
     "PodAffinity": {
-        1: F("requiredDuringSchedulingIgnoredDuringExecution", MESSAGE, "PodAffinityTerm", rep=True),
-        2: F("preferredDuringSchedulingIgnoredDuringExecution", MESSAGE, "WeightedPodAffinityTerm", rep=True),
+        1: F(
+            "requiredDuringSchedulingIgnoredDuringExecution", MESSAGE, "PodAffinityTerm", rep=True
+        ),
+        2: F(
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            MESSAGE,
+            "WeightedPodAffinityTerm",
+            rep=True,
+        ),
     },
     # k8s.io/api/core/v1.PodAffinityTerm
     "PodAffinityTerm": {
@@ -1030,8 +1042,15 @@ SCHEMA: Final[dict[str, dict[int, F]]] = {
     },
     # k8s.io/api/core/v1.PodAntiAffinity
     "PodAntiAffinity": {
-        1: F("requiredDuringSchedulingIgnoredDuringExecution", MESSAGE, "PodAffinityTerm", rep=True),
-        2: F("preferredDuringSchedulingIgnoredDuringExecution", MESSAGE, "WeightedPodAffinityTerm", rep=True),
+        1: F(
+            "requiredDuringSchedulingIgnoredDuringExecution", MESSAGE, "PodAffinityTerm", rep=True
+        ),
+        2: F(
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            MESSAGE,
+            "WeightedPodAffinityTerm",
+            rep=True,
+        ),
     },
     # k8s.io/api/core/v1.Toleration
     "Toleration": {
@@ -1117,7 +1136,12 @@ SCHEMA: Final[dict[str, dict[int, F]]] = {
         18: F("extendedResourceClaimStatus", MESSAGE, "PodExtendedResourceClaimStatus", ptr=True),
         19: F("allocatedResources", MAP, "Quantity", value=MESSAGE),
         20: F("resources", MESSAGE, "ResourceRequirements", ptr=True),
-        21: F("nodeAllocatableResourceClaimStatuses", MESSAGE, "NodeAllocatableResourceClaimStatus", rep=True),
+        21: F(
+            "nodeAllocatableResourceClaimStatuses",
+            MESSAGE,
+            "NodeAllocatableResourceClaimStatus",
+            rep=True,
+        ),
         22: F("volumeHealth", MESSAGE, "PodVolumeHealth", rep=True),
     },
     # k8s.io/api/core/v1.PodCondition
@@ -1507,7 +1531,12 @@ SCHEMA: Final[dict[str, dict[int, F]]] = {
         7: F("updateStrategy", MESSAGE, "StatefulSetUpdateStrategy"),
         8: F("revisionHistoryLimit", INT32, ptr=True),
         9: F("minReadySeconds", INT32),
-        10: F("persistentVolumeClaimRetentionPolicy", MESSAGE, "StatefulSetPersistentVolumeClaimRetentionPolicy", ptr=True),
+        10: F(
+            "persistentVolumeClaimRetentionPolicy",
+            MESSAGE,
+            "StatefulSetPersistentVolumeClaimRetentionPolicy",
+            ptr=True,
+        ),
         11: F("ordinals", MESSAGE, "StatefulSetOrdinals", ptr=True),
     },
     # k8s.io/api/core/v1.PersistentVolumeClaim

@@ -654,6 +654,13 @@ class ApiServer:
                     "code": 200,
                 }
             )
+        propagation = body.get("propagationPolicy") or request.query.get("propagationPolicy")
+        if body.get("orphanDependents") is True:
+            propagation = "Orphan"
+        finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(propagation or "")
+        if finalizer is not None:
+            # the garbage collector does the rest, as it does behind the real API server
+            self.store.mutate(t.rt, t.namespace, t.name, lambda o: _add_finalizer(o, finalizer))
         obj = self.store.delete(t.rt, t.namespace, t.name, grace, pre)
         return self._respond(request, t.rt, obj)
 
@@ -676,6 +683,12 @@ class ApiServer:
 
     async def _get_stats(self, request: web.Request) -> web.Response:
         return web.json_response({"requests": self.stats.as_json()})
+
+
+def _add_finalizer(obj: Obj, finalizer: str) -> None:
+    finalizers = obj["metadata"].setdefault("finalizers", [])
+    if finalizer not in finalizers:
+        finalizers.append(finalizer)
 
 
 def _sort_key(o: Obj) -> tuple[str, str]:

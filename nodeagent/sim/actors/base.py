@@ -131,8 +131,13 @@ class Controller(Generic[K]):
         try:
             self.reconcile(key)
         except ApiError as e:
-            log.warning(
-                "%s: syncing %s failed, will retry: %s", type(self).__name__, key, e.message
+            # 404: the object went meanwhile, which the retry will see; anything else is news
+            log.log(
+                logging.DEBUG if e.code == 404 else logging.WARNING,
+                "%s: syncing %s failed, will retry: %s",
+                type(self).__name__,
+                key,
+                e.message,
             )
             self.queue.retry(key)
         except Exception:

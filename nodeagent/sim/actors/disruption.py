@@ -101,7 +101,7 @@ class DisruptionController(Controller[Key]):
         try:
             pods = self.store.list(self.pods, key[0], labels=self._selector(pdb))
             expected, desired = self._expected_and_desired(pdb, pods)
-        except BudgetError as e:
+        except (BudgetError, ValueError) as e:  # ValueError: a malformed int-or-percent
             self._fail_safe(pdb, str(e))
             return
         now = time.time()

@@ -16,6 +16,7 @@ import pytest
 from nodeagent.sim import admission
 from nodeagent.sim.actors import build_actors
 from nodeagent.sim.actors.kubelet import EXIT_SECONDS, Kubelet
+from nodeagent.sim.actors.templates import template_hash
 from nodeagent.sim.eviction import evict
 from nodeagent.sim.resources import ResourceType
 from nodeagent.sim.store import Change, Obj, Store, now_iso
@@ -38,6 +39,7 @@ class Sim:
         self.store = Store()
         admission.install(self.store)
         self.tasks: list[asyncio.Task[None]] = []
+        self.kubelets: dict[str, Kubelet] = {}
         self.changes: list[Change] = []
         self.store.listeners.append(self.changes.append)
 
@@ -50,7 +52,7 @@ class Sim:
             self.tasks.append(asyncio.create_task(actor.run()))
         for i in range(1, nodes + 1):
             name = f"node-{i}"
-            kubelet = Kubelet(self.store, name, (static or {}).get(name))
+            kubelet = self.kubelets[name] = Kubelet(self.store, name, (static or {}).get(name))
             await kubelet.ensure_node()
             self.tasks.append(asyncio.create_task(kubelet.run()))
 
@@ -332,6 +334,32 @@ async def test_deployment_template_change_rolls_to_a_new_replicaset(sim: Sim) ->
     await sim.until(
         lambda: (sim.get("deployments", "web") or {})["status"].get("updatedReplicas") == 2
     )
+
+
+async def test_replicaset_name_taken_bumps_collision_count(sim: Sim) -> None:
+    await sim.start(nodes=1)
+    d = workload("web", replicas=1)
+    taken = f"web-{template_hash(d['spec']['template'])}"
+    sim.create("replicasets", workload(taken, replicas=0))
+    sim.create("deployments", d)
+
+    def status() -> dict[str, Any]:
+        return dict((sim.get("deployments", "web") or {}).get("status") or {})
+
+    await sim.until(lambda: status().get("availableReplicas") == 1)
+    assert status()["collisionCount"] == 1
+    names = {rs["metadata"]["name"] for rs in sim.store.list(sim.rt("replicasets"), "default")}
+    assert names == {taken, f"web-{template_hash(d['spec']['template'], 1)}"}
+
+
+async def test_a_malformed_object_does_not_stop_the_controllers(
+    sim: Sim, caplog: pytest.LogCaptureFixture
+) -> None:
+    await sim.start(nodes=1)
+    sim.create("deployments", workload("bad", replicas="many"))  # type: ignore[arg-type]
+    sim.create("deployments", workload("good", replicas=1))
+    await sim.until(lambda: len(sim.running(app="good")) == 1)
+    assert "syncing ('default', 'bad') failed" in caplog.text
 
 
 async def test_deleting_a_deployment_cascades_to_replicasets_and_pods(sim: Sim) -> None:
@@ -814,3 +842,26 @@ async def test_mirror_pod_deleted_through_the_api_is_recreated(sim: Sim, static_
         return p is not None and p["metadata"]["uid"] != old["metadata"]["uid"] and is_running(p)
 
     await sim.until(recreated, timeout=2)
+
+
+async def test_mirror_pods_follow_their_node(sim: Sim, static_dir: Path) -> None:
+    (static_dir / "etcd.yaml").write_text(MANIFEST)
+    await sim.start(nodes=1, static={"node-1": static_dir})
+    await sim.until(lambda: is_running(mirror(sim) or {}))
+    sim.store.delete(sim.rt("nodes"), None, "node-1")
+    # the garbage collector removes the mirror pod; without a node there is no new one
+    await sim.until(lambda: mirror(sim) is None)
+    node = await sim.kubelets["node-1"].ensure_node()
+    await sim.until(lambda: is_running(mirror(sim) or {}))
+    p = mirror(sim)
+    assert p is not None
+    assert p["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+
+
+async def test_mirror_pod_creation_is_retried(sim: Sim, static_dir: Path) -> None:
+    (static_dir / "etcd.yaml").write_text(MANIFEST.replace("kube-system", "late"))
+    await sim.start(nodes=1, static={"node-1": static_dir})
+    await asyncio.sleep(0.1)  # a few failed attempts: the namespace does not exist yet
+    namespaces = sim.store.resource("", "v1", "namespaces")
+    sim.store.create(namespaces, None, {"metadata": {"name": "late"}})
+    await sim.until(lambda: is_running(sim.get("pods", "etcd-node-1", "late") or {}))

@@ -190,7 +190,7 @@ def test_bad_pod_selector_carries_the_selector_error() -> None:
 
 def test_plan_must_be_a_list() -> None:
     with pytest.raises(InvalidPlan, match=r"^spec\.drainPlan: must be a list"):
-        effective_plan("Default")  # type: ignore[arg-type]
+        effective_plan("Default")
     with pytest.raises(InvalidPlan, match=r"^status\.x: must be a list"):
         entries_from_dicts({"a": 1}, "status.x")
 
@@ -223,7 +223,10 @@ def test_classify() -> None:
     assert classify(mirror) == PodClass(S, 2000001000, False)
     ds = [{"kind": "DaemonSet", "name": "x", "controller": True}]
     assert classify(pod(owners=ds)).pod_type == DS
-    not_controller = [{"kind": "DaemonSet", "name": "x"}, {"kind": "ReplicaSet", "controller": True}]
+    not_controller: list[dict[str, Any]] = [
+        {"kind": "DaemonSet", "name": "x"},
+        {"kind": "ReplicaSet", "name": "y", "controller": True},
+    ]
     assert classify(pod(owners=not_controller)).pod_type == D
     skip = pod(annotations={"nodeagent.io/drain": "skip"}, owners=ds)
     assert classify(skip) == PodClass(DS, 0, True)

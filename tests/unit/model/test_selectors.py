@@ -487,7 +487,7 @@ def _expr(key: str, operator: str, *values: str) -> dict[str, Any]:
     return req
 
 
-def _selector(*terms: dict[str, Any]) -> dict[str, Any]:
+def _selector(*terms: Any) -> dict[str, Any]:
     return {"nodeSelectorTerms": list(terms)}
 
 

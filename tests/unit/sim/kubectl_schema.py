@@ -129,9 +129,7 @@ class GoBinary:
             raise ValueError("not an ELF file")
         shoff = struct.unpack_from("<Q", d, 0x28)[0]
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3A)
-        raw = [
-            struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)[0:6] for i in range(shnum)
-        ]
+        raw = [struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)[0:6] for i in range(shnum)]
         strtab = raw[shstrndx][4]
         out = {}
         for name, _typ, _flags, addr, off, size in raw:
@@ -262,7 +260,8 @@ class Row:
     req: bool
     inline: bool
 
-    def render(self) -> str:
+    def render(self, indent: str) -> list[str]:
+        """The table line(s), wrapped the way ruff format wraps them at 100 columns."""
         args = [f'"{self.json}"', self.kind]
         if self.message:
             args.append(f'"{self.message}"')
@@ -271,7 +270,13 @@ class Row:
         for flag in ("rep", "ptr", "req", "inline"):
             if getattr(self, flag):
                 args.append(f"{flag}=True")
-        return f"{self.number}: F({', '.join(args)}),"
+        line = f"{indent}{self.number}: F({', '.join(args)}),"
+        if len(line) <= 100:
+            return [line]
+        inner = indent + "    "
+        joined = f"{inner}{', '.join(args)}"
+        body = [joined] if len(joined) <= 100 else [f"{inner}{a}," for a in args]
+        return [f"{indent}{self.number}: F(", *body, f"{indent}),"]
 
 
 class Generator:
@@ -419,7 +424,8 @@ class Generator:
         for key in self.order:
             lines.append(f"    # {key}")
             lines.append(f'    "{self.names[key]}": {{')
-            lines += [f"        {r.render()}" for r in self.rows(key)]
+            for row in self.rows(key):
+                lines += row.render("        ")
             lines.append("    },")
         lines.append("}")
         return "\n".join(lines) + "\n"

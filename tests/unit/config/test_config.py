@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodeagent.config import ConfigError, from_mapping, load
+
+
+def test_defaults_are_valid() -> None:
+    cfg = from_mapping({})
+    assert cfg.shutdown.budget == 600.0
+    assert cfg.leader.lease_duration > cfg.leader.renew_deadline > cfg.leader.retry_period
+
+
+def test_camel_case_keys_and_types() -> None:
+    cfg = from_mapping({
+        "nodeName": "node-1",
+        "shutdown": {"budget": 120, "apiUnreachableReleaseAfter": 5, "logindDropin": "/tmp/x.conf"},
+        "eviction": {"annotateInterceptors": [{
+            "name": "mover.couchbase.com", "podSelector": {"matchLabels": {"app": "db"}},
+            "annotationKey": "cao.couchbase.com/reschedule"}]},
+    })
+    assert cfg.node_name == "node-1"
+    assert cfg.shutdown.budget == 120.0
+    assert cfg.shutdown.logind_dropin == Path("/tmp/x.conf")
+    (i,) = cfg.eviction.annotate_interceptors
+    assert (i.annotation_key, i.annotation_value) == ("cao.couchbase.com/reschedule", "true")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"shutdown": {"budjet": 5}}, "shutdown.budjet: unknown setting"),
+        ({"shutdown": {"budget": "10m"}}, "shutdown.budget: must be a number of seconds"),
+        ({"shutdown": {"budget": 10, "safetyMargin": 10}}, "shutdown.safetyMargin"),
+        ({"leader": {"renewDeadline": 20}}, "leader: must have"),
+        ({"nodeName": "Node_1"}, "nodeName: 'Node_1' is not a valid node name"),
+        ({"eviction": {"annotateInterceptors": [{"name": "x"}]}},
+         "eviction.annotateInterceptors[0].podSelector: required"),
+        ({"colour": "blue"}, "colour: unknown setting"),
+    ],
+)
+def test_errors_name_the_field(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        from_mapping(raw)
+
+
+def test_load_names_the_file_and_takes_the_environment(tmp_path: Path) -> None:
+    f = tmp_path / "agent.yaml"
+    f.write_text("shutdown:\n  budget: -1\n")
+    with pytest.raises(ConfigError, match=f"{f}: shutdown.budget: must be positive"):
+        load(f, env={})
+    f.write_text("kube: {maxConcurrentRequests: 4}\n")
+    cfg = load(f, env={"NODE_NAME": "node-7", "KUBECONFIG": "/k"})
+    assert (cfg.node_name, cfg.kube.kubeconfig, cfg.kube.max_concurrent_requests) == (
+        "node-7", "/k", 4)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load(tmp_path / "missing.yaml", env={})
