@@ -21,7 +21,7 @@ from nodeagent.model.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from nodeagent.sim import eviction
+from nodeagent.sim import eviction, protobuf
 from nodeagent.sim.errors import ApiError
 from nodeagent.sim.faults import Faults, Stats
 from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
@@ -515,13 +515,20 @@ class ApiServer:
     # --- writes --------------------------------------------------------------------------------
 
     async def _body(self, request: web.Request) -> Any:
-        if "protobuf" in request.content_type or "cbor" in request.content_type:
+        raw = await request.read()
+        if protobuf.is_protobuf(request.content_type):
+            # client-go's typed clients send built-in objects as protobuf, with no fallback
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as e:
+                raise ApiError(415, f"the protobuf body could not be decoded: {e}") from e
+        if "cbor" in request.content_type:
             raise ApiError(
                 415,
                 f"the body of the request was in an unknown format ({request.content_type}) - "
-                "accepted media types include: application/json, application/yaml",
+                "accepted media types include: application/json, application/yaml, "
+                "application/vnd.kubernetes.protobuf",
             )
-        raw = await request.read()
         if not raw:
             return {}
         try:
