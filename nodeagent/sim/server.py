@@ -584,7 +584,7 @@ class ApiServer:
         if t.subresource == "scale":
             obj = self._set_scale(t, body)
             return _json(_scale(obj))
-        obj = self.store.update(t.rt, t.namespace, t.name, body, t.subresource)
+        obj = self.store.update(t.rt, t.namespace, t.name, body, t.subresource, owned=True)
         return self._respond(request, t.rt, obj)
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:

@@ -218,9 +218,14 @@ class Store:
         name: str,
         obj: Obj,
         subresource: str | None = None,
+        *,
+        owned: bool = False,
     ) -> Obj:
+        """Replace an object (PUT). `owned`: the caller hands over `obj` and keeps no reference,
+        so it need not be copied."""
         cur = self.get(rt, namespace, name)
-        obj = copy.deepcopy(obj)
+        if not owned:
+            obj = copy.deepcopy(obj)
         m = meta(obj)
         self._check_kind(rt, obj)
         if m.get("name", name) != name:
@@ -295,7 +300,7 @@ class Store:
         obj = copy.deepcopy(self.get(rt, namespace, name))
         fn(obj)
         obj["metadata"].pop("resourceVersion", None)
-        return self.update(rt, namespace, name, obj, subresource)
+        return self.update(rt, namespace, name, obj, subresource, owned=True)
 
     def delete(
         self,
