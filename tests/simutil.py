@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
+import yaml
+
+import nodeagent
 from nodeagent.sim.cluster import SimCluster
 from nodeagent.sim.store import Obj
 
@@ -39,3 +43,15 @@ def running(p: Obj) -> bool:
     return (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get(
         "deletionTimestamp"
     )
+
+
+CRD_DIR = Path(nodeagent.__file__).parent / "manifests" / "crds"
+
+
+def install_crds(sim: SimCluster) -> None:
+    """Register nodeagent's CRDs on the simulated cluster, as `kubectl apply` would."""
+    crds = sim.store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    for f in sorted(CRD_DIR.glob("*.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if doc:
+                sim.store.create(crds, None, doc)

@@ -1,0 +1,132 @@
+"""The shutdown maintenance: what the agent creates for its own node, and when it lets go.
+
+Pure: objects in, objects and decisions out. The flow that talks to the API server and logind
+is `nodeagent.node.shutdown`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LABEL_NODE = "nodeagent.io/node"
+LABEL_TRIGGER = "nodeagent.io/trigger"
+LABEL_BOOT_ID = "nodeagent.io/boot-id"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+ANNOTATION_SHUTDOWN_TYPE = "nodeagent.io/shutdown-type"
+TRIGGER_SHUTDOWN = "shutdown"
+MANAGER = "nodeagent"
+
+SHUTDOWN_KINDS = ("reboot", "poweroff", "halt", "kexec", "soft-reboot", "shutdown")
+
+
+def maintenance_name(node: str, boot_id: str, attempt: int) -> str:
+    """`nodeagent-shutdown-<node>-<boot id prefix>[-<attempt>]`; a cancelled shutdown's
+    maintenance is Complete for good, so a second shutdown in one boot needs a new name."""
+    base = f"nodeagent-shutdown-{node}-{boot_id.replace('-', '')[:8]}"
+    name = base if attempt <= 1 else f"{base}-{attempt}"
+    return name[:253]
+
+
+def shutdown_selector(node: str, boot_id: str | None = None) -> str:
+    """Label selector of the agent's shutdown maintenances for `node` (and boot)."""
+    sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}={TRIGGER_SHUTDOWN},{LABEL_MANAGED_BY}={MANAGER}"
+    return f"{sel},{LABEL_BOOT_ID}={boot_id}" if boot_id else sel
+
+
+def shutdown_maintenance(node: str, boot_id: str, kind: str, attempt: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {
+            "name": maintenance_name(node, boot_id, attempt),
+            "labels": {
+                LABEL_NODE: node,
+                LABEL_TRIGGER: TRIGGER_SHUTDOWN,
+                LABEL_BOOT_ID: boot_id,
+                LABEL_MANAGED_BY: MANAGER,
+            },
+            "annotations": {ANNOTATION_SHUTDOWN_TYPE: kind},
+        },
+        "spec": {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+            "stage": "Drain",
+            "reason": f"Node {kind} requested through systemd-logind on {node}",
+        },
+    }
+
+
+def is_ours(nm: Mapping[str, Any], node: str) -> bool:
+    """Created by nodeagent as the shutdown maintenance of `node` (never touch any other)."""
+    labels = (nm.get("metadata") or {}).get("labels") or {}
+    return (
+        labels.get(LABEL_NODE) == node
+        and labels.get(LABEL_TRIGGER) == TRIGGER_SHUTDOWN
+        and labels.get(LABEL_MANAGED_BY) == MANAGER
+    )
+
+
+def boot_of(nm: Mapping[str, Any]) -> str | None:
+    labels = (nm.get("metadata") or {}).get("labels") or {}
+    value = labels.get(LABEL_BOOT_ID)
+    return value if isinstance(value, str) else None
+
+
+def stage(nm: Mapping[str, Any]) -> str:
+    return str((nm.get("spec") or {}).get("stage") or "Idle")
+
+
+def is_drained(nm: Mapping[str, Any]) -> bool:
+    for c in (nm.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Drained":
+            return bool(c.get("status") == "True")
+    return False
+
+
+def adoptable(
+    maintenances: list[Mapping[str, Any]], node: str, boot_id: str
+) -> tuple[Mapping[str, Any] | None, int]:
+    """This boot's shutdown maintenance that is still live, or the attempt number for a new one.
+
+    A maintenance being deleted or already Complete cannot be adopted: its stage cannot go back.
+    """
+    ours = [m for m in maintenances if is_ours(m, node) and boot_of(m) == boot_id]
+    for m in ours:
+        if stage(m) != "Complete" and not (m.get("metadata") or {}).get("deletionTimestamp"):
+            return m, 0
+    return None, len(ours) + 1
+
+
+@dataclass
+class ReleaseState:
+    """What the release decision looks at; times are monotonic seconds."""
+
+    deadline: float  # the shutdown budget minus the safety margin
+    unreachable_bound: float
+    unreachable_since: float | None = None
+    drained: bool = False
+
+
+def release_reason(s: ReleaseState, now: float) -> str | None:
+    """Why the lock may go now, or None to keep holding it. Never blocks a shutdown forever:
+    the budget and the unreachable bound always end the wait."""
+    if s.drained:
+        return "the node is drained"
+    if now >= s.deadline:
+        return "the shutdown budget is nearly spent"
+    if s.unreachable_since is not None and now - s.unreachable_since >= s.unreachable_bound:
+        return "the API server could not be reached"
+    return None
+
+
+def next_decision(s: ReleaseState, now: float) -> float:
+    """Seconds until `release_reason` can change without new information."""
+    times = [s.deadline]
+    if s.unreachable_since is not None:
+        times.append(s.unreachable_since + s.unreachable_bound)
+    return max(0.0, min(times) - now)

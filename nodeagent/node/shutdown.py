@@ -1,0 +1,199 @@
+"""The node side of a shutdown: turn it into a NodeMaintenance and wait until the node is drained.
+
+The logind guard calls `on_shutdown(kind)` when logind announces a shutdown and releases its
+delay lock when that returns; `on_cancel()` when the shutdown is called off. The decision of when
+to let go is `nodeagent.model.shutdown.release_reason`: drained, budget nearly spent, or the API
+server unreachable for too long. Nothing here can hold a shutdown past the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nodeagent.config import ShutdownConfig
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import AlreadyExists, Gone, KubeError, NotFound
+from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.model import shutdown as model
+
+log = logging.getLogger(__name__)
+
+BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+
+
+def read_boot_id(path: Path = BOOT_ID_PATH) -> str:
+    return path.read_text().strip()
+
+
+class ShutdownFlow:
+    def __init__(
+        self,
+        client: KubeClient,
+        node_name: str,
+        boot_id: str,
+        config: ShutdownConfig,
+        delay_max: Callable[[], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`delay_max`: what logind actually grants (InhibitDelayMaxUSec, in seconds); the
+        configured budget when not known."""
+        self.client = client
+        self.node = node_name
+        self.boot_id = boot_id
+        self.config = config
+        self.delay_max = delay_max or (lambda: config.budget)
+        self.clock = clock
+        self.backoff = JitteredBackoff(base=0.2, cap=5.0)
+        self.maintenance: str | None = None  # the name of this boot's shutdown maintenance
+        self.last_reason: str | None = None
+
+    # --- shutdown ----------------------------------------------------------------------------
+
+    async def on_shutdown(self, kind: str) -> str:
+        """Create or adopt this boot's maintenance and wait until the lock may go; returns why."""
+        now = self.clock()
+        budget = min(self.config.budget, self.delay_max())
+        state = model.ReleaseState(
+            deadline=now + max(0.0, budget - self.config.safety_margin),
+            unreachable_bound=self.config.api_unreachable_release_after,
+        )
+        changed = asyncio.Event()
+        log.info(
+            "shutdown (%s) of %s: draining through a NodeMaintenance, at most %.0fs",
+            kind,
+            self.node,
+            budget,
+        )
+        worker = asyncio.create_task(self._drive(kind, state, changed))
+        try:
+            while True:
+                reason = model.release_reason(state, self.clock())
+                if reason is not None:
+                    self.last_reason = reason
+                    log.info("releasing the shutdown lock of %s: %s", self.node, reason)
+                    return reason
+                changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), model.next_decision(state, self.clock()))
+        finally:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    async def _drive(self, kind: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        attempt = 0
+        while True:
+            try:
+                name = await self._ensure_maintenance(kind)
+                self._reachable(state, changed)
+                await self._wait_drained(name, state, changed)
+                return
+            except KubeError as e:
+                log.warning("shutdown of %s: API request failed: %s", self.node, e)
+                if state.unreachable_since is None:
+                    state.unreachable_since = self.clock()
+                    changed.set()
+            # pacing between retries against a failing API server
+            attempt += 1
+            await asyncio.sleep(self.backoff.delay(attempt))
+
+    def _reachable(self, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        if state.unreachable_since is not None:
+            state.unreachable_since = None
+            changed.set()
+
+    async def _ensure_maintenance(self, kind: str) -> str:
+        existing = await self.client.list(
+            NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
+        )
+        found, attempt = model.adoptable(existing["items"], self.node, self.boot_id)
+        if found is not None:
+            name = str(found["metadata"]["name"])
+            if name != self.maintenance:
+                log.info("adopting shutdown maintenance %s", name)
+        else:
+            body = model.shutdown_maintenance(self.node, self.boot_id, kind, attempt)
+            name = body["metadata"]["name"]
+            try:
+                await self.client.create(NODEMAINTENANCES, body)
+                log.info("created shutdown maintenance %s", name)
+            except AlreadyExists:
+                log.info("shutdown maintenance %s exists already; adopting it", name)
+        self.maintenance = name
+        return name
+
+    async def _wait_drained(
+        self, name: str, state: model.ReleaseState, changed: asyncio.Event
+    ) -> None:
+        field = f"metadata.name={name}"
+        while True:
+            listed = await self.client.list(NODEMAINTENANCES, field_selector=field)
+            if not listed["items"]:
+                raise NotFound(f"NodeMaintenance {name} disappeared", status=404)
+            if model.is_drained(listed["items"][0]):
+                state.drained = True
+                changed.set()
+                return
+            rv = listed["metadata"]["resourceVersion"]
+            try:
+                async with contextlib.aclosing(
+                    self.client.watch(
+                        NODEMAINTENANCES,
+                        resource_version=rv,
+                        field_selector=field,
+                        timeout_seconds=300,
+                    )
+                ) as events:
+                    async for ev in events:
+                        obj: dict[str, Any] = ev["object"]
+                        if ev["type"] == "DELETED":
+                            raise NotFound(f"NodeMaintenance {name} was deleted", status=404)
+                        if ev["type"] != "BOOKMARK" and model.is_drained(obj):
+                            state.drained = True
+                            changed.set()
+                            return
+            except Gone:
+                continue  # relist
+
+    # --- cancel ------------------------------------------------------------------------------
+
+    async def on_cancel(self) -> None:
+        """The shutdown was called off: complete this boot's live shutdown maintenance."""
+        deadline = self.clock() + max(self.config.api_unreachable_release_after, 30.0)
+        attempt = 0
+        while True:
+            try:
+                await self._complete_live()
+                return
+            except KubeError as e:
+                if self.clock() >= deadline:
+                    log.error(
+                        "could not complete the shutdown maintenance of %s after a "
+                        "cancelled shutdown: %s; complete it by hand",
+                        self.node,
+                        e,
+                    )
+                    return
+                log.warning("completing the shutdown maintenance failed, retrying: %s", e)
+            attempt += 1
+            await asyncio.sleep(self.backoff.delay(attempt))
+
+    async def _complete_live(self) -> None:
+        existing = await self.client.list(
+            NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
+        )
+        for nm in existing["items"]:
+            if model.is_ours(nm, self.node) and model.stage(nm) != "Complete":
+                name = nm["metadata"]["name"]
+                try:
+                    await self.client.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+                    log.info("shutdown cancelled: completed maintenance %s", name)
+                except NotFound:
+                    continue
