@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeagent.model import shutdown as model
+
+times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+
+
+@given(deadline=times, bound=st.floats(min_value=0.01, max_value=1e3), since=st.none() | times,
+       drained=st.booleans(), now=times)
+def test_the_wait_always_ends(
+    deadline: float, bound: float, since: float | None, drained: bool, now: float
+) -> None:
+    s = model.ReleaseState(deadline, bound, since, drained)
+    reason = model.release_reason(s, now)
+    if reason is None:
+        # holding on: the next decision point comes, and by then the lock goes
+        wait = model.next_decision(s, now)
+        assert wait > 0
+        assert model.release_reason(s, now + wait) is not None
+    if now >= deadline:
+        assert reason is not None
+
+
+def test_reasons() -> None:
+    s = model.ReleaseState(deadline=100, unreachable_bound=30)
+    assert model.release_reason(s, 50) is None
+    s.unreachable_since = 60
+    assert model.release_reason(s, 89) is None
+    assert model.release_reason(s, 90) == "the API server could not be reached"
+    s.drained = True
+    assert model.release_reason(s, 0) == "the node is drained"
+
+
+def test_adopt_only_this_boots_live_maintenance() -> None:
+    mine = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    other_boot = model.shutdown_maintenance("node-1", "0ld", "reboot")
+    assert model.adoptable([other_boot], "node-1", "b00t") == (None, 1)
+    assert model.adoptable([mine, other_boot], "node-1", "b00t") == (mine, 0)
+    done = {**mine, "spec": {**mine["spec"], "stage": "Complete"}}
+    found, attempt = model.adoptable([done], "node-1", "b00t")
+    assert found is None and attempt == 2
+    assert model.maintenance_name("node-1", "b00t", 2).endswith("-2")
+    hand_made = {"metadata": {"name": "x", "labels": {model.LABEL_NODE: "node-1"}}}
+    assert not model.is_ours(hand_made, "node-1")
