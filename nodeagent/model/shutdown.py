@@ -119,7 +119,8 @@ def release_reason(s: ReleaseState, now: float) -> str | None:
         return "the node is drained"
     if now >= s.deadline:
         return "the shutdown budget is nearly spent"
-    if s.unreachable_since is not None and now - s.unreachable_since >= s.unreachable_bound:
+    # the same sum as in next_decision, so waking at that time always decides
+    if s.unreachable_since is not None and now >= s.unreachable_since + s.unreachable_bound:
         return "the API server could not be reached"
     return None
 
