@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodeagent.manifests import crd_stream
+from nodeagent.node.staticpods.restore import restore_command
 from nodeagent.sim.cluster import SimCluster, serve
 
 
@@ -46,7 +48,52 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="where to write a kubeconfig for kubectl and the Python client",
     )
+
+    run = sub.add_parser("run", help="run the agent on this node")
+    run.add_argument("--config", type=Path, help="YAML configuration file (see the README)")
+
+    manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
+    manifests.add_subparsers(dest="manifests_command", required=True).add_parser(
+        "crds", help="the CustomResourceDefinitions, as one multi-document YAML stream"
+    )
+
+    r = sub.add_parser(
+        "restore-static-pods",
+        help="put static pod manifests moved aside by nodeagent back, and list what was done",
+    )
+    r.add_argument("--dry-run", action="store_true", help="change nothing; say what would be done")
+    r.add_argument(
+        "--manifest-dir",
+        type=Path,
+        help="the kubelet's static pod directory (default: from the running kubelet, else "
+        "/etc/kubernetes/manifests)",
+    )
+    r.add_argument(
+        "--stash-dir",
+        type=Path,
+        help="where manifests were moved (default: <manifest-dir>.nodeagent-stash)",
+    )
+    r.add_argument(
+        "--after-reboot",
+        action="store_true",
+        help="restore only what the agent restores at start-up: manifests moved aside by a "
+        "shutdown maintenance of an earlier boot",
+    )
     return p
+
+
+def _run(config_path: Path | None) -> int:
+    from nodeagent import app  # the agent's imports are not needed by the other commands
+    from nodeagent.config import ConfigError, load
+    from nodeagent.observability import logs
+
+    try:
+        cfg = load(config_path)
+    except ConfigError as e:
+        print(f"nodeagent: {e}", file=sys.stderr)
+        return 2
+    logs.setup(cfg.observability.log_level, cfg.observability.log_format)
+    return app.run(cfg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,6 +102,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "run":
+        return _run(args.config)
+    if args.command == "manifests" and args.manifests_command == "crds":
+        sys.stdout.write(crd_stream())
+        return 0
+    if args.command == "restore-static-pods":
+        return restore_command(
+            args.manifest_dir,
+            args.stash_dir,
+            dry_run=args.dry_run,
+            after_reboot=args.after_reboot,
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     if args.command == "sim" and args.sim_command == "serve":
         if args.nodes < 1:
             print("nodeagent: --nodes must be at least 1", file=sys.stderr)

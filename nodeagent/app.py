@@ -1,0 +1,145 @@
+"""Composition root: builds the adapters and runs the agent's parts as named tasks.
+
+Node-local parts run in every agent: the shutdown guard (logind) with its NodeMaintenance flow,
+the static-pod interceptor, the after-reboot completion. The cluster controllers run only in
+the agent that holds the leader Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.config import Config
+from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.leader import LeaderElector
+from nodeagent.logind.guard import ShutdownGuard
+from nodeagent.node.identity import resolve_node_name
+from nodeagent.node.reboot import complete_previous_boots
+from nodeagent.node.shutdown import ShutdownFlow, read_boot_id
+from nodeagent.observability.http import Health, serve
+from nodeagent.observability.sdnotify import Notifier
+
+log = logging.getLogger(__name__)
+
+# builds the leader-only controllers: (client, config, registry) -> coroutine running them
+ClusterParts = Callable[[KubeClient, Config, CollectorRegistry], Awaitable[None]]
+
+
+@dataclass
+class _Handler:
+    """Adapts the shutdown flow to the guard's handler protocol."""
+
+    flow: ShutdownFlow
+
+    async def on_shutdown(self, kind: str) -> None:
+        await self.flow.on_shutdown(kind)
+
+    async def on_cancel(self) -> None:
+        await self.flow.on_cancel()
+
+
+@dataclass
+class Agent:
+    config: Config
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    cluster_parts: ClusterParts | None = None
+    notifier: Notifier = field(default_factory=Notifier)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    health: Health = field(default_factory=Health)
+    node_name: str | None = None
+    guard: ShutdownGuard | None = None
+    elector: LeaderElector | None = None
+
+    async def run(self) -> None:
+        cfg = self.config
+        api = load_api_client(cfg.kube.kubeconfig)
+        async with KubeClient(
+            api,
+            max_workers=cfg.kube.max_concurrent_requests,
+            request_timeout=cfg.kube.request_timeout,
+            field_manager="nodeagent",
+        ) as client:
+            self.node_name, how = await resolve_node_name(cfg.node_name, self.env, client)
+            log.info("running on node %s (from the %s)", self.node_name, how)
+            boot_id = read_boot_id()
+            runner = await serve(cfg.observability.listen, self.health, self.registry)
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    self._start_parts(tg, client, boot_id)
+                    tg.create_task(self._announce(), name="sd-notify")
+            finally:
+                self.health.alive = False
+                await runner.cleanup()
+
+    def _start_parts(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
+        cfg = self.config
+        assert self.node_name is not None
+        if cfg.shutdown.enabled:
+            flow = ShutdownFlow(
+                client, self.node_name, boot_id, cfg.shutdown,
+                delay_max=lambda: (self.guard.inhibit_delay_max if self.guard else None)
+                or cfg.shutdown.budget,
+            )
+            self.guard = ShutdownGuard(cfg.shutdown, _Handler(flow))
+            guard = self.guard
+            self.health.add("shutdown lock", lambda: guard.lock_held)
+            tg.create_task(guard.run(), name="shutdown-guard")
+        if cfg.shutdown.complete_after_reboot:
+            tg.create_task(
+                complete_previous_boots(client, self.node_name, boot_id),
+                name="complete-previous-boots",
+            )
+        if cfg.run_controllers and self.cluster_parts is not None:
+            parts = self.cluster_parts
+            ld = cfg.leader
+            identity = f"{self.node_name}-{boot_id[:8]}-{os.getpid()}"
+            self.elector = LeaderElector(
+                client, ld.namespace, ld.lease_name, identity,
+                lease_duration=ld.lease_duration, renew_deadline=ld.renew_deadline,
+                retry_period=ld.retry_period,
+            )
+            elector = self.elector
+            tg.create_task(
+                elector.run(lambda: parts(client, cfg, self.registry)), name="leader-election"
+            )
+
+    async def _announce(self) -> None:
+        """READY once the lock is held (or at once without a guard); then the watchdog."""
+        if self.guard is not None:
+            await self.guard.wait_lock()
+            self.notifier.ready(f"node {self.node_name}: shutdown lock held")
+        else:
+            self.notifier.ready(f"node {self.node_name}: running without a shutdown guard")
+        interval = self.notifier.watchdog_interval
+        if interval is None:
+            return
+        while True:
+            # the event loop answering is what the watchdog asks about
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+
+def run(config: Config, cluster_parts: ClusterParts | None = None) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit code."""
+    agent = Agent(config, cluster_parts=cluster_parts)
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await agent.run()
+        agent.notifier.stopping()
+
+    asyncio.run(main())
+    return 0

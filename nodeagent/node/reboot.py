@@ -1,0 +1,73 @@
+"""After a reboot: once the node is Ready again, complete and delete the shutdown maintenances of
+earlier boots (the NodeMaintenance controller then uncordons the node and the static-pod
+interceptor puts the manifests back)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import Gone, KubeError, NotFound
+from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, Obj
+from nodeagent.model import shutdown as model
+
+log = logging.getLogger(__name__)
+
+
+def node_ready(node: Obj) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return False
+
+
+async def wait_node_ready(client: KubeClient, node: str) -> None:
+    field = f"metadata.name={node}"
+    while True:
+        listed = await client.list(NODES, field_selector=field)
+        if listed["items"] and node_ready(listed["items"][0]):
+            return
+        try:
+            async with contextlib.aclosing(
+                client.watch(NODES, resource_version=listed["metadata"]["resourceVersion"],
+                             field_selector=field, timeout_seconds=300)
+            ) as events:
+                async for ev in events:
+                    if ev["type"] in ("ADDED", "MODIFIED") and node_ready(ev["object"]):
+                        return
+        except Gone:
+            continue
+
+
+async def complete_previous_boots(client: KubeClient, node: str, boot_id: str) -> None:
+    backoff = JitteredBackoff(base=0.5, cap=30.0)
+    attempt = 0
+    while True:
+        try:
+            await wait_node_ready(client, node)
+            await _complete(client, node, boot_id)
+            return
+        except KubeError as e:
+            attempt += 1
+            log.warning("completing earlier shutdown maintenances of %s failed, retrying: %s",
+                        node, e)
+        await asyncio.sleep(backoff.delay(attempt))
+
+
+async def _complete(client: KubeClient, node: str, boot_id: str) -> None:
+    listed = await client.list(NODEMAINTENANCES, label_selector=model.shutdown_selector(node))
+    for nm in listed["items"]:
+        if not model.is_ours(nm, node) or model.boot_of(nm) == boot_id:
+            continue
+        name = nm["metadata"]["name"]
+        try:
+            if model.stage(nm) != "Complete":
+                await client.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+            # the controller's finalizer finishes Complete (uncordon, requesters) first
+            await client.delete(NODEMAINTENANCES, name)
+            log.info("node %s is back: completed and deleted shutdown maintenance %s", node, name)
+        except NotFound:
+            continue
