@@ -84,9 +84,13 @@ class Agent:
         assert self.node_name is not None
         if cfg.shutdown.enabled:
             flow = ShutdownFlow(
-                client, self.node_name, boot_id, cfg.shutdown,
-                delay_max=lambda: (self.guard.inhibit_delay_max if self.guard else None)
-                or cfg.shutdown.budget,
+                client,
+                self.node_name,
+                boot_id,
+                cfg.shutdown,
+                delay_max=lambda: (
+                    (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
+                ),
             )
             self.guard = ShutdownGuard(cfg.shutdown, _Handler(flow))
             guard = self.guard
@@ -102,8 +106,12 @@ class Agent:
             ld = cfg.leader
             identity = f"{self.node_name}-{boot_id[:8]}-{os.getpid()}"
             self.elector = LeaderElector(
-                client, ld.namespace, ld.lease_name, identity,
-                lease_duration=ld.lease_duration, renew_deadline=ld.renew_deadline,
+                client,
+                ld.namespace,
+                ld.lease_name,
+                identity,
+                lease_duration=ld.lease_duration,
+                renew_deadline=ld.renew_deadline,
                 retry_period=ld.retry_period,
             )
             elector = self.elector
@@ -114,8 +122,19 @@ class Agent:
     async def _announce(self) -> None:
         """READY once the lock is held (or at once without a guard); then the watchdog."""
         if self.guard is not None:
-            await self.guard.wait_lock()
-            self.notifier.ready(f"node {self.node_name}: shutdown lock held")
+            guard = self.guard
+            manage = self.config.shutdown.manage_dropin
+            # ready once the lock is held and logind's delay limit is settled (raised, or
+            # reported as overridden): only then does the guard protect a shutdown fully
+            await guard.wait_until(
+                lambda: guard.lock_held and (not manage or guard.dropin_result is not None)
+            )
+            delay = guard.inhibit_delay_max
+            self.notifier.ready(
+                f"node {self.node_name}: shutdown lock held, logind waits up to {delay:.0f}s"
+                if delay is not None
+                else f"node {self.node_name}: shutdown lock held"
+            )
         else:
             self.notifier.ready(f"node {self.node_name}: running without a shutdown guard")
         interval = self.notifier.watchdog_interval

@@ -23,7 +23,9 @@ def _node_dir(value: str) -> tuple[str, Path]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nodeagent", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="nodeagent", description="Graceful node shutdown and maintenance for Kubernetes."
+    )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     sub = p.add_subparsers(dest="command", required=True)
 

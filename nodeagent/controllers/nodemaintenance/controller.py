@@ -1,0 +1,452 @@
+"""The NodeMaintenance controller shell: informers in, `reconcile.decide`, API calls out.
+
+Watches NodeMaintenances, Nodes, Pods (indexed by node) and EvictionRequests (indexed by the
+``nodeagent.io/node`` label). Any change enqueues every maintenance connected to it through
+shared nodes (drainTargets are resolved across intersecting maintenances, and the next plan
+entry of one depends on pods of its neighbours). Nothing polls.
+
+Writes use the resourceVersion of the object they were decided on as a precondition, so a
+decision taken on a stale cache fails with Conflict and is retried on fresher state rather
+than, say, storing drainTargets behind the ones already stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from nodeagent.controllers.nodemaintenance.reconcile import (
+    CORDONED_BY_ANNOTATION,
+    FINALIZER,
+    NODE_LABEL,
+    Actions,
+    EvictionRequestCreate,
+    EvictionRequestDelete,
+    Inputs,
+    NodePatch,
+    RecordedEvent,
+    RequesterPatch,
+    StatusUpdate,
+    connected,
+    covers,
+    decide,
+    status_nodes,
+)
+from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.errors import AlreadyExists, NotFound
+from nodeagent.kube.events import EventType
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj, Resource
+from nodeagent.kube.store import key_of
+from nodeagent.kube.workqueue import WorkQueueMetrics
+
+__all__ = [
+    "NodeMaintenanceClient",
+    "NodeMaintenanceController",
+    "Recorder",
+    "eviction_request_node_index",
+    "pod_node_index",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class NodeMaintenanceClient(Protocol):
+    """The part of `KubeClient` the controller writes with."""
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
+    ) -> Obj: ...
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = ...,
+        *,
+        uid: str | None = ...,
+        resource_version: str | None = ...,
+    ) -> Obj: ...
+
+
+class Recorder(Protocol):
+    """`EventRecorder.record`: best effort, never raises."""
+
+    async def record(
+        self, obj: Mapping[str, Any], type: EventType, reason: str, message: str
+    ) -> None: ...
+
+
+def pod_node_index(pod: Obj) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if isinstance(node, str) and node else []
+
+
+def eviction_request_node_index(er: Obj) -> list[str]:
+    node = ((er.get("metadata") or {}).get("labels") or {}).get(NODE_LABEL)
+    return [node] if isinstance(node, str) and node else []
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _pod_signature(pod: Obj) -> tuple[object, ...]:
+    """What of a pod the decision depends on; other updates (status churn) are ignored."""
+    meta = _meta(pod)
+    spec = pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    return (
+        meta.get("uid"),
+        spec.get("nodeName"),
+        spec.get("priority"),
+        (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"),
+        meta.get("deletionTimestamp") is not None,
+        tuple(sorted((meta.get("labels") or {}).items())),
+        tuple(sorted(annotations.items())),
+        tuple(
+            (r.get("kind"), r.get("controller"))
+            for r in meta.get("ownerReferences") or ()
+            if isinstance(r, Mapping)
+        ),
+    )
+
+
+def _node_signature(node: Obj) -> tuple[object, ...]:
+    meta = _meta(node)
+    return (
+        tuple(sorted((meta.get("labels") or {}).items())),
+        (meta.get("annotations") or {}).get(CORDONED_BY_ANNOTATION),
+        (node.get("spec") or {}).get("unschedulable"),
+    )
+
+
+class _Membership:
+    """Which nodes each maintenance has to do with (selected, cordoned on its behalf, or in
+    its status), and the reverse, kept current from informer events so that mapping an event
+    to maintenances, and finding a maintenance's neighbours, never scans every node."""
+
+    def __init__(self) -> None:
+        self.by_nm: dict[str, set[str]] = {}
+        self.by_node: dict[str, set[str]] = {}
+        self._covered: dict[str, set[str]] = {}  # selected or held, by maintenance
+        self._generation: dict[str, object] = {}
+
+    def _set(self, name: str, nodes: set[str]) -> None:
+        old = self.by_nm.get(name, set())
+        for n in old - nodes:
+            members = self.by_node.get(n)
+            if members is not None:
+                members.discard(name)
+                if not members:
+                    del self.by_node[n]
+        for n in nodes - old:
+            self.by_node.setdefault(n, set()).add(name)
+        self.by_nm[name] = nodes
+
+    def maintenance_changed(self, nm: Obj, nodes: Callable[[], Iterable[Obj]]) -> None:
+        name = str(_meta(nm).get("name"))
+        generation = (_meta(nm).get("uid"), _meta(nm).get("generation"))
+        if self._generation.get(name) != generation or name not in self._covered:
+            self._covered[name] = {
+                str(_meta(node).get("name")) for node in nodes() if covers(nm, node)
+            }
+            self._generation[name] = generation
+        self._set(name, self._covered[name] | status_nodes(nm))
+
+    def maintenance_deleted(self, name: str) -> None:
+        self._covered.pop(name, None)
+        self._generation.pop(name, None)
+        self._set(name, set())
+        self.by_nm.pop(name, None)
+
+    def node_changed(
+        self, node_name: str, node: Obj | None, maintenances: Mapping[str, Obj]
+    ) -> None:
+        for name, nm in maintenances.items():
+            covered = self._covered.setdefault(name, set())
+            if node is not None and covers(nm, node):
+                covered.add(node_name)
+            else:
+                covered.discard(node_name)
+            self._set(name, covered | status_nodes(nm))
+
+    def component(self, names: Iterable[str]) -> tuple[set[str], set[str]]:
+        return connected(names, {n: frozenset(s) for n, s in self.by_nm.items()})
+
+    def around_node(self, node: str) -> set[str]:
+        return self.component(self.by_node.get(node, ()))[0]
+
+
+class NodeMaintenanceController(Controller):
+    """Leader-only. Construct, then run `informers.run()` and `controller.run()` together."""
+
+    def __init__(
+        self,
+        client: NodeMaintenanceClient,
+        informers: SharedInformers,
+        recorder: Recorder,
+        *,
+        workers: int = 4,
+        max_concurrent_writes: int = 16,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: WorkQueueMetrics | None = None,
+    ) -> None:
+        self._maintenances = informers.informer(NODEMAINTENANCES)
+        self._nodes = informers.informer(NODES)
+        self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
+        self._requests = informers.informer(
+            EVICTIONREQUESTS, indexers={"node": eviction_request_node_index}
+        )
+        super().__init__(
+            "nodemaintenance",
+            informers=[self._maintenances, self._nodes, self._pods, self._requests],
+            workers=workers,
+            metrics=metrics,
+        )
+        self._client = client
+        self._recorder = recorder
+        self._clock = clock
+        self._writes = max(1, max_concurrent_writes)
+        self._members = _Membership()
+        self._maintenances.add_handler(
+            self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
+        )
+        self._nodes.add_handler(self._on_node, self._on_node_update, self._on_node_delete)
+        self._pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod)
+        self._requests.add_handler(self._on_request, self._on_request_update, self._on_request)
+
+    # -- event handlers: keep the membership index, enqueue what is affected ---------------------
+
+    def _all_maintenances(self) -> dict[str, Obj]:
+        return {str(_meta(nm).get("name")): nm for nm in self._maintenances.store.list()}
+
+    def _enqueue_all(self, names: Iterable[str]) -> None:
+        for name in names:
+            self.enqueue(name)
+
+    def _on_maintenance(self, nm: Obj) -> None:
+        name = key_of(nm)
+        before = self._members.component([name])[0]
+        self._members.maintenance_changed(nm, self._nodes.store.list)
+        self._enqueue_all(before | self._members.component([name])[0] | {name})
+
+    def _on_maintenance_update(self, old: Obj, new: Obj) -> None:
+        self._on_maintenance(new)
+
+    def _on_maintenance_delete(self, nm: Obj) -> None:
+        name = key_of(nm)
+        before = self._members.component([name])[0]
+        self._members.maintenance_deleted(name)
+        self._enqueue_all(before - {name})
+
+    def _on_node(self, node: Obj) -> None:
+        name = key_of(node)
+        before = self._members.around_node(name)
+        self._members.node_changed(name, node, self._all_maintenances())
+        self._enqueue_all(before | self._members.around_node(name))
+
+    def _on_node_update(self, old: Obj, new: Obj) -> None:
+        if _node_signature(old) != _node_signature(new):
+            self._on_node(new)
+
+    def _on_node_delete(self, node: Obj) -> None:
+        name = key_of(node)
+        before = self._members.around_node(name)
+        self._members.node_changed(name, None, self._all_maintenances())
+        self._enqueue_all(before)
+
+    def _on_pod(self, pod: Obj) -> None:
+        for node in pod_node_index(pod):
+            self._enqueue_all(self._members.around_node(node))
+
+    def _on_pod_update(self, old: Obj, new: Obj) -> None:
+        if _pod_signature(old) != _pod_signature(new):
+            self._on_pod(old)
+            self._on_pod(new)
+
+    def _request_nodes(self, er: Obj) -> list[str]:
+        nodes = eviction_request_node_index(er)
+        if nodes:
+            return nodes
+        pod = ((er.get("spec") or {}).get("target") or {}).get("pod") or {}
+        namespace = _meta(er).get("namespace")
+        if namespace and pod.get("name"):
+            found = self._pods.store.get(f"{namespace}/{pod['name']}")
+            if found is not None:
+                return pod_node_index(found)
+        return []
+
+    def _on_request(self, er: Obj) -> None:
+        for node in self._request_nodes(er):
+            self._enqueue_all(self._members.around_node(node))
+
+    def _on_request_update(self, old: Obj, new: Obj) -> None:
+        if old.get("spec") != new.get("spec") or (old.get("status") or {}).get("conditions") != (
+            new.get("status") or {}
+        ).get("conditions"):
+            self._on_request(new)
+
+    # -- reconcile ---------------------------------------------------------------------------------
+
+    def inputs(self, key: str) -> Inputs | None:
+        """The decision's inputs for maintenance `key` from the caches; None if it is gone."""
+        nm = self._maintenances.store.get(key)
+        if nm is None:
+            return None
+        names, node_names = self._members.component([key])
+        maintenances = [m for n in sorted(names) if (m := self._maintenances.store.get(n))]
+        nodes = {n: obj for n in sorted(node_names) if (obj := self._nodes.store.get(n))}
+        pods = {n: self._pods.store.by_index("node", n) for n in node_names}
+        requests: dict[str, Obj] = {}
+        for n in node_names:
+            for er in self._requests.store.by_index("node", n):
+                requests[str(_meta(er).get("name"))] = er
+            for pod in pods[n]:
+                meta = _meta(pod)
+                found = self._requests.store.get(f"{meta.get('namespace')}/{meta.get('uid')}")
+                if found is not None:
+                    requests[str(meta.get("uid"))] = found
+        return Inputs(
+            maintenance=nm,
+            maintenances=maintenances,
+            nodes=nodes,
+            pods=pods,
+            eviction_requests=requests,
+            now=self._clock(),
+        )
+
+    async def reconcile(self, key: str) -> None:
+        inputs = self.inputs(key)
+        if inputs is None:
+            return
+        actions = decide(inputs)
+        if not actions.idle:
+            await self._apply(inputs.maintenance, actions)
+
+    async def _apply(self, nm: Mapping[str, Any], a: Actions) -> None:
+        name = key_of(nm)
+        current: Mapping[str, Any] = nm
+        if a.add_finalizer:
+            finalizers = [*(_meta(current).get("finalizers") or []), FINALIZER]
+            current = await self._client.patch(
+                NODEMAINTENANCES,
+                name,
+                {
+                    "metadata": {
+                        "finalizers": finalizers,
+                        "resourceVersion": _meta(current).get("resourceVersion"),
+                    }
+                },
+            )
+        await self._each(a.cordon, self._patch_node)
+        if a.cordon:
+            log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
+        if a.status is not None:
+            current = await self._client.patch_status(
+                NODEMAINTENANCES,
+                name,
+                {
+                    "metadata": {"resourceVersion": _meta(current).get("resourceVersion")},
+                    "status": a.status,
+                },
+            )
+        await self._each(a.neighbours, self._write_neighbour)
+        await self._record(current, a.events)
+        await self._each(a.delete_evictions, self._delete_request)
+        await self._each(a.create_evictions, self._create_request)
+        await self._each(a.requester_patches, self._patch_requesters)
+        if a.create_evictions:
+            log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
+        await self._each(a.uncordon, self._patch_node)
+        if a.remove_finalizer:
+            finalizers = [f for f in _meta(current).get("finalizers") or [] if f != FINALIZER]
+            await self._client.patch(
+                NODEMAINTENANCES,
+                name,
+                {
+                    "metadata": {
+                        "finalizers": finalizers,
+                        "resourceVersion": _meta(current).get("resourceVersion"),
+                    }
+                },
+            )
+            log.info("%s: completed; finalizer removed", name)
+
+    async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
+        """Run `fn` over `items`, at most `max_concurrent_writes` at a time; raise the first
+        failure once all have finished."""
+        if not items:
+            return
+        gate = asyncio.Semaphore(self._writes)
+
+        async def one(item: T) -> None:
+            async with gate:
+                await fn(item)
+
+        results = await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _record(self, obj: Mapping[str, Any], events: Iterable[RecordedEvent]) -> None:
+        for event in events:
+            kind: EventType = "Warning" if event.type == "Warning" else "Normal"
+            await self._recorder.record(obj, kind, event.reason, event.message)
+
+    async def _write_neighbour(self, u: StatusUpdate) -> None:
+        try:
+            written = await self._client.patch_status(
+                NODEMAINTENANCES,
+                u.name,
+                {"metadata": {"resourceVersion": u.resource_version}, "status": u.status},
+            )
+        except NotFound:
+            return
+        await self._record(written, u.events)
+
+    async def _patch_node(self, p: NodePatch) -> None:
+        with contextlib.suppress(NotFound):  # a node that is gone needs no (un)cordon
+            await self._client.patch(NODES, p.node, p.to_patch())
+
+    async def _create_request(self, c: EvictionRequestCreate) -> None:
+        # AlreadyExists: our cache lags, or another requester was first; the informer event
+        # for the existing request brings us back to add the requester if it is missing.
+        with contextlib.suppress(AlreadyExists):
+            await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
+
+    async def _patch_requesters(self, p: RequesterPatch) -> None:
+        with contextlib.suppress(NotFound):
+            await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
+
+    async def _delete_request(self, d: EvictionRequestDelete) -> None:
+        with contextlib.suppress(NotFound):
+            await self._client.delete(
+                EVICTIONREQUESTS,
+                d.name,
+                d.namespace,
+                uid=d.uid or None,
+                resource_version=d.resource_version or None,
+            )

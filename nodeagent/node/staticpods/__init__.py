@@ -1,0 +1,68 @@
+"""Static pods: the `kubelet.k8s.io` interceptor and the manifests it moves (DESIGN section 5).
+
+- `manifests`: reading the kubelet's manifest directory; manifest <-> mirror pod mapping.
+- `locate`: where the manifest directory is (configuration, running kubelet, default) and the
+  stash directory beside it.
+- `stash`, `journal`, `fsops`: moving manifests aside and back, crash-safely.
+- `restore`: putting them back without the API server (start-up, `restore-static-pods`).
+- `policy`: what the interceptor decides (pure); `interceptor`: the interceptor itself
+  (`nodeagent.node.staticpods.interceptor.StaticPodInterceptor`; not imported here, so that
+  restoring at start-up needs neither the Kubernetes client nor watchfiles).
+"""
+
+from nodeagent.node.staticpods.journal import JournalEntry, State
+from nodeagent.node.staticpods.locate import (
+    DEFAULT_MANIFEST_DIR,
+    ManifestDirChoice,
+    StaticPodPaths,
+    default_stash_dir,
+    find_manifest_dir,
+    static_pod_paths,
+)
+from nodeagent.node.staticpods.manifests import (
+    Manifest,
+    ManifestError,
+    ManifestProblem,
+    ScanResult,
+    mirror_pod_name,
+    scan_manifest_dir,
+)
+from nodeagent.node.staticpods.policy import INTERCEPTOR
+from nodeagent.node.staticpods.restore import RestoreReport, restore_after_reboot, restore_by_hand
+from nodeagent.node.staticpods.stash import (
+    ManifestChanged,
+    Owner,
+    ReadOnlyStash,
+    RestoreResult,
+    Stash,
+    StashError,
+    StashUnavailable,
+)
+
+__all__ = [
+    "DEFAULT_MANIFEST_DIR",
+    "INTERCEPTOR",
+    "JournalEntry",
+    "Manifest",
+    "ManifestChanged",
+    "ManifestDirChoice",
+    "ManifestError",
+    "ManifestProblem",
+    "Owner",
+    "ReadOnlyStash",
+    "RestoreReport",
+    "RestoreResult",
+    "ScanResult",
+    "Stash",
+    "StashError",
+    "StashUnavailable",
+    "State",
+    "StaticPodPaths",
+    "default_stash_dir",
+    "find_manifest_dir",
+    "mirror_pod_name",
+    "restore_after_reboot",
+    "restore_by_hand",
+    "scan_manifest_dir",
+    "static_pod_paths",
+]

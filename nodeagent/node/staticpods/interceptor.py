@@ -1,0 +1,617 @@
+"""The `kubelet.k8s.io` interceptor: stops static pods gracefully by moving their manifests out
+of the kubelet's directory when their turn in a drain comes, and puts them back afterwards.
+
+It runs in every agent, for its own node only:
+
+- EvictionRequests of this node (label `nodeagent.io/node=<node>`) whose active interceptor is
+  `kubelet.k8s.io`: if a NodeMaintenance holding the node targets the pod (a `Static` drain
+  target covering its priority and labels), the pod's manifest is moved aside and the request
+  gets a heartbeat (`status.interceptors[]`: startTime, heartbeatTime, expectedFinishTime from
+  the pod's grace period, message) until the mirror pod is gone, then `completionTime`. A pod
+  that is not targeted is declined (`completionTime` with a message) rather than stopped out of
+  order.
+- The manifest directory, watched with inotify (watchfiles): a manifest that appears while its
+  pod would already be targeted is moved aside at once, with an Event.
+- When no maintenance holds the node any more (Complete or deleted), every stashed manifest is
+  put back.
+
+All work happens in one worker, one key at a time: file moves never race each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from watchfiles import awatch
+
+from nodeagent.kube.errors import Conflict, KubeError, NotFound
+from nodeagent.kube.events import EventClient
+from nodeagent.kube.informer import Informer, ListWatcher
+from nodeagent.kube.resources import (
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    Obj,
+    Resource,
+    format_time,
+    parse_time,
+)
+from nodeagent.kube.store import key_of
+from nodeagent.kube.workqueue import ShutDown, WorkQueue
+from nodeagent.model.drainplan import MIRROR_ANNOTATION
+from nodeagent.model.shutdown import is_ours
+from nodeagent.node.staticpods.fsops import DirHandle
+from nodeagent.node.staticpods.journal import State
+from nodeagent.node.staticpods.manifests import FileId, ScanResult, scan_manifest_dir
+from nodeagent.node.staticpods.policy import (
+    INTERCEPTOR,
+    NODE_LABEL,
+    Coverage,
+    EvictionView,
+    coverage,
+    expected_finish,
+    interceptor_entry,
+    manifest_pod,
+    manifest_priority,
+    progress_status,
+)
+from nodeagent.node.staticpods.stash import (
+    ManifestChanged,
+    Owner,
+    RestoreResult,
+    Stash,
+    StashError,
+    StashUnavailable,
+)
+
+__all__ = ["PRIORITYCLASSES", "EventSink", "InterceptorClient", "StaticPodInterceptor"]
+
+log = logging.getLogger(__name__)
+
+PRIORITYCLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+_SWEEP = "sweep"
+_EVR = "evr:"
+_WATCH_TIMEOUT_MS = 1000
+T = TypeVar("T")
+
+
+class InterceptorClient(ListWatcher, EventClient, Protocol):
+    """The part of `KubeClient` the interceptor needs."""
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+
+class EventSink(Protocol):
+    """`EventRecorder`'s interface."""
+
+    async def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None: ...
+
+    async def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None: ...
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _evr_pod_index(evr: Obj) -> list[str]:
+    pod = ((evr.get("spec") or {}).get("target") or {}).get("pod") or {}
+    namespace = (evr.get("metadata") or {}).get("namespace")
+    name = pod.get("name") if isinstance(pod, dict) else None
+    return [f"{namespace}/{name}"] if namespace and name else []
+
+
+def _is_mirror(pod: Mapping[str, Any]) -> bool:
+    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+class StaticPodInterceptor:
+    def __init__(
+        self,
+        client: InterceptorClient,
+        stash: Stash,
+        events: EventSink,
+        *,
+        node_name: str,
+        boot_id: str,
+        heartbeat_interval: float = 60.0,
+        resync_interval: float = 60.0,
+        now: Callable[[], datetime] = _now,
+    ) -> None:
+        """`stash` is opened (and recovered) by `run`; it names the manifest directory."""
+        self._client = client
+        self._stash = stash
+        self._events = events
+        self._node_name = node_name
+        self._boot_id = boot_id
+        self._heartbeat = heartbeat_interval
+        self._resync = resync_interval
+        self._now = now
+        self._evrs = Informer(
+            client,
+            EVICTIONREQUESTS,
+            label_selector=f"{NODE_LABEL}={node_name}",
+            indexers={"pod": _evr_pod_index},
+        )
+        self._maintenances = Informer(client, NODEMAINTENANCES)
+        self._pods = Informer(client, PODS, field_selector=f"spec.nodeName={node_name}")
+        self._nodes = Informer(client, NODES, field_selector=f"metadata.name={node_name}")
+        self._priority_classes = Informer(client, PRIORITYCLASSES)
+        self._informers = (
+            self._evrs,
+            self._maintenances,
+            self._pods,
+            self._nodes,
+            self._priority_classes,
+        )
+        self._queue: WorkQueue[str] = WorkQueue("static-pods")
+        self._stash_open = False
+        self._known: dict[str, FileId] | None = None  # manifests seen by the last sweep
+        self._warned: dict[str, str] = {}  # subject -> last warning, so each is reported once
+        self.watching = asyncio.Event()
+        """Set once the manifest directory is watched and the first sweep is queued."""
+
+    @property
+    def manifest_dir(self) -> Path:
+        return self._stash.manifest_dir
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        self._evrs.add_handler(self._on_evr, lambda _, new: self._on_evr(new), self._on_evr)
+        self._maintenances.add_handler(
+            self._on_cluster_change,
+            lambda _, new: self._on_cluster_change(new),
+            self._on_cluster_change,
+        )
+        self._nodes.add_handler(
+            self._on_cluster_change,
+            lambda _, new: self._on_cluster_change(new),
+            self._on_cluster_change,
+        )
+        self._pods.add_handler(self._on_pod, lambda _, new: self._on_pod(new), self._on_pod)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for informer in self._informers:
+                    tg.create_task(informer.run())
+                for informer in self._informers:
+                    await informer.wait_synced()
+                tg.create_task(self._watch_files())
+                tg.create_task(self._resync_loop())
+                self._queue.add(_SWEEP)
+                await self._work()
+        finally:
+            self._queue.shutdown()
+            self._stash.close()
+            self._stash_open = False
+
+    def _on_evr(self, evr: Obj) -> None:
+        self._queue.add(_EVR + key_of(evr))
+
+    def _on_cluster_change(self, _: Obj) -> None:
+        self._queue.add(_SWEEP)
+        for key in self._evrs.store.keys():  # noqa: SIM118 (a Store, not a dict)
+            self._queue.add(_EVR + key)
+
+    def _on_pod(self, pod: Obj) -> None:
+        for key in self._evrs.store.index_keys("pod", key_of(pod)):
+            self._queue.add(_EVR + key)
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._resync)
+            self._queue.add(_SWEEP)
+
+    async def _watch_files(self) -> None:
+        """Queue a sweep on every change in the manifest directory. The watch gives up on a
+        missing directory and tries again, so the directory may come later."""
+        attempt = 0
+        while True:
+            try:
+                async for changes in awatch(
+                    self._stash.manifest_dir,
+                    watch_filter=None,
+                    recursive=False,
+                    debounce=200,
+                    step=20,
+                    rust_timeout=_WATCH_TIMEOUT_MS,
+                    yield_on_timeout=True,
+                ):
+                    attempt = 0
+                    if not self.watching.is_set():
+                        # the watch is in place: a sweep now sees whatever came before it
+                        self.watching.set()
+                        self._queue.add(_SWEEP)
+                    if changes:
+                        self._queue.add(_SWEEP)
+            except OSError as e:
+                attempt += 1
+                self._warn_once(
+                    "watch", f"cannot watch manifest directory {self._stash.manifest_dir}: {e}"
+                )
+            await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                key = await self._queue.get()
+            except ShutDown:
+                return
+            try:
+                if key == _SWEEP:
+                    await self._sweep()
+                else:
+                    await self._reconcile_eviction(key.removeprefix(_EVR))
+            except StashUnavailable as e:
+                # e.g. a directory was replaced: open the stash afresh next time
+                log.warning("static pods: %s failed: %s; retrying", key, e)
+                self._stash.close()
+                self._stash_open = False
+                self._queue.add_rate_limited(key)
+            except (KubeError, StashError, OSError) as e:
+                log.warning("static pods: %s failed: %s; retrying", key, e)
+                self._queue.add_rate_limited(key)
+            except Exception:
+                log.exception("static pods: %s failed unexpectedly; retrying", key)
+                self._queue.add_rate_limited(key)
+            else:
+                self._queue.forget(key)
+            finally:
+                self._queue.done(key)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    async def _fs(self, fn: Callable[[], T]) -> T:
+        """Run a blocking file operation in a thread. If we are cancelled meanwhile, the
+        operation still finishes before we stop (it uses the stash's directory handles)."""
+        future = asyncio.ensure_future(asyncio.to_thread(fn))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await future
+            raise
+
+    async def _open_stash(self) -> bool:
+        if self._stash_open:
+            return True
+        try:
+            await self._fs(self._stash.open)
+            actions = await self._fs(self._stash.recover)
+        except StashUnavailable as e:
+            if self._warn_once("stash", str(e)):
+                await self._events.warning(self._node_obj(), "StaticPodStashUnavailable", str(e))
+            return False
+        self._warned.pop("stash", None)
+        for action in actions:
+            if action.action == "problem":
+                await self._events.warning(
+                    self._node_obj(), "StaticPodStashProblem", action.message
+                )
+        self._stash_open = True
+        return True
+
+    def _node_obj(self) -> Obj:
+        node = self._nodes.store.get(self._node_name)
+        if node is not None:
+            return node
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self._node_name}}
+
+    def _coverage(self) -> Coverage:
+        cov = coverage(
+            self._maintenances.store.list(),
+            self._nodes.store.get(self._node_name),
+            self._node_name,
+            self._boot_id,
+        )
+        for problem in cov.problems:
+            self._warn_once("targets:" + problem, problem)
+        return cov
+
+    def _warn_once(self, subject: str, message: str) -> bool:
+        if self._warned.get(subject) == message:
+            return False
+        self._warned[subject] = message
+        log.warning("static pods: %s", message)
+        return True
+
+    def _scan(self) -> ScanResult:
+        with DirHandle(self._stash.manifest_dir) as directory:
+            return scan_manifest_dir(directory)
+
+    def _priority_class_map(self) -> dict[str, Obj]:
+        return {key_of(pc): pc for pc in self._priority_classes.store.list()}
+
+    # --- the manifest directory --------------------------------------------------------------
+
+    async def _sweep(self) -> None:
+        if not await self._open_stash():
+            return
+        cov = self._coverage()
+        if not cov.holds:
+            results = await self._fs(self._stash.restore_all)
+            await self._report_restores(results)
+            scan = await self._fs(self._scan)
+            self._known = {m.path.name: m.file_id for m in scan.manifests}
+            await self._report_problems(scan)
+            return
+        scan = await self._fs(self._scan)
+        if self._known is None:
+            # what is there at start-up is not "appearing": EvictionRequests drive those pods
+            self._known = {m.path.name: m.file_id for m in scan.manifests}
+        else:
+            await self._move_new_manifests(scan, cov)
+        await self._report_problems(scan)
+
+    async def _move_new_manifests(self, scan: ScanResult, cov: Coverage) -> None:
+        """Move aside every manifest that appeared (or changed) since the last sweep and whose
+        pod the drain targets already cover."""
+        assert self._known is not None
+        known: dict[str, FileId] = {}
+        classes = self._priority_class_map()
+        retry = False
+        for manifest in scan.manifests:
+            name = manifest.path.name
+            if self._known.get(name) == manifest.file_id:
+                known[name] = manifest.file_id
+                continue
+            priority = manifest_priority(manifest.pod, classes)
+            if priority is None:
+                self._warn_once(
+                    "priority:" + str(manifest.path),
+                    f"{manifest.path}: unknown priorityClassName; cannot tell whether it is "
+                    "targeted, so it is left in place",
+                )
+                known[name] = manifest.file_id
+                continue
+            nm = cov.covering(manifest_pod(manifest.pod, priority))
+            if nm is None:
+                known[name] = manifest.file_id
+                continue
+            nm_name = str(nm["metadata"]["name"])
+            owner = Owner(nm_name, is_ours(nm, self._node_name), self._node_name)
+            try:
+                entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
+            except ManifestChanged as e:
+                log.info("static pods: %s; looking again", e)
+                retry = True
+                continue
+            except StashError as e:
+                await self._events.warning(nm, "StaticPodManifestNotMoved", f"{manifest.path}: {e}")
+                raise
+            ns, pod_name = manifest.mirror_key(self._node_name)
+            await self._events.normal(
+                nm,
+                "StaticPodManifestMovedAside",
+                f"{manifest.path} (static pod {ns}/{pod_name}) appeared while the drain targets "
+                f"of node {self._node_name} already cover it; moved aside to "
+                f"{self._stash.stash_dir / entry.payload_name}",
+            )
+        self._known = known
+        if retry:
+            self._queue.add(_SWEEP)
+
+    async def _report_restores(self, results: list[RestoreResult]) -> None:
+        node = self._node_obj()
+        for r in results:
+            subject = "restore:" + r.entry.id
+            if r.outcome in ("restored", "identical"):
+                self._warned.pop(subject, None)
+                await self._events.normal(node, "StaticPodManifestRestored", r.message)
+            elif self._warn_once(subject, r.message):
+                reason = (
+                    "StaticPodManifestConflict"
+                    if r.outcome == "conflict"
+                    else "StaticPodRestoreFailed"
+                )
+                await self._events.warning(node, reason, r.message)
+
+    async def _report_problems(self, scan: ScanResult) -> None:
+        current = {"problem:" + str(p.path) for p in scan.problems}
+        for subject in [s for s in self._warned if s.startswith("problem:")]:
+            if subject not in current:
+                del self._warned[subject]
+        for problem in scan.problems:
+            if self._warn_once("problem:" + str(problem.path), str(problem)):
+                await self._events.warning(
+                    self._node_obj(), "StaticPodManifestInvalid", str(problem)
+                )
+
+    # --- EvictionRequests --------------------------------------------------------------------
+
+    async def _reconcile_eviction(self, key: str) -> None:
+        evr = self._evrs.store.get(key)
+        if evr is None:
+            return
+        view = EvictionView.of(evr)
+        if view.completed:
+            return
+        if view.entry is None and (view.finished or not view.active):
+            return  # not our turn (and we never started)
+        now = self._now()
+        stamp = format_time(now)
+        pod = self._pods.store.get(f"{view.namespace}/{view.pod_name}")
+        if pod is None or (pod.get("metadata") or {}).get("uid") != view.pod_uid:
+            message = (
+                f"static pod {view.namespace}/{view.pod_name} is gone"
+                if view.entry
+                else f"pod {view.namespace}/{view.pod_name} is gone already"
+            )
+            await self._write(
+                view,
+                interceptor_entry(view.entry, now=stamp, message=message, completion_time=stamp),
+            )
+            return
+        if not _is_mirror(pod):
+            await self._write(
+                view,
+                interceptor_entry(
+                    view.entry,
+                    now=stamp,
+                    message=f"declined: {view.namespace}/{view.pod_name} is not a static (mirror) "
+                    f"pod; {INTERCEPTOR} only stops static pods",
+                    completion_time=stamp,
+                ),
+            )
+            return
+        if not await self._open_stash():
+            await self._progress(
+                view, pod, now, f"cannot move manifests: {self._warned.get('stash')}"
+            )
+            return
+        base_name = view.pod_name.removesuffix("-" + self._node_name.lower())
+        scan = await self._fs(self._scan)
+        manifest = scan.by_mirror_key(self._node_name).get((view.namespace, view.pod_name))
+        if manifest is None:
+            listing = await self._fs(self._stash.contents)
+            stashed = [
+                s
+                for s in listing.entries
+                if s.entry.pod_key == (view.namespace, view.pod_name)
+                and s.entry.state is State.STASHED
+            ]
+            if stashed:
+                await self._progress(
+                    view,
+                    pod,
+                    now,
+                    f"manifest moved aside to {stashed[-1].payload}; waiting for the kubelet to "
+                    f"stop static pod {view.namespace}/{view.pod_name}",
+                )
+                return
+            problem = scan.problem_for(view.namespace, base_name)
+            message = (
+                f"cannot stop static pod {view.namespace}/{view.pod_name}: {problem}"
+                if problem is not None
+                else f"cannot stop static pod {view.namespace}/{view.pod_name}: no manifest in "
+                f"{self._stash.manifest_dir} defines it"
+            )
+            if self._warn_once("evr:" + key, message):
+                await self._events.warning(pod, "StaticPodNotStopped", message)
+            await self._progress(view, pod, now, message)
+            return
+        cov = self._coverage()
+        nm = cov.covering(pod)
+        if nm is None:
+            # our cache may lag behind the maintenance that led to this request: ask the API
+            listed = await self._client.list(NODEMAINTENANCES)
+            cov = coverage(
+                listed.get("items") or [],
+                self._nodes.store.get(self._node_name),
+                self._node_name,
+                self._boot_id,
+            )
+            nm = cov.covering(pod)
+        if nm is None:
+            priority = (pod.get("spec") or {}).get("priority", 0)
+            message = (
+                f"declined: no NodeMaintenance drain target of node {self._node_name} covers "
+                f"static pod {view.namespace}/{view.pod_name} (priority {priority}; targets: "
+                f"{cov.describe_targets()}); it is not stopped out of order"
+            )
+            await self._events.normal(pod, "StaticPodEvictionDeclined", message)
+            await self._write(
+                view,
+                interceptor_entry(view.entry, now=stamp, message=message, completion_time=stamp),
+            )
+            return
+        owner = Owner(str(nm["metadata"]["name"]), is_ours(nm, self._node_name), self._node_name)
+        try:
+            entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
+        except ManifestChanged as e:
+            log.info("static pods: %s; looking again", e)
+            self._queue.add(_EVR + key)
+            return
+        except StashError as e:
+            message = f"cannot move {manifest.path} aside: {e}"
+            if self._warn_once("evr:" + key, message):
+                await self._events.warning(pod, "StaticPodNotStopped", message)
+            await self._progress(view, pod, now, message)
+            raise
+        self._warned.pop("evr:" + key, None)
+        if self._known is not None:
+            self._known.pop(manifest.path.name, None)
+        payload = self._stash.stash_dir / entry.payload_name
+        await self._events.normal(
+            pod,
+            "StaticPodStopping",
+            f"moved manifest {manifest.path} aside to {payload} for NodeMaintenance "
+            f"{owner.maintenance}",
+        )
+        await self._progress(
+            view,
+            pod,
+            now,
+            f"manifest {manifest.path} moved aside to {payload} for NodeMaintenance "
+            f"{owner.maintenance}; waiting for the kubelet to stop the pod",
+            start=True,
+        )
+
+    async def _progress(
+        self, view: EvictionView, pod: Obj, now: datetime, message: str, *, start: bool = False
+    ) -> None:
+        """Heartbeat: write our entry (if anything changed or a heartbeat is due), then look
+        again after the heartbeat interval."""
+        stamp = format_time(now)
+        finish = None
+        if start or not (view.entry or {}).get("expectedFinishTime"):
+            finish = format_time(expected_finish(now, pod))
+        entry = interceptor_entry(
+            view.entry, now=stamp, message=message, expected_finish_time=finish
+        )
+        if not self._heartbeat_due(view, entry, now):
+            self._queue.add_after(_EVR + view.key, self._heartbeat)
+            return
+        await self._write(view, entry)
+        self._queue.add_after(_EVR + view.key, self._heartbeat)
+
+    def _heartbeat_due(self, view: EvictionView, entry: Mapping[str, Any], now: datetime) -> bool:
+        old = view.entry
+        if old is None:
+            return True
+        for field in ("message", "expectedFinishTime", "startTime"):
+            if old.get(field) != entry.get(field):
+                return True
+        last = old.get("heartbeatTime")
+        if not isinstance(last, str):
+            return True
+        try:
+            age = (now - parse_time(last)).total_seconds()
+        except ValueError:
+            return True
+        return age >= self._heartbeat * 0.9
+
+    async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
+        try:
+            await self._client.patch_status(
+                EVICTIONREQUESTS, view.name, progress_status(view, entry), view.namespace
+            )
+        except NotFound:
+            return
+        except Conflict:
+            # we read a stale request: look again once the informer has the new one
+            self._queue.add_rate_limited(_EVR + view.key)
+            return
+        log.info(
+            "EvictionRequest %s (pod %s): %s%s",
+            view.key,
+            view.pod_name,
+            entry.get("message"),
+            " (completed)" if entry.get("completionTime") else "",
+        )

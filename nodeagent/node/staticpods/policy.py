@@ -1,0 +1,303 @@
+"""What the `kubelet.k8s.io` interceptor decides, as pure functions of API objects.
+
+- Which NodeMaintenances hold this node's static pods down: those in stage `Drain` that select
+  the node (by `spec.nodeSelector` or a `status.nodeStatuses` entry), are not being deleted, and
+  are not the agent's shutdown maintenance of an earlier boot (whose manifests are put back at
+  start-up, before the kubelet runs, so that the node can come back).
+- Whether a static pod is targeted: one of those maintenances lists, in
+  `status.nodeStatuses[this node].drainTargets`, a `Static` entry covering the pod's priority
+  (and labels).
+- What to write into an EvictionRequest's `status.interceptors[]` entry for us.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodeagent.model.drainplan import (
+    MIRROR_ANNOTATION,
+    DrainPlanEntry,
+    InvalidPlan,
+    entries_from_dicts,
+    targets_cover,
+)
+from nodeagent.model.selectors import node_selector_matches
+from nodeagent.model.shutdown import boot_of, is_ours
+
+__all__ = [
+    "BUILTIN_PRIORITIES",
+    "INTERCEPTOR",
+    "NODE_LABEL",
+    "Coverage",
+    "EvictionView",
+    "coverage",
+    "expected_finish",
+    "grace_period",
+    "interceptor_entry",
+    "maintenance_holds_node",
+    "manifest_pod",
+    "manifest_priority",
+    "progress_status",
+    "with_interceptor_entry",
+]
+
+log = logging.getLogger(__name__)
+
+INTERCEPTOR = "kubelet.k8s.io"
+NODE_LABEL = "nodeagent.io/node"
+DRAIN = "Drain"
+BUILTIN_PRIORITIES = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+}
+DEFAULT_GRACE_SECONDS = 30
+
+
+def _mapping(obj: object, key: str) -> Mapping[str, Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_mapping(obj, "metadata").get("name") or "")
+
+
+def _node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | None:
+    for status in _mapping(nm, "status").get("nodeStatuses") or ():
+        if isinstance(status, Mapping) and _mapping(status, "nodeRef").get("name") == node_name:
+            return status
+    return None
+
+
+def maintenance_holds_node(
+    nm: Mapping[str, Any], node: Mapping[str, Any] | None, node_name: str, boot_id: str
+) -> bool:
+    """Whether `nm` keeps the static pods of `node_name` down (see the module docstring)."""
+    if _mapping(nm, "spec").get("stage") != DRAIN:
+        return False
+    if _mapping(nm, "metadata").get("deletionTimestamp"):
+        return False  # deleting runs Complete first
+    if is_ours(nm, node_name) and boot_of(nm) not in (None, boot_id):
+        return False
+    if _node_status(nm, node_name) is not None:
+        return True
+    selector = _mapping(nm, "spec").get("nodeSelector")
+    if node is not None and isinstance(selector, Mapping):
+        return node_selector_matches(selector, node)
+    return False
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The maintenances holding the node, oldest first, and their drainTargets for it."""
+
+    holding: tuple[Mapping[str, Any], ...] = ()
+    targets: tuple[tuple[str, tuple[DrainPlanEntry, ...]], ...] = ()  # (maintenance, targets)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.holding)
+
+    @property
+    def names(self) -> list[str]:
+        return [_name(nm) for nm in self.holding]
+
+    def covering(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The oldest holding maintenance whose drainTargets for the node target `pod`."""
+        for nm, (_, targets) in zip(self.holding, self.targets, strict=True):
+            if targets_cover(targets, pod):
+                return nm
+        return None
+
+    def describe_targets(self) -> str:
+        parts = [
+            f"{name}: [{', '.join(e.describe() for e in targets)}]"
+            for name, targets in self.targets
+        ]
+        return "; ".join(parts) or "none"
+
+
+def _age_key(nm: Mapping[str, Any]) -> tuple[str, str]:
+    meta = _mapping(nm, "metadata")
+    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+
+
+def coverage(
+    maintenances: Iterable[Mapping[str, Any]],
+    node: Mapping[str, Any] | None,
+    node_name: str,
+    boot_id: str,
+) -> Coverage:
+    holding = sorted(
+        (nm for nm in maintenances if maintenance_holds_node(nm, node, node_name, boot_id)),
+        key=_age_key,
+    )
+    targets: list[tuple[str, tuple[DrainPlanEntry, ...]]] = []
+    problems: list[str] = []
+    for nm in holding:
+        status = _node_status(nm, node_name) or {}
+        try:
+            entries = tuple(
+                entries_from_dicts(
+                    status.get("drainTargets"),
+                    f"NodeMaintenance {_name(nm)} status.nodeStatuses[{node_name}].drainTargets",
+                )
+            )
+        except InvalidPlan as e:
+            problems.append(str(e))
+            entries = ()
+        targets.append((_name(nm), entries))
+    return Coverage(tuple(holding), tuple(targets), tuple(problems))
+
+
+# --- static pods from manifests -------------------------------------------------------------
+
+
+def manifest_priority(
+    pod: Mapping[str, Any], priority_classes: Mapping[str, Mapping[str, Any]]
+) -> int | None:
+    """The priority the API gives the mirror pod of a manifest's pod (the Priority admission
+    plugin): `spec.priority` as written, else its class's value, else the global default
+    class's, else 0. None when the class does not exist (the API refuses such a mirror pod)."""
+    spec = _mapping(pod, "spec")
+    class_name = spec.get("priorityClassName")
+    if class_name:
+        value = BUILTIN_PRIORITIES.get(str(class_name))
+        if value is not None:
+            return value
+        pc = priority_classes.get(str(class_name))
+        if pc is None:
+            return None
+        return _int(pc.get("value"))
+    priority = spec.get("priority")
+    if isinstance(priority, int) and not isinstance(priority, bool):
+        return priority
+    defaults = [pc for pc in priority_classes.values() if pc.get("globalDefault") is True]
+    if defaults:
+        return min(_int(pc.get("value")) for pc in defaults)
+    return 0
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def manifest_pod(pod: Mapping[str, Any], priority: int) -> dict[str, Any]:
+    """The parts of the would-be mirror pod that drain targets look at."""
+    meta = _mapping(pod, "metadata")
+    return {
+        "metadata": {
+            "labels": dict(_mapping(meta, "labels")),
+            "annotations": {**_mapping(meta, "annotations"), MIRROR_ANNOTATION: "manifest"},
+        },
+        "spec": {"priority": priority},
+    }
+
+
+# --- EvictionRequests ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvictionView:
+    """What the interceptor needs from an EvictionRequest."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    pod_name: str
+    pod_uid: str
+    active: bool  # kubelet.k8s.io is the active interceptor
+    finished: bool  # Evicted or Canceled
+    entry: Mapping[str, Any] | None  # our status.interceptors[] entry
+    interceptors: tuple[Mapping[str, Any], ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.entry and self.entry.get("completionTime"))
+
+    @classmethod
+    def of(cls, evr: Mapping[str, Any]) -> EvictionView:
+        meta = _mapping(evr, "metadata")
+        status = _mapping(evr, "status")
+        pod = _mapping(_mapping(evr, "spec"), "target").get("pod")
+        pod = pod if isinstance(pod, Mapping) else {}
+        conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
+        finished = any(
+            c.get("type") in ("Evicted", "Canceled") and c.get("status") == "True"
+            for c in conditions
+        )
+        interceptors = tuple(i for i in status.get("interceptors") or () if isinstance(i, Mapping))
+        entry = next((i for i in interceptors if i.get("name") == INTERCEPTOR), None)
+        active = status.get("activeInterceptors") or ()
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            pod_name=str(pod.get("name") or ""),
+            pod_uid=str(pod.get("uid") or ""),
+            active=isinstance(active, Sequence) and INTERCEPTOR in active,
+            finished=finished,
+            entry=entry,
+            interceptors=interceptors,
+        )
+
+
+def grace_period(pod: Mapping[str, Any] | None) -> int:
+    value = _mapping(pod, "spec").get("terminationGracePeriodSeconds") if pod else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return DEFAULT_GRACE_SECONDS
+
+
+def expected_finish(start: datetime, pod: Mapping[str, Any] | None) -> datetime:
+    """When the kubelet should be done stopping the pod: its grace period after we started."""
+    return start + timedelta(seconds=grace_period(pod))
+
+
+def interceptor_entry(
+    previous: Mapping[str, Any] | None,
+    *,
+    now: str,
+    message: str,
+    expected_finish_time: str | None = None,
+    completion_time: str | None = None,
+) -> dict[str, Any]:
+    """Our `status.interceptors[]` entry: startTime is kept once set."""
+    entry: dict[str, Any] = {"name": INTERCEPTOR}
+    entry["startTime"] = (previous or {}).get("startTime") or now
+    entry["heartbeatTime"] = now
+    finish = expected_finish_time or (previous or {}).get("expectedFinishTime")
+    if finish:
+        entry["expectedFinishTime"] = finish
+    if completion_time:
+        entry["completionTime"] = completion_time
+    entry["message"] = message
+    return entry
+
+
+def progress_status(view: EvictionView, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch for the status subresource that replaces our entry (and only ours:
+    the list is written whole, guarded by the resourceVersion it was read at)."""
+    return {
+        "metadata": {"resourceVersion": view.resource_version},
+        "status": {"interceptors": with_interceptor_entry(view.interceptors, entry)},
+    }
+
+
+def with_interceptor_entry(
+    interceptors: Sequence[Mapping[str, Any]], entry: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    out = [dict(i) for i in interceptors if i.get("name") != entry["name"]]
+    out.append(dict(entry))
+    order = {str(i.get("name")): n for n, i in enumerate(interceptors)}
+    out.sort(key=lambda i: order.get(str(i.get("name")), len(order)))
+    return out

@@ -1,0 +1,211 @@
+"""A Debian container with real systemd, D-Bus and logind, booted with systemd-nspawn.
+
+The base root file system is made once with debootstrap and cached outside the repository
+(`NODEAGENT_E2E_CACHE`, default /var/cache/nodeagent-e2e); each test boots its own copy. The
+container shares the host's network, so an agent inside reaches a simulated API server on the
+host's 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+CACHE = Path(os.environ.get("NODEAGENT_E2E_CACHE", "/var/cache/nodeagent-e2e"))
+SUITE = "bookworm"
+MIRROR = os.environ.get("NODEAGENT_E2E_MIRROR", "http://deb.debian.org/debian")
+PACKAGES = [
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "libpam-systemd",
+    "python3",
+    "python3-venv",
+    "iproute2",
+    "ca-certificates",
+    "procps",
+]
+REBOOT_EXIT = 133  # systemd-nspawn's exit status when the container asked to reboot
+
+
+def require_tools() -> None:
+    """Skip, saying why, where the end-to-end tests cannot run (CI installs all of this)."""
+    if os.geteuid() != 0:
+        pytest.skip("end-to-end tests boot a container with systemd-nspawn: they need root")
+    for tool in ("systemd-nspawn", "debootstrap", "nsenter"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (scripts/setup installs it)")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def base_rootfs() -> Path:
+    """The cached Debian root file system, made with debootstrap on first use."""
+    root = CACHE / f"{SUITE}-rootfs"
+    marker = root / ".nodeagent-complete"
+    with _locked(CACHE / ".lock"):
+        if marker.exists():
+            return root
+        tmp = CACHE / f"{SUITE}-rootfs.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(PACKAGES)}",
+                SUITE,
+                str(tmp),
+                MIRROR,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        (tmp / ".nodeagent-complete").touch()
+        shutil.rmtree(root, ignore_errors=True)
+        tmp.rename(root)
+        return root
+
+
+def wheelhouse(dest: Path) -> Path:
+    """nodeagent and its dependencies as wheels, for an install without network."""
+    project = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(dest), str(project)],
+        check=True,
+    )
+    return dest
+
+
+@dataclass
+class Container:
+    rootfs: Path
+    name: str
+    proc: asyncio.subprocess.Process | None = None
+    pid: int | None = None  # the container's init, as the host sees it
+
+    @classmethod
+    def copy_of_base(cls, where: Path, name: str) -> Container:
+        rootfs = where / "rootfs"
+        subprocess.run(["cp", "-a", "--reflink=auto", str(base_rootfs()), str(rootfs)], check=True)
+        return cls(rootfs, name)
+
+    def path(self, inside: str) -> Path:
+        return self.rootfs / inside.lstrip("/")
+
+    def run_offline(self, *cmd: str, binds: tuple[str, ...] = ()) -> None:
+        """Run a command in the (not booted) container's file system."""
+        args = [
+            "systemd-nspawn",
+            "--register=no",
+            "--keep-unit",
+            "--quiet",
+            "--pipe",
+            "-D",
+            str(self.rootfs),
+        ]
+        args += [f"--bind-ro={b}" for b in binds]
+        subprocess.run([*args, *cmd], check=True)
+
+    async def boot(self, timeout: float = 120) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            "systemd-nspawn",
+            "--register=no",
+            "--keep-unit",
+            "-b",
+            "-D",
+            str(self.rootfs),
+            f"--machine={self.name}",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        async with asyncio.timeout(timeout):
+            self.pid = await self._init_pid()
+            # --wait returns once boot finished: every unit, our Type=notify agent included,
+            # is up; before systemd listens on its socket, systemctl cannot connect yet
+            while True:
+                state = (
+                    await self.exec("systemctl", "is-system-running", "--wait", check=False)
+                ).strip()
+                if state in ("running", "degraded"):
+                    return
+                await asyncio.sleep(0.2)
+
+    async def _init_pid(self) -> int:
+        """The container's systemd (PID 1 in its own namespace), once it is there."""
+        assert self.proc is not None
+        nspawn = psutil.Process(self.proc.pid)
+        while True:
+            for child in nspawn.children():
+                if _is_container_init(child):
+                    return child.pid
+            if self.proc.returncode is not None:
+                raise AssertionError(f"systemd-nspawn exited ({self.proc.returncode})")
+            # nspawn sets up the namespaces and execs systemd within a second; nothing to
+            # wait on but the process table
+            await asyncio.sleep(0.05)
+
+    async def exec(self, *cmd: str, check: bool = True, timeout: float = 60) -> str:
+        assert self.pid is not None, "container not booted"
+        proc = await asyncio.create_subprocess_exec(
+            "nsenter",
+            "-t",
+            str(self.pid),
+            "-a",
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()}")
+        return out.decode()
+
+    async def wait_exit(self, timeout: float) -> int:
+        assert self.proc is not None
+        rc = await asyncio.wait_for(self.proc.wait(), timeout)
+        self.proc = self.pid = None
+        return rc
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def stop(self) -> None:
+        if not self.running():
+            return
+        assert self.proc is not None
+        with contextlib.suppress(AssertionError, TimeoutError):
+            await self.exec("systemctl", "poweroff", "--force", "--force", check=False, timeout=10)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 30)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+        self.proc = self.pid = None
+
+
+def _is_container_init(p: psutil.Process) -> bool:
+    """systemd running as PID 1 of its own PID namespace (a /proc read, never blocks)."""
+    try:
+        status = Path(f"/proc/{p.pid}/status").read_text()
+        nspid = next(line for line in status.splitlines() if line.startswith("NSpid:")).split()
+        return len(nspid) > 2 and nspid[-1] == "1" and "systemd" in p.exe()
+    except (psutil.Error, OSError, StopIteration):
+        return False

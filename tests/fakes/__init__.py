@@ -1,0 +1,1 @@
+"""Fakes of system services that speak the real protocols (D-Bus), for integration tests."""

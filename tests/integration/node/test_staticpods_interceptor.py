@@ -1,0 +1,457 @@
+"""The kubelet.k8s.io interceptor on the simulated cluster, with a real static pod directory.
+
+The NodeMaintenance and EvictionRequest controllers are not running here: each test writes the
+objects those controllers would (a Drain maintenance whose drainTargets reach Static, an
+EvictionRequest whose active interceptor is kubelet.k8s.io) straight into the store. Every wait
+is on a store change or on the interceptor's file watch being in place, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.events import EventRecorder
+from nodeagent.kube.resources import parse_time
+from nodeagent.model.shutdown import shutdown_maintenance
+from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
+from nodeagent.node.staticpods.restore import restore_after_reboot
+from nodeagent.node.staticpods.stash import Stash
+from nodeagent.sim.cluster import SimCluster
+from nodeagent.sim.store import Obj
+from tests.simutil import install_crds, until
+
+NODE = "node-1"
+BOOT = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+INTERCEPTOR = "kubelet.k8s.io"
+
+
+def manifest(name: str, priority_class: str = "system-node-critical", extra: str = "") -> bytes:
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n"
+        f"  name: {name}\n  namespace: kube-system\n  labels: {{component: {name}}}\n"
+        f"spec:\n  priorityClassName: {priority_class}\n  terminationGracePeriodSeconds: 45\n"
+        f"  containers:\n  - name: {name}\n    image: registry.k8s.io/{name}:v1.37.0\n{extra}"
+    ).encode()
+
+
+CONTROL_PLANE = {
+    "etcd.yaml": manifest("etcd", extra="# etcd data dir /var/lib/etcd\n"),
+    "kube-apiserver.yaml": manifest("kube-apiserver", extra="# " + "flags " * 500 + "\n"),
+    "kube-scheduler.yml": manifest("kube-scheduler", "system-cluster-critical"),
+}
+
+
+@dataclass
+class Env:
+    sim: SimCluster
+    kube: KubeClient
+    manifests: Path
+    stash_dir: Path
+    interceptor: StaticPodInterceptor
+
+    # --- the store ----------------------------------------------------------------------------
+
+    def rt(self, plural: str) -> Any:
+        if plural in ("nodemaintenances", "evictionrequests"):
+            return self.sim.store.resource("nodeagent.io", "v1alpha1", plural)
+        return self.sim.store.resource("", "v1", plural)
+
+    def mirror(self, name: str) -> Obj | None:
+        return self.sim.store.find(self.rt("pods"), "kube-system", f"{name}-{NODE}")
+
+    def pod(self, name: str) -> Obj:
+        pod = self.mirror(name)
+        assert pod is not None, f"no mirror pod for {name}"
+        return pod
+
+    def evr(self, name: str) -> Obj:
+        return self.sim.store.get(self.rt("evictionrequests"), "kube-system", name)
+
+    def our_entry(self, evr_name: str) -> dict[str, Any]:
+        for entry in (self.evr(evr_name).get("status") or {}).get("interceptors") or []:
+            if entry["name"] == INTERCEPTOR:
+                return dict(entry)
+        return {}
+
+    def events(self, reason: str) -> list[Obj]:
+        return [e for e in self.sim.store.iter_kind(self.rt("events")) if e.get("reason") == reason]
+
+    def maintenance(self, name: str, static_priority: int, *, body: Obj | None = None) -> Obj:
+        """A Drain maintenance of node-1 whose drainTargets reached Static <= static_priority."""
+        nm = body or {
+            "apiVersion": "nodeagent.io/v1alpha1",
+            "kind": "NodeMaintenance",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [NODE]}
+                            ]
+                        }
+                    ]
+                },
+                "stage": "Drain",
+                "reason": "kernel upgrade",
+            },
+        }
+        name = nm["metadata"]["name"]
+        self.sim.store.create(self.rt("nodemaintenances"), None, nm)
+        targets = [
+            {"podPriority": p, "podType": t}
+            for t in ("Default", "DaemonSet")
+            for p in (1_000_000_000, 2_000_000_000, 2_000_001_000, 2_147_483_647)
+        ] + [{"podPriority": static_priority, "podType": "Static"}]
+
+        def status(o: Obj) -> None:
+            o["status"] = {
+                "nodeStatuses": [
+                    {
+                        "nodeRef": {"name": NODE},
+                        "drainTargets": targets,
+                        "drainMessage": "Evacuating",
+                    }
+                ]
+            }
+
+        return self.sim.store.mutate(self.rt("nodemaintenances"), None, name, status, "status")
+
+    def set_stage(self, name: str, stage: str) -> None:
+        def change(o: Obj) -> None:
+            o["spec"]["stage"] = stage
+
+        self.sim.store.mutate(self.rt("nodemaintenances"), None, name, change)
+
+    def eviction_request(self, pod: Obj, active: str = INTERCEPTOR) -> str:
+        """What the EvictionRequest controller makes for a targeted pod, turn at `active`."""
+        meta = pod["metadata"]
+        name = meta["uid"]
+        self.sim.store.create(
+            self.rt("evictionrequests"),
+            meta["namespace"],
+            {
+                "apiVersion": "nodeagent.io/v1alpha1",
+                "kind": "EvictionRequest",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta["namespace"],
+                    "labels": {**(meta.get("labels") or {}), "nodeagent.io/node": NODE},
+                },
+                "spec": {
+                    "target": {"pod": {"name": meta["name"], "uid": meta["uid"]}},
+                    "requesters": [{"name": "nodemaintenance.k8s.io"}],
+                },
+            },
+        )
+
+        def status(o: Obj) -> None:
+            o["status"] = {
+                "targetInterceptors": [
+                    {"name": INTERCEPTOR},
+                    {"name": "imperative-eviction.k8s.io"},
+                ],
+                "activeInterceptors": [active],
+            }
+
+        self.sim.store.mutate(
+            self.rt("evictionrequests"), meta["namespace"], name, status, "status"
+        )
+        return str(name)
+
+    # --- the directories ----------------------------------------------------------------------
+
+    def in_dir(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in self.manifests.iterdir()}
+
+    def stashed(self) -> dict[str, bytes]:
+        with Stash(self.manifests, self.stash_dir) as stash:
+            return {s.entry.original_name: s.payload.read_bytes() for s in stash.contents().entries}
+
+
+@contextlib.asynccontextmanager
+async def environment(
+    tmp_path: Path, files: dict[str, bytes], *, stash_dir: Path | None = None, **kw: Any
+) -> AsyncIterator[Env]:
+    m = tmp_path / "manifests"
+    m.mkdir()
+    for name, data in files.items():
+        (m / name).write_bytes(data)
+    s = stash_dir or tmp_path / "manifests.nodeagent-stash"
+    sim = SimCluster(
+        nodes=3,
+        static_pod_dirs={NODE: m},
+        kubeconfig=tmp_path / "kubeconfig",
+        bookmark_interval=0.5,
+    )
+    async with sim:
+        install_crds(sim)
+        async with KubeClient(load_api_client(str(sim.kubeconfig)), max_workers=4) as kube:
+            interceptor = StaticPodInterceptor(
+                kube,
+                Stash(m, s, boot_id=BOOT),
+                EventRecorder(kube, host=NODE),
+                node_name=NODE,
+                boot_id=BOOT,
+                **kw,
+            )
+            env = Env(sim, kube, m, s, interceptor)
+            task = asyncio.create_task(interceptor.run())
+            try:
+                await asyncio.wait_for(interceptor.watching.wait(), 20)
+                await until(sim, lambda: all(env.mirror(n) for n in _pod_names(files)))
+                yield env
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def _pod_names(files: dict[str, bytes]) -> list[str]:
+    """The static pods of `files` (the valid manifests, named after their files here)."""
+    return [n.rsplit(".", 1)[0] for n, data in files.items() if b"\n  name: " in data]
+
+
+# --- the drain reaches the static pods -----------------------------------------------------
+
+
+async def test_static_pods_stop_in_turn_stay_down_and_come_back(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        nm = env.maintenance("upgrade", static_priority=2_000_001_000)
+        evr = env.eviction_request(env.pod("kube-apiserver"))
+
+        # the manifest leaves the directory, the mirror pod goes, the request completes
+        await until(env.sim, lambda: env.mirror("kube-apiserver") is None)
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        assert "kube-apiserver.yaml" not in env.in_dir()
+        assert env.stashed() == {"kube-apiserver.yaml": CONTROL_PLANE["kube-apiserver.yaml"]}
+        entry = env.our_entry(evr)
+        assert entry["startTime"] <= entry["heartbeatTime"]
+        assert "gone" in entry["message"]
+        stopping = env.events("StaticPodStopping")
+        assert stopping and "kube-apiserver.yaml" in stopping[0]["message"]
+        assert stopping[0]["involvedObject"]["name"] == "kube-apiserver-node-1"
+        assert env.mirror("etcd") is not None  # nothing else was touched
+
+        # a manifest dropped in while its pod would already be targeted: aside within 1 s
+        started = time.monotonic()
+        late = manifest("kube-controller-manager")
+        (env.manifests / "kube-controller-manager.yaml").write_bytes(late)
+        await until(env.sim, lambda: bool(env.events("StaticPodManifestMovedAside")), timeout=5)
+        elapsed = time.monotonic() - started
+        assert elapsed < 1.0, f"moved aside after {elapsed:.2f}s"
+        assert "kube-controller-manager.yaml" not in env.in_dir()
+        (event,) = env.events("StaticPodManifestMovedAside")
+        assert event["involvedObject"]["kind"] == "NodeMaintenance"
+        assert "kube-controller-manager.yaml" in event["message"]
+
+        # the other static pods follow in their turn
+        others = [env.eviction_request(env.pod(name)) for name in ("etcd", "kube-scheduler")]
+        await until(env.sim, lambda: all("completionTime" in env.our_entry(o) for o in others))
+        assert env.in_dir() == {}
+        assert env.stashed() == {**CONTROL_PLANE, "kube-controller-manager.yaml": late}
+
+        # completing the maintenance restores every manifest, byte-identical
+        env.set_stage(nm["metadata"]["name"], "Complete")
+        names = [*_pod_names(CONTROL_PLANE), "kube-controller-manager"]
+        await until(env.sim, lambda: all(env.mirror(n) for n in names))
+        assert env.in_dir() == {**CONTROL_PLANE, "kube-controller-manager.yaml": late}
+        assert env.stashed() == {}
+        assert env.events("StaticPodManifestRestored")
+
+
+async def test_deleting_the_maintenance_restores(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        env.maintenance("gone-soon", static_priority=2_147_483_647)
+        evr = env.eviction_request(env.pod("etcd"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        assert "etcd.yaml" in env.stashed()
+        env.sim.store.delete(env.rt("nodemaintenances"), None, "gone-soon")
+        await until(env.sim, lambda: env.mirror("etcd") is not None)
+        assert env.in_dir() == CONTROL_PLANE
+
+
+async def test_heartbeat_and_expected_finish_while_the_pod_stops(tmp_path: Path) -> None:
+    slow = manifest("slow", extra="")
+    slow = slow.replace(
+        b"  labels: {component: slow}\n",
+        b"  labels: {component: slow}\n  annotations: {sim.nodeagent.io/exit-seconds: '30'}\n",
+    )
+    async with environment(tmp_path, {"slow.yaml": slow}, heartbeat_interval=0.5) as env:
+        env.maintenance("m", static_priority=2_147_483_647)
+        evr = env.eviction_request(env.pod("slow"))
+        await until(env.sim, lambda: bool(env.our_entry(evr)))
+        first = env.our_entry(evr)
+        assert "moved aside" in first["message"] and "waiting for the kubelet" in first["message"]
+        assert "completionTime" not in first
+        start = first["startTime"]
+        # expectedFinishTime: the pod's grace period (45 s) after the start
+        finish = parse_time(first["expectedFinishTime"]) - parse_time(start)
+        assert finish.total_seconds() == 45
+        # heartbeats go on, startTime stays
+        await until(
+            env.sim,
+            lambda: env.our_entry(evr).get("heartbeatTime", "") > first["heartbeatTime"],
+            timeout=10,
+        )
+        assert env.our_entry(evr)["startTime"] == start
+        assert env.mirror("slow") is not None  # still stopping
+
+
+# --- declining ------------------------------------------------------------------------------------
+
+
+async def test_declines_a_static_pod_that_is_not_targeted_yet(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        # the drain has reached Static pods up to 2000000000 only: the scheduler (2000000000)
+        # is targeted, the apiserver (2000001000) is not
+        env.maintenance("m", static_priority=2_000_000_000)
+        evr = env.eviction_request(env.pod("kube-apiserver"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        message = env.our_entry(evr)["message"]
+        assert message.startswith("declined: no NodeMaintenance drain target")
+        assert "priority 2000001000" in message and "Static<=2000000000" in message
+        assert env.in_dir() == CONTROL_PLANE
+        assert env.mirror("kube-apiserver") is not None
+        assert env.events("StaticPodEvictionDeclined")
+
+
+async def test_declines_without_any_maintenance(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        evr = env.eviction_request(env.pod("etcd"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        assert env.our_entry(evr)["message"].startswith("declined")
+        assert env.in_dir() == CONTROL_PLANE
+
+
+async def test_declines_a_pod_that_is_not_static(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        env.maintenance("m", static_priority=2_147_483_647)
+        pods = env.rt("pods")
+        pod = env.sim.store.create(
+            pods,
+            "kube-system",
+            {
+                "metadata": {"name": "plain", "namespace": "kube-system"},
+                "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "busybox"}]},
+            },
+        )
+        evr = env.eviction_request(pod)
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        assert "not a static (mirror) pod" in env.our_entry(evr)["message"]
+
+
+async def test_leaves_requests_alone_when_another_interceptor_is_active(tmp_path: Path) -> None:
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        env.maintenance("m", static_priority=2_147_483_647)
+        evr = env.eviction_request(env.pod("etcd"), active="mover.example.com")
+        # a later request that is ours shows the worker has passed the first one
+        ours = env.eviction_request(env.pod("kube-scheduler"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(ours))
+        assert env.our_entry(evr) == {}
+        assert "etcd.yaml" in env.in_dir()
+
+
+# --- across reboots -------------------------------------------------------------------------------
+
+
+async def test_shutdown_maintenance_of_an_earlier_boot_holds_nothing(tmp_path: Path) -> None:
+    """Manifests a shutdown maintenance of the previous boot moved aside are restored at
+    start-up (restore_after_reboot, before the kubelet); that maintenance may still be in
+    stage Drain in the API, but it does not make the interceptor stop them again. This boot's
+    shutdown maintenance does hold the node."""
+    async with environment(tmp_path, CONTROL_PLANE) as env:
+        old_boot = "00000000-0000-0000-0000-000000000001"
+        env.maintenance("", 2_147_483_647, body=shutdown_maintenance(NODE, old_boot, "reboot"))
+        evr = env.eviction_request(env.pod("etcd"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        assert env.our_entry(evr)["message"].startswith("declined")
+        assert env.in_dir() == CONTROL_PLANE
+
+        now = env.maintenance("", 2_147_483_647, body=shutdown_maintenance(NODE, BOOT, "reboot"))
+        evr2 = env.eviction_request(env.pod("kube-scheduler"))
+        await until(env.sim, lambda: env.mirror("kube-scheduler") is None)
+        await until(env.sim, lambda: "completionTime" in env.our_entry(evr2))
+        with Stash(env.manifests, env.stash_dir) as stash:
+            (item,) = stash.contents().entries
+        assert item.entry.shutdown and item.entry.boot_id == BOOT
+        assert item.entry.maintenance == now["metadata"]["name"]
+
+    # the next boot, before the kubelet starts: back in place, byte-identical
+    report = restore_after_reboot(env.manifests, env.stash_dir, boot_id="next-boot")
+    assert [r.outcome for r in report.results] == ["restored"]
+    assert env.in_dir() == CONTROL_PLANE
+
+
+# --- bad inputs -----------------------------------------------------------------------------------
+
+
+async def test_bad_manifests_are_reported_and_do_not_stop_the_others(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_bytes(manifest("linked"))
+    files = {
+        **CONTROL_PLANE,
+        "broken.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: [\n",
+        "nameless.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: {namespace: kube-system}\n",
+    }
+    async with environment(tmp_path, files) as env:
+        (env.manifests / "linked.yaml").symlink_to(elsewhere)
+        os.mkfifo(env.manifests / "fifo.yaml")
+        await until(env.sim, lambda: env.mirror("linked") is not None)
+        env.maintenance("m", static_priority=2_147_483_647)
+        await until(env.sim, lambda: len(env.events("StaticPodManifestInvalid")) >= 4)
+        messages = sorted(e["message"] for e in env.events("StaticPodManifestInvalid"))
+        assert any("broken.yaml: not valid YAML" in m for m in messages)
+        assert any("nameless.yaml: the pod has no metadata.name" in m for m in messages)
+        assert any("linked.yaml: is a symbolic link" in m for m in messages)
+        assert any("fifo.yaml: is a FIFO" in m for m in messages)
+
+        # the symlinked static pod cannot be stopped: the request says why, naming the file
+        linked = env.eviction_request(env.pod("linked"))
+        await until(env.sim, lambda: "linked.yaml" in env.our_entry(linked).get("message", ""))
+        entry = env.our_entry(linked)
+        assert "symbolic link" in entry["message"] and "completionTime" not in entry
+        assert (env.manifests / "linked.yaml").is_symlink()
+        # and every other manifest is handled as usual
+        etcd = env.eviction_request(env.pod("etcd"))
+        await until(env.sim, lambda: "completionTime" in env.our_entry(etcd))
+        assert "etcd.yaml" in env.stashed()
+        for name in ("broken.yaml", "nameless.yaml"):
+            assert (env.manifests / name).read_bytes() == files[name]
+
+
+async def _mount(*args: str) -> bool:
+    proc = await asyncio.create_subprocess_exec(
+        "mount", *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+    )
+    return await proc.wait() == 0
+
+
+async def test_read_only_stash_is_reported_and_moves_nothing(tmp_path: Path) -> None:
+    s = tmp_path / "stash"
+    s.mkdir()
+    if os.geteuid() != 0 or not await _mount("--bind", "-o", "ro", str(s), str(s)):
+        pytest.skip("cannot make a read-only bind mount here")
+    try:
+        async with environment(tmp_path, CONTROL_PLANE, stash_dir=s) as env:
+            env.maintenance("m", static_priority=2_147_483_647)
+            evr = env.eviction_request(env.pod("etcd"))
+            await until(env.sim, lambda: "not writable" in env.our_entry(evr).get("message", ""))
+            assert f"stash directory {s} is not writable" in env.our_entry(evr)["message"]
+            assert "completionTime" not in env.our_entry(evr)
+            assert env.events("StaticPodStashUnavailable")
+            assert env.in_dir() == CONTROL_PLANE
+            assert list(s.iterdir()) == []
+    finally:
+        umount = await asyncio.create_subprocess_exec("umount", str(s))
+        assert await umount.wait() == 0

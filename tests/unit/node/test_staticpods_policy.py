@@ -1,0 +1,243 @@
+"""The interceptor's decisions: which maintenances hold the node, which static pods are targeted,
+what goes into the EvictionRequest status."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from nodeagent.model.shutdown import shutdown_maintenance
+from nodeagent.node.staticpods.policy import (
+    INTERCEPTOR,
+    EvictionView,
+    coverage,
+    expected_finish,
+    interceptor_entry,
+    maintenance_holds_node,
+    manifest_pod,
+    manifest_priority,
+    progress_status,
+)
+
+NODE = "node-1"
+BOOT = "boot-now"
+NODE_OBJ = {"metadata": {"name": NODE, "labels": {"pool": "cp"}}}
+
+
+def nm(
+    name: str = "m",
+    stage: str = "Drain",
+    *,
+    node: str | None = NODE,
+    targets: list[dict[str, Any]] | None = None,
+    selector: dict[str, Any] | None = None,
+    created: str = "2025-01-01T00:00:00Z",
+    **meta: Any,
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": name, "creationTimestamp": created, **meta},
+        "spec": {
+            "stage": stage,
+            "nodeSelector": selector
+            or {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["other"]}
+                        ]
+                    }
+                ]
+            },
+        },
+    }
+    if node is not None:
+        status: dict[str, Any] = {"nodeRef": {"name": node}}
+        if targets is not None:
+            status["drainTargets"] = targets
+        obj["status"] = {"nodeStatuses": [status]}
+    return obj
+
+
+def static(priority: int, selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"podPriority": priority, "podType": "Static"}
+    if selector is not None:
+        entry["podSelector"] = selector
+    return entry
+
+
+def mirror(
+    priority: int, labels: dict[str, str] | None = None, **annotations: str
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "labels": labels or {},
+            "annotations": {"kubernetes.io/config.mirror": "abc", **annotations},
+        },
+        "spec": {"priority": priority},
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "holds"),
+    [
+        (nm(), True),
+        (nm(stage="Idle"), False),
+        (nm(stage="Cordon"), False),
+        (nm(stage="Complete"), False),
+        (nm(deletionTimestamp="2025-01-01T00:00:00Z"), False),
+        (nm(node="node-2"), False),
+        # selected by the node selector before the controller wrote any status
+        (
+            nm(
+                node=None,
+                selector={
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["cp"]}]}
+                    ]
+                },
+            ),
+            True,
+        ),
+        (nm(node=None), False),
+    ],
+)
+def test_which_maintenances_hold_the_node(obj: dict[str, Any], holds: bool) -> None:
+    assert maintenance_holds_node(obj, NODE_OBJ, NODE, BOOT) is holds
+
+
+def test_shutdown_maintenances_hold_only_in_their_boot() -> None:
+    this_boot = shutdown_maintenance(NODE, BOOT, "reboot")
+    this_boot["status"] = {"nodeStatuses": [{"nodeRef": {"name": NODE}}]}
+    earlier = shutdown_maintenance(NODE, "boot-before", "reboot")
+    earlier["status"] = this_boot["status"]
+    assert maintenance_holds_node(this_boot, NODE_OBJ, NODE, BOOT)
+    assert not maintenance_holds_node(earlier, NODE_OBJ, NODE, BOOT)
+
+
+def test_coverage_finds_the_oldest_covering_maintenance() -> None:
+    young = nm("young", targets=[static(2_000_001_000)], created="2025-02-01T00:00:00Z")
+    old = nm("old", targets=[static(1000)], created="2025-01-01T00:00:00Z")
+    done = nm("done", stage="Complete", targets=[static(2_147_483_647)])
+    cov = coverage([young, done, old], NODE_OBJ, NODE, BOOT)
+    assert cov.holds and cov.names == ["old", "young"]
+    assert cov.covering(mirror(500)) is old
+    assert cov.covering(mirror(2_000_001_000)) is young
+    assert cov.covering(mirror(2_000_001_001)) is None
+    assert cov.describe_targets() == "old: [Static<=1000]; young: [Static<=2000001000]"
+
+
+def test_coverage_needs_a_static_entry_and_matching_labels() -> None:
+    targets = [
+        {"podPriority": 2_147_483_647, "podType": "Default"},
+        {"podPriority": 2_147_483_647, "podType": "DaemonSet"},
+        static(2_000_000_000, {"matchLabels": {"tier": "control-plane"}}),
+    ]
+    cov = coverage([nm(targets=targets)], NODE_OBJ, NODE, BOOT)
+    assert cov.covering(mirror(100, {"tier": "control-plane"})) is not None
+    assert cov.covering(mirror(100, {"tier": "other"})) is None
+    assert cov.covering(mirror(2_000_001_000, {"tier": "control-plane"})) is None
+    # a pod that is not a mirror pod is never a Static target
+    only_static = coverage([nm(targets=[static(2_147_483_647)])], NODE_OBJ, NODE, BOOT)
+    assert only_static.covering({"metadata": {"labels": {}}, "spec": {"priority": 0}}) is None
+    # nodeagent.io/drain: skip
+    skipped = mirror(100, {"tier": "control-plane"}, **{"nodeagent.io/drain": "skip"})
+    assert cov.covering(skipped) is None
+
+
+def test_holding_without_targets_yet_covers_nothing() -> None:
+    cov = coverage([nm(targets=None)], NODE_OBJ, NODE, BOOT)
+    assert cov.holds
+    assert cov.covering(mirror(0)) is None
+
+
+def test_malformed_targets_are_reported() -> None:
+    cov = coverage([nm(targets=[{"podType": "Static"}])], NODE_OBJ, NODE, BOOT)
+    assert cov.holds and cov.covering(mirror(0)) is None
+    assert "podPriority: required" in cov.problems[0]
+
+
+def test_manifest_priority() -> None:
+    classes = {
+        "high": {"value": 5000},
+        "default-class": {"value": 7, "globalDefault": True},
+    }
+
+    def pod(**spec: Any) -> dict[str, Any]:
+        return {"spec": spec}
+
+    assert manifest_priority(pod(priorityClassName="system-node-critical"), {}) == 2_000_001_000
+    assert manifest_priority(pod(priorityClassName="system-cluster-critical"), {}) == 2_000_000_000
+    assert manifest_priority(pod(priorityClassName="high"), classes) == 5000
+    assert manifest_priority(pod(priorityClassName="missing"), classes) is None
+    assert manifest_priority(pod(priority=42), classes) == 42
+    assert manifest_priority(pod(), classes) == 7
+    assert manifest_priority(pod(), {}) == 0
+
+
+def test_manifest_pod_is_classified_as_static() -> None:
+    p = manifest_pod({"metadata": {"labels": {"a": "b"}}}, 10)
+    cov = coverage([nm(targets=[static(10, {"matchLabels": {"a": "b"}})])], NODE_OBJ, NODE, BOOT)
+    assert cov.covering(p) is not None
+
+
+def evr(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "uid-1", "namespace": "kube-system", "resourceVersion": "7"},
+        "spec": {"target": {"pod": {"name": "etcd-node-1", "uid": "uid-1"}}},
+        "status": status,
+    }
+
+
+def test_eviction_view() -> None:
+    v = EvictionView.of(evr(activeInterceptors=[INTERCEPTOR]))
+    assert (v.key, v.pod_name, v.pod_uid, v.resource_version) == (
+        "kube-system/uid-1",
+        "etcd-node-1",
+        "uid-1",
+        "7",
+    )
+    assert v.active and not v.finished and v.entry is None and not v.completed
+    other = EvictionView.of(evr(activeInterceptors=["x.example.com"]))
+    assert not other.active
+    evicted = EvictionView.of(
+        evr(conditions=[{"type": "Evicted", "status": "True"}], activeInterceptors=[])
+    )
+    assert evicted.finished
+    done = EvictionView.of(
+        evr(interceptors=[{"name": INTERCEPTOR, "completionTime": "2025-01-01T00:00:00Z"}])
+    )
+    assert done.completed
+
+
+def test_status_entries_keep_start_and_other_interceptors() -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    assert expected_finish(start, {"spec": {"terminationGracePeriodSeconds": 45}}) == datetime(
+        2025, 1, 1, 0, 0, 45, tzinfo=UTC
+    )
+    assert (expected_finish(start, {"spec": {}}) - start).total_seconds() == 30
+    first = interceptor_entry(None, now="T1", message="moving", expected_finish_time="T9")
+    assert first == {
+        "name": INTERCEPTOR,
+        "startTime": "T1",
+        "heartbeatTime": "T1",
+        "expectedFinishTime": "T9",
+        "message": "moving",
+    }
+    later = interceptor_entry(first, now="T2", message="waiting", completion_time="T2")
+    assert later["startTime"] == "T1" and later["expectedFinishTime"] == "T9"
+    assert later["completionTime"] == "T2"
+    view = EvictionView.of(
+        evr(interceptors=[{"name": "a.example.com", "message": "x"}, first, {"name": "z.io"}])
+    )
+    patch = progress_status(view, later)
+    assert patch["metadata"] == {"resourceVersion": "7"}
+    assert [i["name"] for i in patch["status"]["interceptors"]] == [
+        "a.example.com",
+        INTERCEPTOR,
+        "z.io",
+    ]
+    assert patch["status"]["interceptors"][1] == later
