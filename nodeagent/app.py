@@ -12,25 +12,28 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
+from nodeagent.controllers.cluster import ClusterControllers
 from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.node.identity import resolve_node_name
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow, read_boot_id
+from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
+from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
+from nodeagent.node.staticpods.restore import restore_after_reboot
+from nodeagent.node.staticpods.stash import Stash
 from nodeagent.observability.http import Health, serve
 from nodeagent.observability.sdnotify import Notifier
 
 log = logging.getLogger(__name__)
-
-# builds the leader-only controllers: (client, config, registry) -> coroutine running them
-ClusterParts = Callable[[KubeClient, Config, CollectorRegistry], Awaitable[None]]
 
 
 @dataclass
@@ -50,7 +53,6 @@ class _Handler:
 class Agent:
     config: Config
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    cluster_parts: ClusterParts | None = None
     notifier: Notifier = field(default_factory=Notifier)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     health: Health = field(default_factory=Health)
@@ -60,6 +62,10 @@ class Agent:
 
     async def run(self) -> None:
         cfg = self.config
+        boot_id = read_boot_id()
+        # before anything that needs the API server: the kubelet starts after us and must
+        # find the manifests an earlier boot's shutdown moved aside (its API server, maybe)
+        static = await asyncio.to_thread(self._static_pods_at_startup, boot_id)
         api = load_api_client(cfg.kube.kubeconfig)
         async with KubeClient(
             api,
@@ -69,17 +75,33 @@ class Agent:
         ) as client:
             self.node_name, how = await resolve_node_name(cfg.node_name, self.env, client)
             log.info("running on node %s (from the %s)", self.node_name, how)
-            boot_id = read_boot_id()
             runner = await serve(cfg.observability.listen, self.health, self.registry)
             try:
                 async with asyncio.TaskGroup() as tg:
-                    self._start_parts(tg, client, boot_id)
+                    self._start_parts(tg, client, boot_id, static)
                     tg.create_task(self._announce(), name="sd-notify")
             finally:
                 self.health.alive = False
                 await runner.cleanup()
 
-    def _start_parts(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
+    def _static_pods_at_startup(self, boot_id: str) -> StaticPodPaths | None:
+        sp = self.config.static_pods
+        if not sp.enabled:
+            return None
+        paths = static_pod_paths(sp.manifest_dir, sp.stash_dir)
+        if paths is None or not paths.manifest_dir.is_dir():
+            log.info("no static pod directory here: the kubelet.k8s.io interceptor is off")
+            return None
+        restore_after_reboot(paths.manifest_dir, paths.stash_dir, boot_id=boot_id)
+        return paths
+
+    def _start_parts(
+        self,
+        tg: asyncio.TaskGroup,
+        client: KubeClient,
+        boot_id: str,
+        static: StaticPodPaths | None,
+    ) -> None:
         cfg = self.config
         assert self.node_name is not None
         if cfg.shutdown.enabled:
@@ -101,8 +123,17 @@ class Agent:
                 complete_previous_boots(client, self.node_name, boot_id),
                 name="complete-previous-boots",
             )
-        if cfg.run_controllers and self.cluster_parts is not None:
-            parts = self.cluster_parts
+        if static is not None:
+            interceptor = StaticPodInterceptor(
+                client,
+                Stash(static.manifest_dir, static.stash_dir, boot_id=boot_id),
+                EventRecorder(client, component="nodeagent", host=self.node_name),
+                node_name=self.node_name,
+                boot_id=boot_id,
+            )
+            tg.create_task(interceptor.run(), name="static-pod-interceptor")
+        if cfg.run_controllers:
+            controllers = ClusterControllers(client, cfg, self.registry)
             ld = cfg.leader
             identity = f"{self.node_name}-{boot_id[:8]}-{os.getpid()}"
             self.elector = LeaderElector(
@@ -114,10 +145,7 @@ class Agent:
                 renew_deadline=ld.renew_deadline,
                 retry_period=ld.retry_period,
             )
-            elector = self.elector
-            tg.create_task(
-                elector.run(lambda: parts(client, cfg, self.registry)), name="leader-election"
-            )
+            tg.create_task(self.elector.run(controllers.run), name="leader-election")
 
     async def _announce(self) -> None:
         """READY once the lock is held (or at once without a guard); then the watchdog."""
@@ -146,9 +174,9 @@ class Agent:
             await asyncio.sleep(interval)
 
 
-def run(config: Config, cluster_parts: ClusterParts | None = None) -> int:
+def run(config: Config) -> int:
     """Run until SIGTERM/SIGINT; returns the exit code."""
-    agent = Agent(config, cluster_parts=cluster_parts)
+    agent = Agent(config)
 
     async def main() -> None:
         task = asyncio.current_task()

@@ -1,0 +1,75 @@
+"""The leader's part: every cluster controller over one set of shared informers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from prometheus_client import CollectorRegistry
+
+from nodeagent.config import Config
+from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
+from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
+from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
+from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
+from nodeagent.controllers.runtime import SharedInformers
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.events import EventRecorder
+from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
+
+log = logging.getLogger(__name__)
+
+
+class ClusterControllers:
+    """Built once per agent (metrics register once); `run()` is called for every term as
+    leader and runs until cancelled when leadership is lost."""
+
+    def __init__(self, client: KubeClient, config: Config, registry: CollectorRegistry) -> None:
+        self.client = client
+        self.settings = EvictionSettings.from_config(config.eviction)
+        self.queue_metrics = WorkQueueMetricsFactory(registry)
+        self.eviction_metrics = EvictionRequestMetrics(registry)
+        self.recorder = EventRecorder(client, component="nodeagent-controllers")
+
+    async def run(self) -> None:
+        # fresh informers each term: a new leader must not act on an old term's cache
+        informers = SharedInformers(self.client)
+        parts = [
+            NodeMaintenanceController(
+                self.client,
+                informers,
+                self.recorder,
+                metrics=self.queue_metrics.for_queue("nodemaintenance"),
+            ),
+            EvictionRequestController(
+                self.client,
+                informers,
+                self.settings,
+                metrics=self.eviction_metrics,
+                queue_metrics=self.queue_metrics.for_queue("evictionrequest"),
+                events=self.recorder,
+            ),
+            DaemonSetInterceptor(
+                self.client,
+                informers,
+                self.settings,
+                events=self.recorder,
+                queue_metrics=self.queue_metrics.for_queue("daemonset-interceptor"),
+            ),
+        ]
+        if self.settings.annotate:
+            parts.append(
+                AnnotateInterceptors(
+                    self.client,
+                    informers,
+                    self.settings,
+                    events=self.recorder,
+                    queue_metrics=self.queue_metrics.for_queue("annotate-interceptors"),
+                )
+            )
+        log.info("leading: running the cluster controllers")
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(informers.run(), name="informers")
+            for part in parts:
+                tg.create_task(part.run(), name=type(part).__name__)

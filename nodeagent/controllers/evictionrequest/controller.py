@@ -1,0 +1,289 @@
+"""The eviction request controller (leader only): applies :func:`plan_request` to every
+EvictionRequest, including the ``imperative-eviction.k8s.io`` interceptor's Eviction API calls."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from nodeagent.controllers.evictionrequest.reconcile import (
+    EventType,
+    EvictionOutcome,
+    ImperativeState,
+    Plan,
+    plan_request,
+)
+from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
+from nodeagent.kube.ratelimit import RateLimiter
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.store import key_of, split_key
+from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.observability.metrics import EvictionRequestMetrics
+
+__all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", "refusal_detail"]
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class EvictionClient(Protocol):
+    """The part of `KubeClient` the controller and the interceptors need."""
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def evict(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        grace_period_seconds: int | None = ...,
+        uid: str | None = ...,
+    ) -> Obj: ...
+
+
+class EventSink(Protocol):
+    """`nodeagent.kube.events.EventRecorder`, or anything that records Events like it."""
+
+    async def record(
+        self, obj: Mapping[str, Any], type: EventType, reason: str, message: str
+    ) -> None:
+        """Best effort: never raises."""
+        ...
+
+
+def refusal_detail(exc: KubeError) -> str:
+    """A refused eviction in one line: the status, the message and the budget's cause."""
+    text = f"{exc.status} {exc.reason}".strip() if exc.status else (exc.reason or "no response")
+    parts = [exc.message] if exc.message else []
+    causes = exc.details.get("causes") if isinstance(exc.details, Mapping) else None
+    for cause in causes if isinstance(causes, list) else ():
+        if isinstance(cause, Mapping) and cause.get("message"):
+            parts.append(str(cause["message"]))
+    return text + (": " + " ".join(parts) if parts else "")
+
+
+def _pod_key(obj: Obj) -> str | None:
+    md = obj.get("metadata") or {}
+    namespace, uid = md.get("namespace"), md.get("uid")
+    return f"{namespace}/{uid}" if namespace and uid else None
+
+
+class EvictionRequestController(Controller):
+    """Reconciles EvictionRequests (keys ``namespace/name``) from shared informers of
+    EvictionRequests and pods. Run it on the leader only."""
+
+    def __init__(
+        self,
+        client: EvictionClient,
+        informers: SharedInformers,
+        settings: EvictionSettings,
+        *,
+        metrics: EvictionRequestMetrics | None = None,
+        queue_metrics: WorkQueueMetrics | None = None,
+        events: EventSink | None = None,
+        clock: Clock = _utcnow,
+        workers: int = 4,
+        rate_limiter: RateLimiter | None = None,
+        name: str = "evictionrequests",
+    ) -> None:
+        self.requests = informers.informer(EVICTIONREQUESTS)
+        self.pods = informers.informer(PODS)
+        super().__init__(
+            name,
+            informers=[self.requests, self.pods],
+            workers=workers,
+            rate_limiter=rate_limiter,
+            metrics=queue_metrics,
+        )
+        self._client = client
+        self._settings = settings
+        self._metrics = metrics
+        self._events = events
+        self._clock = clock
+        self._imperative: dict[str, tuple[str, ImperativeState]] = {}
+        # key -> (request UID, interceptor, when it got its turn), as last written
+        self._activations: dict[str, tuple[str, str, datetime]] = {}
+        self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
+        self.enqueue_on(self.pods, self._keys_for_pod)
+
+    def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
+        # A request is named after its pod's UID, so the key follows from the pod.
+        key = _pod_key(pod)
+        return [key] if key is not None and key in self.requests.store else []
+
+    # -- reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        request = self.requests.store.get(key)
+        if request is None:
+            self._forget(key)
+            return
+        view = EvictionRequestView.from_obj(request)
+        pod = await self._pod_for(view)
+        remembered = self._imperative.get(key)
+        state = remembered[1] if remembered and remembered[0] == view.uid else None
+        plan = self._plan(key, request, pod, state, None)
+        if plan.evict:
+            outcome = await self._evict(view, plan)
+            plan = self._plan(key, request, pod, state, outcome)
+        await self._apply(key, request, view, plan)
+
+    def _plan(
+        self,
+        key: str,
+        request: Obj,
+        pod: Obj | None,
+        state: ImperativeState | None,
+        outcome: EvictionOutcome | None,
+    ) -> Plan:
+        view = EvictionRequestView.from_obj(request)
+        remembered = self._activations.get(key)
+        activated_at = None
+        if remembered is not None and remembered[:2] == (view.uid, view.active):
+            activated_at = remembered[2]
+        return plan_request(
+            request,
+            pod,
+            self._clock(),
+            self._settings,
+            imperative=state,
+            activated_at=activated_at,
+            outcome=outcome,
+        )
+
+    async def _pod_for(self, view: EvictionRequestView) -> Obj | None:
+        if not view.target_name or not view.namespace:
+            return None
+        pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
+        matches = pod is not None and (pod.get("metadata") or {}).get("uid") == view.target_uid
+        if matches or view.finished:
+            return pod
+        # About to decide that the pod is missing or gone, for good (Canceled or Evicted). The
+        # pod informer may lag behind the request's (a pod created just before its request),
+        # so ask the API server first.
+        try:
+            return await self._client.get(PODS, view.target_name, view.namespace)
+        except NotFound:
+            return None
+
+    async def _evict(self, view: EvictionRequestView, plan: Plan) -> EvictionOutcome:
+        try:
+            await self._client.evict(view.namespace, view.target_name, uid=view.target_uid)
+        except (NotFound, Conflict) as exc:
+            # 404: already gone; 409: the UID precondition failed, the pod was replaced.
+            result = EvictionOutcome("gone", refusal_detail(exc))
+        except (TooManyRequests, ServerError) as exc:
+            result = EvictionOutcome("refused", refusal_detail(exc))
+        except KubeError as exc:
+            result = EvictionOutcome("error", refusal_detail(exc))
+        else:
+            result = EvictionOutcome("evicted")
+        log.info(
+            "eviction of pod %s/%s for %s: %s %s",
+            view.namespace,
+            view.target_name,
+            view.name,
+            result.kind,
+            result.detail,
+        )
+        if self._metrics is not None:
+            self._metrics.eviction_attempt(view.namespace, view.name, view.target_name, result.kind)
+        return result
+
+    async def _apply(self, key: str, request: Obj, view: EvictionRequestView, plan: Plan) -> None:
+        if plan.imperative is not None:
+            self._imperative[key] = (view.uid, plan.imperative)
+        else:
+            self._imperative.pop(key, None)
+        # Metadata first, then status, each only onto the version the plan was made from (the
+        # status write onto the version the metadata write produced). Interceptors wake up on the
+        # status change and then see the final version, so their own writes do not collide
+        # with ours.
+        current = request
+        version = (request.get("metadata") or {}).get("resourceVersion")
+        try:
+            if plan.labels or plan.annotations:
+                metadata: dict[str, Any] = {"resourceVersion": version}
+                if plan.labels:
+                    metadata["labels"] = dict(plan.labels)
+                if plan.annotations:
+                    metadata["annotations"] = dict(plan.annotations)
+                current = await self._client.patch(
+                    EVICTIONREQUESTS, view.name, {"metadata": metadata}, view.namespace
+                )
+                version = (current.get("metadata") or {}).get("resourceVersion")
+            if plan.status is not None:
+                current = await self._client.patch_status(
+                    EVICTIONREQUESTS,
+                    view.name,
+                    {"metadata": {"resourceVersion": version}, "status": plan.status},
+                    view.namespace,
+                )
+        except Conflict:
+            # Someone (an interceptor, a requester) wrote meanwhile; look again at the new state.
+            # Its watch event brings us back; the delayed add is only a safety net.
+            log.debug("eviction request %s changed while reconciling; again", key)
+            self.enqueue_after(key, 1.0)
+            return
+        except NotFound:
+            self._forget(key)
+            return
+        if plan.activation is not None:
+            # Remembered only once written: a plan made from a stale cache must not move it.
+            self._activations[key] = (view.uid, *plan.activation)
+        self._observe(current, plan)
+        for note in plan.events:
+            if self._events is not None:
+                await self._events.record(current, note.type, note.reason, note.message)
+        if plan.requeue_after is not None and not plan.finished:
+            self.enqueue_after(key, plan.requeue_after)
+
+    def _observe(self, request: Obj, plan: Plan) -> None:
+        if self._metrics is None:
+            return
+        view = EvictionRequestView.from_obj(request)
+        if plan.finished:
+            self._metrics.forget(view.namespace, view.name, keep_evictions=True)
+            return
+        self._metrics.observe(
+            view.namespace,
+            view.name,
+            view.target_name,
+            active=[view.active] if view.active else [],
+            processed=view.processed,
+            requesters=view.requesters,
+            interceptors=view.target_interceptors or (),
+        )
+
+    def _forget(self, key: str) -> None:
+        self._imperative.pop(key, None)
+        self._activations.pop(key, None)
+        if self._metrics is not None:
+            namespace, name = split_key(key)
+            self._metrics.forget(namespace or "", name)

@@ -1,0 +1,164 @@
+"""Annotate-and-wait interceptors (DESIGN 2.3; the Eviction Reschedule Hook pattern), leader only.
+
+For each configured interceptor: when it is the active interceptor of an EvictionRequest, set
+the configured annotation on the pod (e.g. ``cao.couchbase.com/reschedule: "true"``), so the
+pod's operator moves it, and heartbeat until the pod with that UID is gone (a pod recreated under
+the same name is another pod: the old one is gone). Then set ``completionTime``. The
+Eviction API is never called: the operator decides how the pod goes.
+
+When the request is canceled before the pod went, the annotation is taken off the pod again
+(only if it still has the configured value), so the operator does not move a pod nobody wants
+moved any more.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from nodeagent.controllers.evictionrequest.controller import EventSink
+from nodeagent.controllers.evictionrequest.settings import AnnotateRule, EvictionSettings
+from nodeagent.controllers.interceptors.common import (
+    WAITING,
+    Clock,
+    InterceptorClient,
+    complete,
+    progress,
+    request_key_for_pod,
+    target_pod,
+    utcnow,
+)
+from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.errors import NotFound
+from nodeagent.kube.ratelimit import RateLimiter
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
+from nodeagent.kube.store import key_of
+from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.interceptors import (
+    EvictionRequestView,
+    next_heartbeat_in,
+    pod_terminal,
+)
+
+__all__ = ["AnnotateInterceptors"]
+
+log = logging.getLogger(__name__)
+
+
+def _annotations(pod: Obj) -> Mapping[str, object]:
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+class AnnotateInterceptors(Controller):
+    """All configured annotate-and-wait interceptors, over EvictionRequest keys."""
+
+    def __init__(
+        self,
+        client: InterceptorClient,
+        informers: SharedInformers,
+        settings: EvictionSettings,
+        *,
+        events: EventSink | None = None,
+        queue_metrics: WorkQueueMetrics | None = None,
+        clock: Clock = utcnow,
+        workers: int = 2,
+        rate_limiter: RateLimiter | None = None,
+        name: str = "annotate-interceptors",
+    ) -> None:
+        self.requests = informers.informer(EVICTIONREQUESTS)
+        self.pods = informers.informer(PODS)
+        super().__init__(
+            name,
+            informers=[self.requests, self.pods],
+            workers=workers,
+            rate_limiter=rate_limiter,
+            metrics=queue_metrics,
+        )
+        self._client = client
+        self._rules = {rule.name: rule for rule in settings.annotate}
+        self._deadline = settings.heartbeat_deadline
+        self._events = events
+        self._clock = clock
+        self.enqueue_on(self.requests, self._keys_for_request)
+        self.enqueue_on(self.pods, request_key_for_pod(self.requests.store))
+
+    def _keys_for_request(self, request: Obj) -> list[str]:
+        return [key_of(request)] if self._rules else []
+
+    async def reconcile(self, key: str) -> None:
+        request = self.requests.store.get(key)
+        if request is None:
+            return
+        view = EvictionRequestView.from_obj(request)
+        if view.canceled:
+            await self._withdraw(view)
+            return
+        rule = self._rules.get(view.active or "")
+        if rule is None:
+            return
+        entry = view.entry(rule.name)
+        if entry.completion_time is not None:
+            return
+        now = self._clock()
+        pod = await target_pod(self._client, self.pods.store, view)
+        if pod is None or pod_terminal(pod):
+            done = await complete(self._client, request, rule.name, now)
+            if done is not None and self._events is not None:
+                await self._events.record(request, "Normal", "InterceptorCompleted", done.message)
+            return
+        if _annotations(pod).get(rule.annotation_key) != rule.annotation_value:
+            await self._annotate(pod, rule, rule.annotation_value)
+            if self._events is not None:
+                await self._events.record(
+                    request,
+                    "Normal",
+                    "PodAnnotated",
+                    f"{rule.name} annotated pod {view.target_name} with "
+                    f"{rule.annotation_key}={rule.annotation_value} so its operator moves it.",
+                )
+        message = (
+            f"Annotated the pod with {rule.annotation_key}={rule.annotation_value} so its "
+            f"operator moves it; {WAITING}"
+        )
+        stored = await progress(self._client, request, rule.name, message, now, self._deadline)
+        if stored is not None:
+            self.enqueue_after(key, next_heartbeat_in(stored, now, self._deadline))
+
+    async def _annotate(self, pod: Obj, rule: AnnotateRule, value: str | None) -> None:
+        md = pod.get("metadata") or {}
+        # The resourceVersion (and UID) make sure a pod recreated under the same name is never
+        # annotated by mistake: that one is not asked to move.
+        patch = {
+            "metadata": {
+                "resourceVersion": md.get("resourceVersion"),
+                "uid": md.get("uid"),
+                "annotations": {rule.annotation_key: value},
+            }
+        }
+        try:
+            await self._client.patch(PODS, str(md.get("name")), patch, md.get("namespace"))
+        except NotFound:
+            return  # gone: the next reconcile completes
+        # Conflict propagates: the pod changed meanwhile; retried once the cache caught up.
+
+    async def _withdraw(self, view: EvictionRequestView) -> None:
+        """Canceled: take the annotation off the pod if the interceptor had its turn (so it may
+        have set it) and did not finish, and the pod still has the configured value."""
+        pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
+        if pod is None or (pod.get("metadata") or {}).get("uid") != view.target_uid:
+            return  # gone (a pod that was annotated is in the cache by now)
+        for rule in self._rules.values():
+            had_turn = rule.name == view.active or rule.name in view.processed
+            entry = view.entry(rule.name)
+            if not had_turn or entry.completion_time is not None:
+                continue
+            if _annotations(pod).get(rule.annotation_key) == rule.annotation_value:
+                log.info(
+                    "request %s/%s canceled: removing %s from pod %s",
+                    view.namespace,
+                    view.name,
+                    rule.annotation_key,
+                    view.target_name,
+                )
+                await self._annotate(pod, rule, None)

@@ -1,0 +1,200 @@
+"""What the cluster-side interceptors share: their client, reading the target pod from the cache,
+and writing their own ``status.interceptors[]`` entry with optimistic concurrency."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from nodeagent.kube.errors import Conflict, NotFound
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.store import Store
+from nodeagent.model.interceptors import (
+    EvictionRequestView,
+    InterceptorStatus,
+    report_progress,
+    with_interceptor_status,
+)
+
+__all__ = [
+    "WAITING",
+    "Clock",
+    "InterceptorClient",
+    "Update",
+    "complete",
+    "completion_message",
+    "progress",
+    "report",
+    "request_key_for_pod",
+    "target_pod",
+    "utcnow",
+]
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class InterceptorClient(Protocol):
+    """The part of `KubeClient` the interceptors need."""
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+    ) -> Obj: ...
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = ...,
+        *,
+        grace_period_seconds: int | None = ...,
+        uid: str | None = ...,
+    ) -> Obj: ...
+
+
+WAITING = "waiting for the pod to go."
+"""How the interceptors' progress messages end; :func:`completion_message` replaces it."""
+
+
+def completion_message(previous: str, view: EvictionRequestView) -> str:
+    """The final message: what the interceptor did (its last progress message), and that the
+    pod is gone."""
+    gone = f"pod {view.target_name} with UID {view.target_uid} is gone."
+    if previous.endswith(WAITING):
+        return previous.removesuffix(WAITING) + gone
+    if WAITING in previous:  # a remark follows the progress
+        head, _, tail = previous.partition(WAITING)
+        return head + gone + tail
+    return gone[0].upper() + gone[1:]
+
+
+def request_key_for_pod(requests: Store) -> Callable[[Obj], Iterable[str]]:
+    """Maps a pod to the key of its EvictionRequest (named after the pod's UID), if one exists."""
+
+    def keys(pod: Obj) -> Iterable[str]:
+        md = pod.get("metadata") or {}
+        key = f"{md.get('namespace')}/{md.get('uid')}"
+        return [key] if md.get("uid") and key in requests else []
+
+    return keys
+
+
+async def target_pod(
+    client: InterceptorClient, pods: Store, view: EvictionRequestView
+) -> Obj | None:
+    """The request's pod: that name *and* that UID (a pod recreated under the same name is
+    another pod), or None when it is gone. From the cache; a pod missing there is looked up on
+    the API server, as the pod informer may lag behind the request's."""
+    pod = pods.get(f"{view.namespace}/{view.target_name}")
+    if pod is not None and (pod.get("metadata") or {}).get("uid") == view.target_uid:
+        return pod
+    try:
+        pod = await client.get(PODS, view.target_name, view.namespace)
+    except NotFound:
+        return None
+    return pod if (pod.get("metadata") or {}).get("uid") == view.target_uid else None
+
+
+Update = Callable[[InterceptorStatus], "InterceptorStatus | None"]
+"""Computes an interceptor's new entry from its current one (None: nothing to write)."""
+
+
+async def report(
+    client: InterceptorClient,
+    request: Obj,
+    name: str,
+    update: Update,
+    attempts: int = 5,
+) -> Obj | None:
+    """Write interceptor ``name``'s entry of ``status.interceptors`` as ``update`` makes it from
+    the current one (the rest untouched), onto the version read. When the request changed
+    meanwhile, read it again and recompute (client-go's RetryOnConflict), as long as it is still
+    this interceptor's turn. Returns the written request; None when nothing needed writing, or
+    the request is gone, canceled or no longer ours (after Evicted, the active interceptor may
+    still report its completion)."""
+    md = request.get("metadata") or {}
+    obj_name, namespace = str(md.get("name")), md.get("namespace")
+    for attempt in range(attempts):
+        view = EvictionRequestView.from_obj(request)
+        if view.canceled or view.active != name:
+            log.debug("interceptor %s: request %s/%s moved on", name, namespace, obj_name)
+            return None
+        entry = update(view.entry(name))
+        if entry is None:
+            return None
+        md = request.get("metadata") or {}
+        status = request.get("status") or {}
+        patch = {
+            "metadata": {"resourceVersion": md.get("resourceVersion")},
+            "status": {
+                "interceptors": with_interceptor_status(status.get("interceptors") or (), entry)
+            },
+        }
+        try:
+            return await client.patch_status(EVICTIONREQUESTS, obj_name, patch, namespace)
+        except NotFound:
+            return None
+        except Conflict:
+            if attempt + 1 == attempts:
+                raise
+        try:
+            request = await client.get(EVICTIONREQUESTS, obj_name, namespace)
+        except NotFound:
+            return None
+    return None
+
+
+async def complete(
+    client: InterceptorClient, request: Obj, name: str, now: datetime
+) -> InterceptorStatus | None:
+    """Set ``completionTime`` (the pod is gone), keeping what the last message said was done.
+    Returns the entry written, or None."""
+    view = EvictionRequestView.from_obj(request)
+
+    def done(entry: InterceptorStatus) -> InterceptorStatus | None:
+        if entry.completion_time is not None:
+            return None
+        return entry.complete(now, completion_message(entry.message, view))
+
+    written = await report(client, request, name, done)
+    return EvictionRequestView.from_obj(written).entry(name) if written is not None else None
+
+
+async def progress(
+    client: InterceptorClient,
+    request: Obj,
+    name: str,
+    message: str,
+    now: datetime,
+    deadline: timedelta,
+) -> InterceptorStatus | None:
+    """Report ``message`` (heartbeating when due, see `report_progress`). Returns the entry as
+    stored now, or None when the request moved on (its watch event brings the caller back)."""
+    current = EvictionRequestView.from_obj(request).entry(name)
+    if report_progress(current, message, now, deadline) is None:
+        return current
+    written = await report(
+        client, request, name, lambda entry: report_progress(entry, message, now, deadline)
+    )
+    return EvictionRequestView.from_obj(written).entry(name) if written is not None else None

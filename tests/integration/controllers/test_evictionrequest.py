@@ -1,0 +1,325 @@
+"""The EvictionRequest controller and its imperative-eviction.k8s.io interceptor on the simulated
+cluster, through the real client: PDB-paced evictions, interceptor turns, cancellation and
+validation."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from nodeagent.model.interceptors import (
+    ACTIVATED_ANNOTATION,
+    IMPERATIVE_INTERCEPTOR,
+    INTERCEPTORS_ANNOTATION,
+    NODE_LABEL,
+    parse_time,
+)
+from nodeagent.sim.actors.kubelet import EXIT_SECONDS
+from nodeagent.sim.store import Change, Obj
+from tests.integration.controllers.evictionrequest_harness import (
+    REQUESTER,
+    Env,
+    env,
+    fast_settings,
+)
+
+__all__ = ["env"]  # the fixture, re-exported for pytest
+
+
+def deployment(name: str, replicas: int, exit_seconds: float = 0) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": name},
+                    "annotations": {EXIT_SECONDS: str(exit_seconds)},
+                },
+                "spec": {"containers": [{"name": name, "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def pdb(name: str, **spec: Any) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
+    }
+
+
+def bare_pod(name: str, annotations: dict[str, str] | None = None, **labels: str) -> Obj:
+    md: dict[str, Any] = {"name": name, "namespace": "default", "labels": labels or {"app": name}}
+    if annotations:
+        md["annotations"] = annotations
+    return {"metadata": md, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+def running_ready(p: Obj) -> bool:
+    if p["metadata"].get("deletionTimestamp"):
+        return False
+    status = p.get("status") or {}
+    ready = any(
+        c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []
+    )
+    return status.get("phase") == "Running" and ready
+
+
+def budget(env: Env, name: str) -> dict[str, Any]:
+    return dict((env.get("poddisruptionbudgets", name) or {}).get("status") or {})
+
+
+async def running_pod(env: Env, name: str, annotations: dict[str, str] | None = None) -> Obj:
+    env.create("pods", bare_pod(name, annotations))
+    await env.until(lambda: running_ready(env.get("pods", name) or {"metadata": {}}))
+    pod = env.get("pods", name)
+    assert pod is not None
+    return pod
+
+
+# --- PodDisruptionBudgets pace the imperative evictions -----------------------------------
+
+
+async def test_deployment_under_pdb_is_evicted_one_at_a_time(env: Env) -> None:
+    # Pods take two seconds to stop, so the budget stays spent for a while after each eviction
+    # and the other requests are refused meanwhile, even on a slow machine.
+    env.create("deployments", deployment("web", 4, exit_seconds=2))
+    await env.until(lambda: sum(running_ready(p) for p in env.pods(app="web")) == 4)
+    env.create("poddisruptionbudgets", pdb("web", maxUnavailable=1))
+    await env.until(lambda: budget(env, "web").get("disruptionsAllowed") == 1)
+    originals = env.pods(app="web")
+
+    worst = 0
+    retry_counts: set[int] = set()
+
+    def watch(change: Change) -> None:
+        nonlocal worst
+        _, key, _, new = change
+        if key == env.rt("pods").key:
+            ready = sum(running_ready(p) for p in env.pods(app="web"))
+            worst = max(worst, 4 - ready)
+        elif key == env.rt("evictionrequests").key:
+            for e in (new.get("status") or {}).get("interceptors") or []:
+                found = re.search(r"number of retries: (\d+)", e.get("message", ""))
+                if e["name"] == IMPERATIVE_INTERCEPTOR and found:
+                    retry_counts.add(int(found.group(1)))
+
+    env.sim.store.listeners.append(watch)
+    try:
+        await env.start(fast_settings(), workers=4)
+        for p in originals:
+            env.request_for(p)
+        uids = [p["metadata"]["uid"] for p in originals]
+        await env.until(lambda: all(env.evicted(uid) for uid in uids), timeout=60)
+    finally:
+        env.sim.store.listeners.remove(watch)
+
+    assert worst == 1, f"{worst} pods were unavailable at once"
+    assert env.calls.evictions(429) > 0, env.calls.counts
+    assert retry_counts and min(retry_counts) == 1, retry_counts
+    assert env.calls.evictions(201) + env.calls.evictions(200) == 4
+    left = {p["metadata"]["uid"] for p in env.pods(app="web")}
+    assert not left & set(uids)
+    for uid in uids:
+        evicted = env.condition(uid, "Evicted")
+        assert evicted["reason"] in ("PodDeleted", "PodReplaced"), evicted
+        er = env.er(uid)
+        assert er["status"]["processedInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+        assert er["status"]["observedGeneration"] == 1
+        assert er["metadata"]["labels"]["app"] == "web"
+        assert er["metadata"]["labels"][NODE_LABEL].startswith("node-")
+    refused = sum(
+        s.value
+        for m in env.registry.collect()
+        if m.name == "evictionrequest_controller_imperative_evictions"
+        for s in m.samples
+        if s.name.endswith("_total") and s.labels["result"] == "refused"
+    )
+    assert refused == env.calls.evictions(429)
+    assert (env.metric("workqueue_adds_total", name="evictionrequests") or 0) > 0
+
+
+# --- interceptor turns -------------------------------------------------------------------------
+
+
+async def test_silent_interceptor_is_passed_over_after_the_deadline(env: Env) -> None:
+    pod = await running_pod(env, "quiet", {INTERCEPTORS_ANNOTATION: "silent.example.com"})
+    uid = pod["metadata"]["uid"]
+    await env.start(fast_settings(deadline=1.0))
+    env.request_for(pod)
+
+    def activation(name: str) -> float | None:
+        er = env.get("evictionrequests", uid) or {}
+        value = ((er.get("metadata") or {}).get("annotations") or {}).get(ACTIVATED_ANNOTATION)
+        if not value or value.split(" ")[0] != name:
+            return None
+        when = parse_time(value.split(" ")[1])
+        return when.timestamp() if when else None
+
+    await env.until(lambda: activation("silent.example.com"))
+    silent_since = activation("silent.example.com")
+    await env.until(lambda: activation(IMPERATIVE_INTERCEPTOR))
+    imperative_since = activation(IMPERATIVE_INTERCEPTOR)
+    assert silent_since is not None and imperative_since is not None
+    assert imperative_since - silent_since >= 1.0
+    await env.until(lambda: any(e["reason"] == "InterceptorTimedOut" for e in env.events_for(uid)))
+    [handed] = [e for e in env.events_for(uid) if e["reason"] == "InterceptorTimedOut"]
+    assert handed["message"] == (
+        "silent.example.com did not report within 1s; passed to imperative-eviction.k8s.io"
+    )
+    await env.until(lambda: env.evicted(uid))
+    status = env.er(uid)["status"]
+    assert status["processedInterceptors"] == ["silent.example.com", IMPERATIVE_INTERCEPTOR]
+    assert env.entry(uid, "silent.example.com") == {"name": "silent.example.com"}
+    assert env.calls.evictions() == 1
+
+
+async def test_completed_interceptor_hands_over_at_once(env: Env) -> None:
+    pod = await running_pod(env, "helped", {INTERCEPTORS_ANNOTATION: "helper.example.com"})
+    uid = pod["metadata"]["uid"]
+    await env.start(fast_settings(deadline=3600.0))
+    env.request_for(pod)
+    await env.until(lambda: env.active(uid) == ["helper.example.com"])
+    start = time.monotonic()
+
+    def complete(er: Obj) -> None:  # the helper interceptor reports and finishes
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for e in er["status"]["interceptors"]:
+            if e["name"] == "helper.example.com":
+                e.update(startTime=now, heartbeatTime=now, completionTime=now, message="done")
+
+    env.mutate("evictionrequests", uid, complete, sub="status")
+    await env.until(lambda: env.evicted(uid))
+    assert time.monotonic() - start < 30  # far from the hour-long deadline
+    status = env.er(uid)["status"]
+    assert status["processedInterceptors"] == ["helper.example.com", IMPERATIVE_INTERCEPTOR]
+    await env.until(lambda: any(e["reason"] == "InterceptorCompleted" for e in env.events_for(uid)))
+    completed = [e for e in env.events_for(uid) if e["reason"] == "InterceptorCompleted"]
+    assert (
+        "helper.example.com set completionTime; passed to imperative-eviction.k8s.io"
+        in (completed[0]["message"])
+    )
+
+
+# --- cancellation -----------------------------------------------------------------------------
+
+
+async def test_removing_the_last_requester_cancels_and_stops_all_action(env: Env) -> None:
+    env.create("deployments", deployment("db", 1))
+    await env.until(lambda: sum(running_ready(p) for p in env.pods(app="db")) == 1)
+    env.create("poddisruptionbudgets", pdb("db", maxUnavailable=0))
+    await env.until(lambda: budget(env, "db").get("observedGeneration") == 1)
+    [pod] = env.pods(app="db")
+    uid = pod["metadata"]["uid"]
+    await env.start(fast_settings(base=0.02, cap=0.1), workers=1)
+    env.request_for(pod, requesters=[REQUESTER, "descheduler.example.com"])
+
+    await env.until(lambda: "number of retries: 2" in env.imperative_message(uid))
+    labels = {
+        "namespace": "default",
+        "evictionrequest": uid,
+        "pod": pod["metadata"]["name"],
+    }
+    active = env.metric(
+        "evictionrequest_controller_active_interceptor",
+        **labels,
+        interceptor=IMPERATIVE_INTERCEPTOR,
+    )
+    assert active == 1
+    assert env.metric("evictionrequest_controller_active_requester", **labels, requester=REQUESTER)
+
+    # one requester withdraws: nothing changes
+    env.mutate(
+        "evictionrequests", uid, lambda er: er["spec"].update(requesters=[{"name": REQUESTER}])
+    )
+    await env.until(lambda: "number of retries: 4" in env.imperative_message(uid))
+    assert not env.canceled(uid)
+    # the last one withdraws: canceled
+    env.mutate("evictionrequests", uid, lambda er: er["spec"].update(requesters=[]))
+    await env.until(lambda: env.canceled(uid))
+    canceled = env.condition(uid, "Canceled")
+    assert canceled["reason"] == "NoRequesters"
+    assert env.active(uid) == []
+    assert env.er(uid)["status"]["processedInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    # the metrics are updated before the Event is recorded
+    await env.until(lambda: any(e["reason"] == "Canceled" for e in env.events_for(uid)))
+    assert (
+        env.metric(
+            "evictionrequest_controller_active_interceptor",
+            **labels,
+            interceptor=IMPERATIVE_INTERCEPTOR,
+        )
+        is None
+    )
+    tries = env.calls.evictions()
+
+    # Now an eviction would succeed; the controller must still leave the pod alone. Touch the
+    # canceled request and the pod, then let a probe request go through the same single
+    # worker after them: by the time the probe is evicted, the canceled one was looked at.
+    env.delete("poddisruptionbudgets", "db")
+    env.mutate(
+        "evictionrequests",
+        uid,
+        lambda er: er["metadata"].setdefault("labels", {}).update(touched="yes"),
+    )
+    env.mutate(
+        "pods",
+        pod["metadata"]["name"],
+        lambda p: p["metadata"].setdefault("annotations", {}).update(touched="yes"),
+    )
+    probe = await running_pod(env, "probe")
+    env.request_for(probe)
+    await env.until(lambda: env.evicted(probe["metadata"]["uid"]))
+
+    assert env.calls.evictions() == tries + 1  # only the probe's
+    still = env.get("pods", pod["metadata"]["name"])
+    assert still is not None and still["metadata"]["uid"] == uid
+    assert not still["metadata"].get("deletionTimestamp")
+    assert env.canceled(uid) and not env.evicted(uid)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+async def test_request_for_a_missing_pod_is_canceled_with_a_clear_message(env: Env) -> None:
+    await env.start(fast_settings())
+    ghost = {"metadata": {"name": "ghost", "namespace": "default", "uid": "0000-ghost"}}
+    env.request_for(ghost)
+    await env.until(lambda: env.canceled("0000-ghost"))
+    canceled = env.condition("0000-ghost", "Canceled")
+    assert canceled["reason"] == "ValidationFailed"
+    assert canceled["message"] == "Target Pod default/ghost was not found."
+    await env.until(lambda: env.events_for("0000-ghost"))
+    assert env.events_for("0000-ghost")[0]["type"] == "Warning"
+    assert env.calls.evictions() == 0
+
+
+async def test_request_not_named_after_the_pod_uid_is_canceled(env: Env) -> None:
+    pod = await running_pod(env, "named")
+    await env.start(fast_settings())
+    env.request_for(pod, name="named-eviction")
+    await env.until(lambda: env.canceled("named-eviction"))
+    canceled = env.condition("named-eviction", "Canceled")
+    assert canceled["reason"] == "ValidationFailed"
+    assert canceled["message"] == (
+        f"metadata.name 'named-eviction' is not the UID of the target pod default/named "
+        f"(spec.target.pod.uid '{pod['metadata']['uid']}'); an EvictionRequest must be named "
+        "after the UID of its pod."
+    )
+    assert env.calls.evictions() == 0
+    assert running_ready(env.get("pods", "named") or {"metadata": {}})
+
+
+async def test_pod_created_together_with_its_request_is_not_mistaken_for_missing(
+    env: Env,
+) -> None:
+    await env.start(fast_settings())
+    # the pod and its request appear back to back; the pod informer may see the pod later
+    created = env.create("pods", bare_pod("quick"))
+    env.request_for(created)
+    uid = created["metadata"]["uid"]
+    await env.until(lambda: env.evicted(uid) or env.canceled(uid))
+    assert env.evicted(uid), env.condition(uid, "Canceled")

@@ -1,0 +1,498 @@
+"""The eviction request controller's decisions, without any API server."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.controllers.evictionrequest.reconcile import (
+    EvictionOutcome,
+    ImperativeState,
+    Plan,
+    plan_request,
+)
+from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.model.interceptors import (
+    ACTIVATED_ANNOTATION,
+    DAEMONSET_INTERCEPTOR,
+    IMPERATIVE_INTERCEPTOR,
+    INTERCEPTORS_ANNOTATION,
+    NODE_LABEL,
+    EvictionRequestView,
+    activation_annotation,
+    format_time,
+)
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+SEC = timedelta(seconds=1)
+SETTINGS = EvictionSettings(heartbeat_deadline=timedelta(minutes=20), backoff_base=1.0)
+
+
+def make_pod(uid: str = "u1", **extra: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "metadata": {
+            "name": "web-1",
+            "namespace": "ns",
+            "uid": uid,
+            "labels": {"app": "web"},
+            "resourceVersion": "10",
+        },
+        "spec": {"nodeName": "node-2"},
+        "status": {"phase": "Running"},
+    }
+    for key, value in extra.items():
+        p["metadata"][key] = value
+    return p
+
+
+def make_request(
+    name: str = "u1",
+    *,
+    requesters: tuple[str, ...] = ("nodemaintenance.k8s.io",),
+    status: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    md: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": "r1",
+        "generation": 1,
+        "resourceVersion": "20",
+        "creationTimestamp": "2030-01-01T12:00:00Z",
+    }
+    if annotations:
+        md["annotations"] = annotations
+    return {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "EvictionRequest",
+        "metadata": md,
+        "spec": {
+            "target": {"pod": {"name": "web-1", "uid": "u1"}},
+            "requesters": [{"name": r} for r in requesters],
+        },
+        "status": status or {},
+    }
+
+
+def applied(request: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """The request after the controller wrote what the plan says."""
+    out = copy.deepcopy(request)
+    if plan.status is not None:
+        out["status"] = copy.deepcopy(plan.status)
+    md = out["metadata"]
+    md.setdefault("labels", {}).update(plan.labels)
+    md.setdefault("annotations", {}).update(plan.annotations)
+    return out
+
+
+def condition(request_or_plan: dict[str, Any] | Plan, type_: str) -> dict[str, Any]:
+    status = (
+        request_or_plan.status
+        if isinstance(request_or_plan, Plan)
+        else request_or_plan.get("status")
+    )
+    assert status is not None
+    for c in status.get("conditions") or []:
+        if c["type"] == type_:
+            return dict(c)
+    raise AssertionError(f"no {type_} condition in {status}")
+
+
+def at_imperative(
+    pod: dict[str, Any] | None = None, *, message: str = ""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A request whose turn has come to imperative-eviction.k8s.io."""
+    entry: dict[str, Any] = {"name": IMPERATIVE_INTERCEPTOR}
+    if message:
+        entry.update(message=message, startTime="2030-01-01T12:00:00Z")
+        entry["heartbeatTime"] = "2030-01-01T12:00:00Z"
+    status = {
+        "targetInterceptors": [{"name": IMPERATIVE_INTERCEPTOR}],
+        "activeInterceptors": [IMPERATIVE_INTERCEPTOR],
+        "interceptors": [entry],
+    }
+    return make_request(status=status), pod if pod is not None else make_pod()
+
+
+# --- a new request ---------------------------------------------------------------------------
+
+
+def test_new_request_gets_targets_first_turn_labels_and_generation() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "mover.example.com"})
+    plan = plan_request(make_request(), pod, T0, SETTINGS)
+    assert plan.status is not None
+    assert plan.status["targetInterceptors"] == [
+        {"name": "mover.example.com"},
+        {"name": IMPERATIVE_INTERCEPTOR},
+    ]
+    assert plan.status["interceptors"] == [
+        {"name": "mover.example.com"},
+        {"name": IMPERATIVE_INTERCEPTOR},
+    ]
+    assert plan.status["activeInterceptors"] == ["mover.example.com"]
+    assert plan.status["processedInterceptors"] == []
+    assert plan.status["observedGeneration"] == 1
+    assert plan.labels == {"app": "web", NODE_LABEL: "node-2"}
+    assert plan.annotations == {
+        ACTIVATED_ANNOTATION: activation_annotation("mover.example.com", T0)
+    }
+    assert plan.activation == ("mover.example.com", T0)
+    assert plan.requeue_after == pytest.approx(20 * 60)
+    assert not plan.evict and not plan.finished
+
+
+def test_steady_state_writes_nothing() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "mover.example.com"})
+    request = make_request()
+    request = applied(request, plan_request(request, pod, T0, SETTINGS))
+    plan = plan_request(request, pod, T0 + 5 * SEC, SETTINGS)
+    assert plan.status is None
+    assert not plan.labels and not plan.annotations
+    assert plan.requeue_after == pytest.approx(20 * 60 - 5)
+
+
+def test_labels_follow_the_pod_and_win() -> None:
+    request = make_request()
+    request["metadata"]["labels"] = {"app": "old", "extra": "kept"}
+    plan = plan_request(request, make_pod(), T0, SETTINGS)
+    assert plan.labels == {"app": "web", NODE_LABEL: "node-2"}
+
+
+def test_target_interceptors_are_set_once() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "mover.example.com"})
+    request = applied(make_request(), plan_request(make_request(), pod, T0, SETTINGS))
+    changed = make_pod(annotations={INTERCEPTORS_ANNOTATION: "other.example.com"})
+    plan = plan_request(request, changed, T0 + SEC, SETTINGS)
+    assert plan.status is None  # the annotation changed, the targets did not
+
+
+def test_configured_interceptor_is_a_default() -> None:
+    settings = EvictionSettings.from_config(
+        EvictionConfig(
+            annotate_interceptors=(
+                AnnotateInterceptor(
+                    "mover.example.com", {"matchLabels": {"app": "web"}}, "example.com/move"
+                ),
+            )
+        )
+    )
+    plan = plan_request(make_request(), make_pod(), T0, settings)
+    assert plan.status is not None
+    assert plan.status["activeInterceptors"] == ["mover.example.com"]
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def test_name_must_be_the_pod_uid() -> None:
+    request = make_request(name="not-the-uid")
+    plan = plan_request(request, make_pod(), T0, SETTINGS)
+    canceled = condition(plan, "Canceled")
+    assert canceled["status"] == "True"
+    assert canceled["reason"] == "ValidationFailed"
+    assert (
+        "metadata.name 'not-the-uid' is not the UID of the target pod ns/web-1"
+        in (canceled["message"])
+    )
+    assert plan.finished and not plan.evict and not plan.labels
+    assert plan.events[0].type == "Warning"
+
+
+def test_missing_pod_is_canceled_with_the_kep_message() -> None:
+    plan = plan_request(make_request(), None, T0, SETTINGS)
+    canceled = condition(plan, "Canceled")
+    assert canceled["reason"] == "ValidationFailed"
+    assert canceled["message"] == "Target Pod ns/web-1 was not found."
+    assert plan.finished
+
+
+def test_pod_of_that_name_with_another_uid_is_not_the_target() -> None:
+    plan = plan_request(make_request(), make_pod(uid="u2"), T0, SETTINGS)
+    message = condition(plan, "Canceled")["message"]
+    assert "with UID u1 was not found (the pod of that name has UID u2)" in message
+
+
+def test_bad_interceptor_annotation_cancels_and_says_why() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "a.example.com,a.example.com"})
+    plan = plan_request(make_request(), pod, T0, SETTINGS)
+    canceled = condition(plan, "Canceled")
+    assert canceled["reason"] == "ValidationFailed"
+    assert canceled["message"] == (
+        f"Pod ns/web-1: annotation {INTERCEPTORS_ANNOTATION}: item 2 ('a.example.com'): "
+        "repeats item 1."
+    )
+
+
+# --- evicted and canceled --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod", "reason", "text"),
+    [
+        (None, "PodDeleted", "Pod ns/web-1 was deleted."),
+        (make_pod(uid="u2"), "PodReplaced", "a pod of that name now has UID u2"),
+        ({**make_pod(), "status": {"phase": "Succeeded"}}, "PodTerminal", "phase Succeeded"),
+    ],
+)
+def test_evicted_when_the_pod_is_gone_terminal_or_replaced(
+    pod: dict[str, Any] | None, reason: str, text: str
+) -> None:
+    request, _ = at_imperative()
+    plan = plan_request(request, pod, T0, SETTINGS)
+    evicted = condition(plan, "Evicted")
+    assert evicted["status"] == "True" and evicted["reason"] == reason
+    assert text in evicted["message"]
+    assert plan.finished and not plan.evict
+    assert plan.status is not None
+    assert plan.status["activeInterceptors"] == []
+    assert plan.status["processedInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    entry = plan.status["interceptors"][0]
+    assert entry["completionTime"] == format_time(T0)
+
+
+def test_another_interceptor_keeps_its_turn_after_eviction_until_it_completes() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "mover.example.com"})
+    request = applied(make_request(), plan_request(make_request(), pod, T0, SETTINGS))
+    plan = plan_request(request, make_pod(uid="u2"), T0 + SEC, SETTINGS)
+    assert condition(plan, "Evicted")["reason"] == "PodReplaced"
+    assert plan.status is not None and plan.status["activeInterceptors"] == ["mover.example.com"]
+    request = applied(request, plan)
+    # it reports completion afterwards: it leaves activeInterceptors, nobody follows
+    for e in request["status"]["interceptors"]:
+        if e["name"] == "mover.example.com":
+            e["completionTime"] = format_time(T0 + 2 * SEC)
+    plan = plan_request(request, None, T0 + 3 * SEC, SETTINGS)
+    assert plan.status is not None
+    assert plan.status["activeInterceptors"] == []
+    assert plan.status["processedInterceptors"] == ["mover.example.com"]
+    assert not plan.evict and not plan.events and plan.finished
+
+
+def test_no_requester_left_cancels_and_clears_the_active_interceptor() -> None:
+    request, pod = at_imperative()
+    request["spec"]["requesters"] = []
+    plan = plan_request(request, pod, T0, SETTINGS, imperative=ImperativeState(3))
+    canceled = condition(plan, "Canceled")
+    assert canceled["reason"] == "NoRequesters"
+    assert plan.status is not None
+    assert plan.status["activeInterceptors"] == []
+    assert plan.status["processedInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    assert plan.finished and not plan.evict and plan.imperative is None
+
+
+def test_a_canceled_request_is_left_alone() -> None:
+    request, pod = at_imperative()
+    request["spec"]["requesters"] = []
+    request = applied(request, plan_request(request, pod, T0, SETTINGS))
+    request["spec"]["requesters"] = [{"name": "again.example.com"}]
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS)
+    assert plan.status is None and not plan.evict and not plan.labels and plan.finished
+    request["metadata"]["generation"] = 2
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS)
+    assert plan.status is not None and plan.status["observedGeneration"] == 2
+    assert not plan.evict
+
+
+def test_evicted_wins_over_no_requesters() -> None:
+    request, _ = at_imperative()
+    request["spec"]["requesters"] = []
+    plan = plan_request(request, None, T0, SETTINGS)
+    assert condition(plan, "Evicted")["status"] == "True"
+
+
+# --- interceptor turns -----------------------------------------------------------------------
+
+
+def test_silent_interceptor_is_passed_over_after_the_deadline() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "silent.example.com"})
+    request = applied(make_request(), plan_request(make_request(), pod, T0, SETTINGS))
+    plan = plan_request(request, pod, T0 + timedelta(minutes=20), SETTINGS)
+    assert plan.status is not None
+    assert plan.status["activeInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    assert plan.status["processedInterceptors"] == ["silent.example.com"]
+    assert plan.events[0].reason == "InterceptorTimedOut"
+    assert "did not report within 20m" in plan.events[0].message
+    # the imperative interceptor's turn is recorded first; it acts on the next pass
+    assert not plan.evict and plan.requeue_after == 0.0
+    request = applied(request, plan)
+    assert plan_request(request, pod, T0 + timedelta(minutes=20), SETTINGS).evict
+
+
+def test_activation_time_from_memory_when_the_annotation_lags() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "a.example.com,b.example.com"})
+    status = {
+        "targetInterceptors": [
+            {"name": "a.example.com"},
+            {"name": "b.example.com"},
+            {"name": IMPERATIVE_INTERCEPTOR},
+        ],
+        "activeInterceptors": ["b.example.com"],
+        "processedInterceptors": ["a.example.com"],
+    }
+    request = make_request(status=status)
+    later = T0 + timedelta(minutes=19)
+    plan = plan_request(request, pod, later, SETTINGS, activated_at=T0)
+    assert plan.status is None or plan.status["activeInterceptors"] == ["b.example.com"]
+    assert plan.requeue_after == pytest.approx(60)
+    # Nothing known at all: the turn counts from now, and that is recorded.
+    plan = plan_request(request, pod, later, SETTINGS)
+    assert plan.annotations == {ACTIVATED_ANNOTATION: activation_annotation("b.example.com", later)}
+
+
+# --- the imperative eviction -----------------------------------------------------------------
+
+
+def test_imperative_evicts_then_reports() -> None:
+    request, pod = at_imperative()
+    plan = plan_request(request, pod, T0, SETTINGS)
+    assert plan.evict
+    plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("evicted"))
+    assert not plan.evict
+    assert plan.status is not None
+    entry = plan.status["interceptors"][0]
+    assert entry["message"].startswith("Evicted the pod through the Eviction API")
+    assert entry["startTime"] == entry["heartbeatTime"] == format_time(T0)
+    assert [e.reason for e in plan.events] == ["EvictingPod"]
+
+
+def test_refusals_back_off_and_count() -> None:
+    request, pod = at_imperative()
+    state: ImperativeState | None = None
+    now = T0
+    delays = []
+    for attempt in range(1, 5):
+        plan = plan_request(request, pod, now, SETTINGS, imperative=state)
+        assert plan.evict, attempt
+        plan = plan_request(
+            request,
+            pod,
+            now,
+            SETTINGS,
+            imperative=state,
+            outcome=EvictionOutcome("refused", "429 TooManyRequests: budget"),
+        )
+        assert plan.status is not None
+        message = plan.status["interceptors"][0]["message"]
+        assert f"number of retries: {attempt}" in message
+        assert "(last: 429 TooManyRequests: budget)" in message
+        assert plan.requeue_after is not None
+        delays.append(plan.requeue_after)
+        state = plan.imperative
+        assert state is not None and state.retries == attempt
+        # not yet due: no call, just wait
+        early = plan_request(request, pod, now + SEC / 2, SETTINGS, imperative=state)
+        assert not early.evict
+        request = applied(request, plan)
+        now += timedelta(seconds=plan.requeue_after)
+    assert delays == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_an_accepted_eviction_is_never_repeated() -> None:
+    """Even when the status write after it was lost and the cache still shows the pod running."""
+    request, pod = at_imperative()
+    plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("evicted"))
+    state = plan.imperative
+    assert state is not None and state.evicted
+    for later in (T0 + SEC, T0 + 3600 * SEC):
+        again = plan_request(request, pod, later, SETTINGS, imperative=state)
+        assert not again.evict
+        assert again.status is not None
+        message = again.status["interceptors"][0]["message"]
+        assert message.startswith("Evicted the pod through the Eviction API")
+
+
+def test_retry_count_continues_after_a_restart() -> None:
+    request, pod = at_imperative(message="Could not evict ..., number of retries: 7")
+    plan = plan_request(request, pod, T0, SETTINGS)
+    assert plan.evict and plan.imperative == ImperativeState(7)
+    assert plan.status is not None  # only observedGeneration is new
+    assert plan.status["interceptors"] == request["status"]["interceptors"]
+    plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("refused", "x"))
+    assert plan.imperative is not None and plan.imperative.retries == 8
+    assert plan.requeue_after == 128.0
+
+
+def test_backoff_is_capped() -> None:
+    request, pod = at_imperative()
+    settings = EvictionSettings(backoff_base=1.0, backoff_cap=900.0)
+    plan = plan_request(
+        request,
+        pod,
+        T0,
+        settings,
+        imperative=ImperativeState(30),
+        outcome=EvictionOutcome("refused", "x"),
+    )
+    assert plan.requeue_after == 900.0
+
+
+def test_terminating_pod_is_not_evicted() -> None:
+    request, pod = at_imperative(make_pod(deletionTimestamp="2030-01-01T12:00:00Z"))
+    plan = plan_request(request, pod, T0, SETTINGS)
+    assert not plan.evict
+    assert plan.status is not None
+    assert "terminating" in plan.status["interceptors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "text"),
+    [
+        ({"annotations": {"kubernetes.io/config.mirror": "x"}}, "cannot remove mirror pods"),
+        (
+            {"ownerReferences": [{"kind": "DaemonSet", "name": "d", "controller": True}]},
+            f"{DAEMONSET_INTERCEPTOR} removes them",
+        ),
+    ],
+)
+def test_mirror_and_daemonset_pods_are_not_evicted_and_it_says_so(
+    extra: dict[str, Any], text: str
+) -> None:
+    request, pod = at_imperative(make_pod(**extra))
+    plan = plan_request(request, pod, T0, SETTINGS)
+    assert not plan.evict
+    assert plan.status is not None
+    message = plan.status["interceptors"][0]["message"]
+    assert message.startswith("Not calling the Eviction API") and text in message
+
+
+def test_gone_during_eviction_looks_again_soon() -> None:
+    request, pod = at_imperative()
+    plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("gone", "404"))
+    assert plan.requeue_after == 1.0 and not plan.finished
+
+
+@given(
+    st.lists(
+        st.sampled_from(["evicted", "refused", "error", "gone", "tick"]), min_size=1, max_size=30
+    )
+)
+def test_never_calls_the_api_before_the_backoff_ran_out(outcomes: list[str]) -> None:
+    request, pod = at_imperative()
+    state: ImperativeState | None = None
+    now = T0
+    not_before = T0
+    for kind in outcomes:
+        plan = plan_request(request, pod, now, SETTINGS, imperative=state)
+        if plan.evict:
+            assert now >= not_before
+            if kind != "tick":
+                plan = plan_request(
+                    request,
+                    pod,
+                    now,
+                    SETTINGS,
+                    imperative=state,
+                    outcome=EvictionOutcome(kind, "detail"),  # type: ignore[arg-type]
+                )
+        state = plan.imperative
+        if state is not None and state.next_attempt is not None:
+            not_before = max(not_before, state.next_attempt)
+        request = applied(request, plan)
+        assert EvictionRequestView.from_obj(request).active == IMPERATIVE_INTERCEPTOR
+        now += SEC
