@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from nodeagent.logind.guard import WHO
-from tests.fakes.logind import FakeLogind
+from nodeagent.logind.fake import FakeLogind
 from tests.integration.logind.conftest import Handler, RunGuard
 
 

@@ -16,7 +16,7 @@ from nodeagent.logind.bus import Bus, BusClosed, CallFailed
 from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import KIND_UNKNOWN, Logind, LogindUnavailable, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
-from tests.fakes.logind import DBusDaemon, FakeLogind
+from nodeagent.logind.fake import DBusDaemon, FakeLogind
 
 
 def _open_fds() -> int:

@@ -1,4 +1,6 @@
-"""A fake systemd-logind (and the bit of systemd's manager we call) on a private dbus-daemon.
+"""A simulated systemd-logind (and the bit of systemd's manager we call) on a private dbus-daemon.
+
+Used by the tests and by `nodeagent demo`, which has no real logind to shut down.
 
 Written with dbus-next's `ServiceInterface`, so the code under test speaks real D-Bus through a
 real `dbus-daemon`, fd passing included. Behaviour copied from logind where it matters:

@@ -1,1 +1,0 @@
-"""Fakes of system services that speak the real protocols (D-Bus), for integration tests."""
