@@ -23,9 +23,10 @@ from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.logind.guard import ShutdownGuard
+from nodeagent.node.boot import read_boot_id
 from nodeagent.node.identity import resolve_node_name
 from nodeagent.node.reboot import complete_previous_boots
-from nodeagent.node.shutdown import ShutdownFlow, read_boot_id
+from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
 from nodeagent.node.staticpods.restore import restore_after_reboot

@@ -6,6 +6,7 @@ is `nodeagent.node.shutdown`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,9 @@ SHUTDOWN_KINDS = ("reboot", "poweroff", "halt", "kexec", "soft-reboot", "shutdow
 def maintenance_name(node: str, boot_id: str, attempt: int) -> str:
     """`nodeagent-shutdown-<node>-<boot id prefix>[-<attempt>]`; a cancelled shutdown's
     maintenance is Complete for good, so a second shutdown in one boot needs a new name."""
-    base = f"nodeagent-shutdown-{node}-{boot_id.replace('-', '')[:8]}"
+    # a digest of the whole boot id: two boots may share a prefix (same kernel, new userspace)
+    digest = hashlib.sha256(boot_id.encode()).hexdigest()[:10]
+    base = f"nodeagent-shutdown-{node}-{digest}"
     name = base if attempt <= 1 else f"{base}-{attempt}"
     return name[:253]
 

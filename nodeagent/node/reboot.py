@@ -32,8 +32,12 @@ async def wait_node_ready(client: KubeClient, node: str) -> None:
             return
         try:
             async with contextlib.aclosing(
-                client.watch(NODES, resource_version=listed["metadata"]["resourceVersion"],
-                             field_selector=field, timeout_seconds=300)
+                client.watch(
+                    NODES,
+                    resource_version=listed["metadata"]["resourceVersion"],
+                    field_selector=field,
+                    timeout_seconds=300,
+                )
             ) as events:
                 async for ev in events:
                     if ev["type"] in ("ADDED", "MODIFIED") and node_ready(ev["object"]):
@@ -52,8 +56,9 @@ async def complete_previous_boots(client: KubeClient, node: str, boot_id: str) -
             return
         except KubeError as e:
             attempt += 1
-            log.warning("completing earlier shutdown maintenances of %s failed, retrying: %s",
-                        node, e)
+            log.warning(
+                "completing earlier shutdown maintenances of %s failed, retrying: %s", node, e
+            )
         await asyncio.sleep(backoff.delay(attempt))
 
 

@@ -13,7 +13,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from nodeagent.config import ShutdownConfig
@@ -24,12 +23,6 @@ from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.model import shutdown as model
 
 log = logging.getLogger(__name__)
-
-BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
-
-
-def read_boot_id(path: Path = BOOT_ID_PATH) -> str:
-    return path.read_text().strip()
 
 
 class ShutdownFlow:

@@ -17,31 +17,19 @@ from pathlib import Path
 from typing import Protocol
 
 __all__ = [
-    "BOOT_ID_PATH",
     "DirHandle",
     "Mover",
     "StepHook",
     "link_move",
     "move_noreplace",
-    "read_boot_id",
     "rename_noreplace",
 ]
-
-BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
 
 StepHook = Callable[[str], None]
 """Called with a step name after every change a move makes on disk (crash tests kill there)."""
 
 _RENAME_NOREPLACE = 1
 _O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
-
-
-def read_boot_id(path: Path = BOOT_ID_PATH) -> str:
-    """This boot's id (a UUID that changes at every boot)."""
-    value = path.read_text(encoding="ascii").strip()
-    if not value:
-        raise OSError(errno.EINVAL, "empty boot id", str(path))
-    return value
 
 
 class DirHandle:

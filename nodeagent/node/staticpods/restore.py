@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from nodeagent.node.staticpods.fsops import read_boot_id
+from nodeagent.node.boot import read_boot_id
 from nodeagent.node.staticpods.journal import JournalEntry
 from nodeagent.node.staticpods.locate import static_pod_paths
 from nodeagent.node.staticpods.stash import RecoveryAction, RestoreResult, Stash, StashError

@@ -37,12 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from nodeagent.node.boot import read_boot_id
 from nodeagent.node.staticpods.fsops import (
     DirHandle,
     Mover,
     StepHook,
     move_noreplace,
-    read_boot_id,
 )
 from nodeagent.node.staticpods.journal import (
     ENTRY_SUFFIX,
