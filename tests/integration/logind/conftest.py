@@ -12,8 +12,8 @@ import pytest
 
 from nodeagent.config import ShutdownConfig
 from nodeagent.logind.backoff import Backoff
-from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.logind.fake import DBusDaemon, FakeLogind, dbus_daemon_path
+from nodeagent.logind.guard import ShutdownGuard
 
 if dbus_daemon_path() is None:
     pytest.skip(
