@@ -38,19 +38,6 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class _Handler:
-    """Adapts the shutdown flow to the guard's handler protocol."""
-
-    flow: ShutdownFlow
-
-    async def on_shutdown(self, kind: str) -> None:
-        await self.flow.on_shutdown(kind)
-
-    async def on_cancel(self) -> None:
-        await self.flow.on_cancel()
-
-
-@dataclass
 class Agent:
     config: Config
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -115,7 +102,7 @@ class Agent:
                     (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
                 ),
             )
-            self.guard = ShutdownGuard(cfg.shutdown, _Handler(flow))
+            self.guard = ShutdownGuard(cfg.shutdown, flow)
             guard = self.guard
             self.health.add("shutdown lock", lambda: guard.lock_held)
             tg.create_task(guard.run(), name="shutdown-guard")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.app import _Handler
 from nodeagent.config import ShutdownConfig
 from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.logind.fake import FakeLogind
@@ -37,7 +36,7 @@ async def guarding(
     config: ShutdownConfig, client: KubeClient
 ) -> AsyncIterator[tuple[ShutdownGuard, ShutdownFlow]]:
     flow = ShutdownFlow(client, "node-1", BOOT, config)
-    guard = ShutdownGuard(config, _Handler(flow), reconnect=FAST_RECONNECT)
+    guard = ShutdownGuard(config, flow, reconnect=FAST_RECONNECT)
     task = asyncio.create_task(guard.run())
     try:
         yield guard, flow
