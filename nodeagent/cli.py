@@ -54,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the agent on this node")
     run.add_argument("--config", type=Path, help="YAML configuration file (see the README)")
 
+    demo = sub.add_parser(
+        "demo",
+        help="reboot node-1 of a simulated cluster and watch nodeagent drain it (under a minute)",
+    )
+    demo.add_argument(
+        "--speed", type=float, default=1.0, help="divide the pods' exit times by this factor"
+    )
+    demo.add_argument(
+        "--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"
+    )
+    demo.add_argument("--verbose", action="store_true", help="also show the agents' logs")
+
     manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
     manifests.add_subparsers(dest="manifests_command", required=True).add_parser(
         "crds", help="the CustomResourceDefinitions, as one multi-document YAML stream"
@@ -106,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "run":
         return _run(args.config)
+    if args.command == "demo":
+        from nodeagent import demo  # runs agents: their imports are not needed elsewhere
+
+        return demo.main(args.speed, json_output=args.json, verbose=args.verbose)
     if args.command == "manifests" and args.manifests_command == "crds":
         sys.stdout.write(crd_stream())
         return 0

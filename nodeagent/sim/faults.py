@@ -43,12 +43,25 @@ class Faults:
 
 @dataclass
 class Stats:
-    """Requests served, by client (user agent's first word), verb and resource."""
+    """Requests served, by client (user agent's first word), verb and resource; and responses,
+    by verb, resource and HTTP status (e.g. how many evictions were refused with 429)."""
 
     requests: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    responses: Counter[tuple[str, str, int]] = field(default_factory=Counter)
 
     def count(self, agent: str, verb: str, resource: str) -> None:
         self.requests[(agent, verb, resource)] += 1
+
+    def count_response(self, verb: str, resource: str, status: int) -> None:
+        self.responses[(verb, resource, status)] += 1
+
+    def responded(self, verb: str, resource: str, status: int | None = None) -> int:
+        """Responses to `verb` on `resource` (with `status`, or any)."""
+        return sum(
+            n
+            for (v, r, s), n in self.responses.items()
+            if v == verb and r == resource and status in (None, s)
+        )
 
     def total(self, agent: str | None = None) -> int:
         return sum(n for (a, _, _), n in self.requests.items() if agent in (None, a))

@@ -127,9 +127,10 @@ class ApiServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        counted: tuple[str, str] | None = None
         try:
             if not request.path.startswith("/sim/"):
-                verb, resource = self._classify(request)
+                verb, resource = counted = self._classify(request)
                 agent = request.headers.get("User-Agent", "unknown").split("/")[0]
                 self.stats.count(agent, verb, resource)
                 if self.faults.latency:
@@ -138,9 +139,11 @@ class ApiServer:
                 if fault is not None:
                     raise fault
             resp: web.StreamResponse = await handler(request)
-            return resp
         except ApiError as e:
-            return web.json_response(e.status(), status=e.code)
+            resp = web.json_response(e.status(), status=e.code)
+        if counted is not None:
+            self.stats.count_response(*counted, resp.status)
+        return resp
 
     def _classify(self, request: web.Request) -> tuple[str, str]:
         parts = [p for p in request.path.split("/") if p]
