@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from nodeagent.model.drainplan import InvalidPlan, effective_plan
+
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the file and the field."""
@@ -42,6 +44,8 @@ class ShutdownConfig:
     # after the reboot, complete and delete our own shutdown maintenance once the node is Ready
     complete_after_reboot: bool = True
     dbus_address: str | None = None  # None: the system bus
+    # spec.drainPlan of the shutdown maintenance (KEP-4212 entries); the defaults fill the rest
+    drain_plan: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,9 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "annotate_interceptors":
             kwargs[name] = _interceptors(value, f"{where}.{key}")
             continue
+        if name == "drain_plan":
+            kwargs[name] = _drain_plan(value, f"{where}.{key}")
+            continue
         default = f.default if f.default is not dataclasses.MISSING else None
         kwargs[name] = _coerce(f"{where}.{key}", value, default, str(f.type))
     return cls(**kwargs)
@@ -188,6 +195,17 @@ def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
             )
         )
     return tuple(out)
+
+
+def _drain_plan(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(raw, list) or not all(isinstance(e, Mapping) for e in raw):
+        raise ConfigError(f"{where}: must be a list of drain plan entries")
+    try:
+        effective_plan(raw)
+    except InvalidPlan as e:
+        # the model names entries spec.drainPlan[i]; here they are this setting's
+        raise ConfigError(str(e).replace("spec.drainPlan", where)) from e
+    return tuple(dict(e) for e in raw)
 
 
 def validate(cfg: Config) -> None:

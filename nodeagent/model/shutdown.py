@@ -7,7 +7,7 @@ is `nodeagent.node.shutdown`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,14 @@ def shutdown_selector(node: str, boot_id: str | None = None) -> str:
     return f"{sel},{LABEL_BOOT_ID}={boot_id}" if boot_id else sel
 
 
-def shutdown_maintenance(node: str, boot_id: str, kind: str, attempt: int = 1) -> dict[str, Any]:
-    return {
+def shutdown_maintenance(
+    node: str,
+    boot_id: str,
+    kind: str,
+    attempt: int = 1,
+    drain_plan: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    nm: dict[str, Any] = {
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "NodeMaintenance",
         "metadata": {
@@ -62,6 +68,9 @@ def shutdown_maintenance(node: str, boot_id: str, kind: str, attempt: int = 1) -
             "reason": f"Node {kind} requested through systemd-logind on {node}",
         },
     }
+    if drain_plan:
+        nm["spec"]["drainPlan"] = [dict(e) for e in drain_plan]
+    return nm
 
 
 def is_ours(nm: Mapping[str, Any], node: str) -> bool:

@@ -112,7 +112,9 @@ class ShutdownFlow:
             if name != self.maintenance:
                 log.info("adopting shutdown maintenance %s", name)
         else:
-            body = model.shutdown_maintenance(self.node, self.boot_id, kind, attempt)
+            body = model.shutdown_maintenance(
+                self.node, self.boot_id, kind, attempt, self.config.drain_plan
+            )
             name = body["metadata"]["name"]
             try:
                 await self.client.create(NODEMAINTENANCES, body)

@@ -57,3 +57,10 @@ def test_load_names_the_file_and_takes_the_environment(tmp_path: Path) -> None:
         "node-7", "/k", 4)
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "missing.yaml", env={})
+
+
+def test_shutdown_drain_plan_is_validated_with_the_entry_named() -> None:
+    cfg = from_mapping({"shutdown": {"drainPlan": [{"podPriority": 100}, {"podPriority": 1000}]}})
+    assert [e["podPriority"] for e in cfg.shutdown.drain_plan] == [100, 1000]
+    with pytest.raises(ConfigError, match=r"shutdown.drainPlan\[1\]"):
+        from_mapping({"shutdown": {"drainPlan": [{"podPriority": 1000}, {"podPriority": 100}]}})

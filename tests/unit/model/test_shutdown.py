@@ -45,3 +45,11 @@ def test_adopt_only_this_boots_live_maintenance() -> None:
     assert model.maintenance_name("node-1", "b00t", 2).endswith("-2")
     hand_made = {"metadata": {"name": "x", "labels": {model.LABEL_NODE: "node-1"}}}
     assert not model.is_ours(hand_made, "node-1")
+
+
+def test_the_configured_drain_plan_goes_into_the_maintenance() -> None:
+    plain = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    assert "drainPlan" not in plain["spec"]
+    planned = model.shutdown_maintenance("node-1", "b00t", "reboot", drain_plan=[
+        {"podPriority": 100}])
+    assert planned["spec"]["drainPlan"] == [{"podPriority": 100}]
