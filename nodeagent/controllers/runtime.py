@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeagent.kube.errors import Conflict, KubeError
+from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.informer import Informer, ListWatcher
 from nodeagent.kube.ratelimit import JitteredBackoff, RateLimiter
 from nodeagent.kube.resources import Obj, Resource
@@ -212,9 +212,10 @@ class Controller(ABC):
                 raise
             except Exception as exc:
                 retries = self.queue.num_requeues(key)
-                # A conflict only means the cache was behind a write: routine, retried at once.
+                # A conflict, or a 404 for an object deleted meanwhile, only means the cache was
+                # behind the API server: routine; the retry sees the newer state.
                 self._log.log(
-                    logging.INFO if isinstance(exc, Conflict) else logging.WARNING,
+                    logging.INFO if isinstance(exc, Conflict | NotFound) else logging.WARNING,
                     "%s: reconciling %s failed (retry %d): %s",
                     self.name,
                     key,
