@@ -346,7 +346,9 @@ class _StrategicMerge:
         def ident_of(e: Any) -> _Ident | None:
             return _key_identity(e, merge_key)
 
-        return _normalize_order(merged, [ident_of(e) for e in elements], server, ident_of)
+        return _normalize_order(
+            merged, [ident_of(e) for e in elements], [ident_of(e) for e in server], ident_of
+        )
 
     def _apply_element_order(
         self, before: Any, value: Any, patch_list: Any, order: Any, path: tuple[str, ...]
@@ -370,8 +372,10 @@ class _StrategicMerge:
             raise PatchError(f"{where}: $setElementOrder elements need the {merge_key!r} key")
         if isinstance(patch_list, list):
             _check_order_consistent(patch_list, order_ids, ident_of, where)
-        server = before if isinstance(before, list) else []
-        return _normalize_order(value, order_ids, server, ident_of)
+        server_ids = [ident_of(e) for e in before] if isinstance(before, list) else []
+        if kind == "key" and isinstance(patch_list, list):
+            server_ids = _server_order_after_merge(server_ids, patch_list, merge_key)
+        return _normalize_order(value, order_ids, server_ids, ident_of)
 
 
 def _key_identity(element: Any, merge_key: str) -> _Ident | None:
@@ -387,7 +391,9 @@ def _merge_set_list(before: list[Any], patch_list: list[Any]) -> list[Any]:
         if (ident := _identity(value)) not in seen:
             seen.add(ident)
             merged.append(value)  # both inputs are already private copies
-    return _normalize_order(merged, [_identity(v) for v in patch_list], before, _identity)
+    return _normalize_order(
+        merged, [_identity(v) for v in patch_list], [_identity(v) for v in before], _identity
+    )
 
 
 def _check_order_consistent(
@@ -397,7 +403,10 @@ def _check_order_consistent(
     where: str,
 ) -> None:
     """The patch's own elements must appear in $setElementOrder, in the same relative order
-    (apimachinery's validatePatchWithSetOrderList); directive elements are exempt."""
+    (apimachinery's validatePatchWithSetOrderList); directive elements are exempt, and, as
+    there, an empty $setElementOrder list is not checked at all."""
+    if not order_ids:
+        return
     wanted = [ident_of(e) for e in patch_list if not (isinstance(e, Mapping) and _PATCH in e)]
     j = 0
     for ident in wanted:
@@ -408,48 +417,208 @@ def _check_order_consistent(
         j += 1
 
 
+def _server_order_after_merge(
+    server_ids: list[_Ident | None], patch_list: list[Any], merge_key: str
+) -> list[_Ident | None]:
+    """The server order that apimachinery's $setElementOrder step actually compares against.
+
+    mergePatchIntoOriginal first merges the list (mergeSlice) and then orders the result by the
+    live list, but mergeSlice has by then edited the live list's backing array in place and the
+    ordering step reads that array through the old slice header (same start, same length):
+
+    - each ``$patch: delete`` element is removed with ``append(s[:i], s[i+1:]...)``, shifting
+      the rest left and leaving a stale copy of the last element at the end;
+    - elements new to the server are then appended, in patch order, into the freed tail.
+
+    So [w, x, z] patched with [y, {x: delete}] is compared against [w, z, y], not [w, x, z].
+    Capacity cannot matter: the array is only reallocated once the edited list outgrows the
+    original length, past anything the old header shows. With ``$patch: replace`` the deletions
+    still happen but the list then becomes the patch's, so nothing is appended."""
+    backing = list(server_ids)
+    length = len(backing)
+    replace = False
+    for element in patch_list:
+        if not isinstance(element, Mapping):
+            continue
+        directive = element.get(_PATCH, _MISSING)
+        if directive == "delete" and merge_key in element:
+            gone = _identity(element[merge_key])
+            while gone in backing[:length]:
+                i = backing.index(gone, 0, length)
+                backing[i : length - 1] = backing[i + 1 : length]
+                length -= 1
+        elif directive == "replace":
+            replace = True
+    if not replace:
+        for element in patch_list:
+            if not isinstance(element, Mapping) or merge_key not in element:
+                continue
+            if element.get(_PATCH, _MISSING) not in (_MISSING, "merge"):
+                continue
+            ident = _identity(element[merge_key])
+            if ident in backing[:length]:
+                continue  # merged in place
+            if length < len(backing):
+                backing[length] = ident
+            else:
+                backing.append(ident)
+            length += 1
+    return backing[: len(server_ids)]
+
+
 def _normalize_order(
     merged: list[Any],
-    patch_order: list[_Ident | None],
-    server_list: list[Any],
+    order: list[_Ident | None],
+    server_order: list[_Ident | None],
     ident_of: _IdentFn,
 ) -> list[Any]:
-    """apimachinery's normalizeElementOrder: elements named by the patch take the patch's
-    order, the others keep the server's order, and the two runs are interleaved: a server-only
-    element goes first only if it preceded the next patch element on the server, so elements
-    new to the server land before the server-only elements that follow.
+    """apimachinery's partition + normalizeElementOrder, step for step.
 
-    ``merged`` already holds its server-only elements in server order (merging only changes
-    elements in place or appends), so only the patch's elements need sorting."""
-    # First occurrence wins, as in apimachinery's index(); elements without identity never match.
-    patch_index: dict[_Ident | None, int] = {
-        i: n for n, i in reversed(list(enumerate(patch_order))) if i is not None
-    }
-    server_ids = [ident_of(e) for e in server_list]
-    server_index: dict[_Ident | None, int] = {
-        i: n for n, i in reversed(list(enumerate(server_ids))) if i is not None
-    }
+    ``merged`` splits into the elements named by ``order`` (the patch list, or the
+    $setElementOrder list) and the rest ("server-only"). Each part is sorted with Go's
+    sort.SliceStable by position in ``order`` and ``server_order`` respectively, using
+    apimachinery's comparator, which answers "less" whenever either element is missing from the
+    list it sorts by. The parts are then interleaved by mergeSortedSlice: the next server-only
+    element goes first only if both it and the next named element are in ``server_order`` and
+    it comes earlier there; otherwise the named element goes first. Hence elements new to the
+    server land before the server-only elements that follow them.
 
-    patch_items = [e for e in merged if ident_of(e) in patch_index]
-    server_only = [e for e in merged if ident_of(e) not in patch_index]
-    patch_items.sort(key=lambda e: patch_index[ident_of(e)])
+    Positions are first occurrences (apimachinery's index()); an element without an identity
+    (no merge key) is never found."""
+    order_index = _first_index(order)
+    server_index = _first_index(server_order)
+
+    def sorter(index: dict[_Ident | None, int]) -> Callable[[Any, Any], bool]:
+        def less(a: Any, b: Any) -> bool:
+            ia, ib = index.get(ident_of(a)), index.get(ident_of(b))
+            return ia < ib if ia is not None and ib is not None else True
+
+        return less
+
+    named = [e for e in merged if ident_of(e) in order_index]
+    server_only = [e for e in merged if ident_of(e) not in order_index]
+    named = _go_sort_stable(named, sorter(order_index))
+    server_only = _go_sort_stable(server_only, sorter(server_index))
 
     result: list[Any] = []
     i = j = 0
-    while i < len(server_only) or j < len(patch_items):
-        if j >= len(patch_items):
+    while i < len(server_only) or j < len(named):
+        if j >= len(named):
             result.append(server_only[i])
             i += 1
         elif i >= len(server_only):
-            result.append(patch_items[j])
+            result.append(named[j])
             j += 1
         else:
             left = server_index.get(ident_of(server_only[i]))
-            right = server_index.get(ident_of(patch_items[j]))
+            right = server_index.get(ident_of(named[j]))
             if left is not None and right is not None and left < right:
                 result.append(server_only[i])
                 i += 1
             else:
-                result.append(patch_items[j])
+                result.append(named[j])
                 j += 1
     return result
+
+
+def _first_index(idents: list[_Ident | None]) -> dict[_Ident | None, int]:
+    """First position of each identity; None (no identity) is left out, so never found."""
+    index: dict[_Ident | None, int] = {}
+    for n, ident in enumerate(idents):
+        if ident is not None:
+            index.setdefault(ident, n)
+    return index
+
+
+def _go_sort_stable(items: list[Any], less: Callable[[Any, Any], bool]) -> list[Any]:
+    """Go's sort.SliceStable (insertion sort of 20-element blocks, then SymMerge), copied step
+    for step: apimachinery's comparator is not a strict weak order when an element is missing
+    from the order list, and then the exact algorithm decides the result (insertion sort moves
+    such an element to the front, so a run of them comes out reversed)."""
+    data = list(items)
+
+    def lt(i: int, j: int) -> bool:
+        return less(data[i], data[j])
+
+    def swap(i: int, j: int) -> None:
+        data[i], data[j] = data[j], data[i]
+
+    def insertion_sort(a: int, b: int) -> None:
+        for i in range(a + 1, b):
+            j = i
+            while j > a and lt(j, j - 1):
+                swap(j, j - 1)
+                j -= 1
+
+    def swap_range(a: int, b: int, n: int) -> None:
+        for k in range(n):
+            swap(a + k, b + k)
+
+    def rotate(a: int, m: int, b: int) -> None:
+        i, j = m - a, b - m
+        while i != j:
+            if i > j:
+                swap_range(m - i, m, j)
+                i -= j
+            else:
+                swap_range(m - i, m + j - i, i)
+                j -= i
+        swap_range(m - i, m, i)
+
+    def sym_merge(a: int, m: int, b: int) -> None:
+        if m - a == 1:
+            i, j = m, b
+            while i < j:
+                h = (i + j) // 2
+                if lt(h, a):
+                    i = h + 1
+                else:
+                    j = h
+            for k in range(a, i - 1):
+                swap(k, k + 1)
+            return
+        if b - m == 1:
+            i, j = a, m
+            while i < j:
+                h = (i + j) // 2
+                if not lt(m, h):
+                    i = h + 1
+                else:
+                    j = h
+            for k in range(m, i, -1):
+                swap(k, k - 1)
+            return
+        mid = (a + b) // 2
+        n = mid + m
+        start, r = (n - b, mid) if m > mid else (a, m)
+        p = n - 1
+        while start < r:
+            c = (start + r) // 2
+            if not lt(p - c, c):
+                start = c + 1
+            else:
+                r = c
+        end = n - start
+        if start < m < end:
+            rotate(start, m, end)
+        if a < start < mid:
+            sym_merge(a, start, mid)
+        if mid < end < b:
+            sym_merge(mid, end, b)
+
+    n = len(data)
+    block = 20
+    a, b = 0, block
+    while b <= n:
+        insertion_sort(a, b)
+        a, b = b, b + block
+    insertion_sort(a, n)
+    while block < n:
+        a, b = 0, 2 * block
+        while b <= n:
+            sym_merge(a, a + block, b)
+            a, b = b, b + 2 * block
+        if a + block < n:
+            sym_merge(a, a + block, n)
+        block *= 2
+    return data

@@ -940,3 +940,62 @@ def test_kubectl_table_agrees(patch: dict[str, Any]) -> None:
     expected = _kubectl_smp(target, patch)
     assert expected is not None
     assert strategic_merge_patch(target, patch, "Deployment") == expected
+
+
+def _web(containers: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web", "tier": "fe"}},
+        "spec": {
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": n, "image": "img:0"} for n in containers]},
+            },
+        },
+    }
+
+
+def _containers_patch(elements: list[str], order: list[str] | None) -> dict[str, Any]:
+    """`-x` is `{"name": "x", "$patch": "delete"}`; order None leaves out $setElementOrder."""
+    pod_spec: dict[str, Any] = {
+        "containers": [
+            {"name": e[1:], "$patch": "delete"} if e.startswith("-") else {"name": e}
+            for e in elements
+        ]
+    }
+    if order is not None:
+        pod_spec["$setElementOrder/containers"] = [{"name": n} for n in order]
+    return {"metadata": {}, "spec": {"template": {"spec": pod_spec}}}
+
+
+@pytest.mark.parametrize(
+    ("server", "elements", "order", "expected"),
+    [
+        # Found by test_smp_agrees_with_kubectl. apimachinery orders by the live list as
+        # mergeSlice left it: deleting x shifted z left and y was appended into the freed slot,
+        # so it compares against [w, z, y] and z goes before y.
+        (["w", "x", "z"], ["y", "-x"], ["w", "y"], ["w", "z", "y"]),
+        (["w", "x", "z", "q", "r"], ["y", "-x"], ["w", "y"], ["w", "z", "q", "r", "y"]),
+        (["w", "x", "z", "r"], ["y", "q", "-x"], ["w", "y", "q"], ["w", "z", "r", "y", "q"]),
+        # nothing deleted: y lands past the live list, is not found there and goes first
+        (["w", "x", "z"], ["y"], ["w", "y"], ["w", "y", "x", "z"]),
+        (["w", "x", "z", "q"], ["y", "-x", "-w"], ["y"], ["z", "q", "y"]),
+        # an empty $setElementOrder is not validated, and its "server-only" sort puts elements
+        # missing from the live list first, one by one (Go's insertion sort): reversed
+        (["w", "x"], ["a", "b"], [], ["w", "x", "b", "a"]),
+        ([], ["a", "b", "c"], [], ["c", "b", "a"]),
+    ],
+)
+def test_set_element_order_uses_the_live_list_as_merged_in_place(
+    server: list[str], elements: list[str], order: list[str], expected: list[str]
+) -> None:
+    target = _web(server)
+    if not server:
+        del target["spec"]["template"]["spec"]["containers"]
+    patch = _containers_patch(elements, order)
+    result = strategic_merge_patch(target, patch, "Deployment")
+    assert [c["name"] for c in result["spec"]["template"]["spec"]["containers"]] == expected
+    if _KUBECTL is not None:
+        assert result == _kubectl_smp(target, patch)
