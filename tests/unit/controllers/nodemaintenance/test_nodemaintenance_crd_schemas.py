@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from nodeagent.cli import main
-from nodeagent.manifests import CRD_FILES, crd_documents, crd_stream, crd_texts
+from nodeagent.manifests import crd_documents, crd_stream
 from nodeagent.sim.resources import types_from_crd
 from nodeagent.sim.schema import admit_custom, validate_crd_schema
 
@@ -38,15 +38,6 @@ def rules(node: Any) -> list[dict[str, Any]]:
         for value in node:
             out.extend(rules(value))
     return out
-
-
-def test_packaging_copies_are_the_package_data() -> None:
-    for name, text in crd_texts():
-        packaged = ROOT / "packaging" / "kubernetes" / "crds" / name
-        assert packaged.read_text(encoding="utf-8") == text, f"{packaged} differs from {name}"
-    assert sorted(p.name for p in (ROOT / "packaging/kubernetes/crds").glob("*.yaml")) == sorted(
-        CRD_FILES
-    )
 
 
 @pytest.mark.parametrize("plural", ["nodemaintenances", "evictionrequests"])

@@ -1,0 +1,452 @@
+"""The Kubernetes manifests in packaging/kubernetes: they apply with real kubectl (`apply -k`) to
+the simulated cluster, the DaemonSet is wired to the agent's configuration, and the RBAC grants
+exactly the API calls the code makes: every call nodeagent/ makes is allowed to the part that
+makes it (node-local, controllers, leader election), and every grant is used by its part."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import tomllib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodeagent import config as agent_config
+from nodeagent.manifests import crd_stream
+from nodeagent.model.drainplan import DRAIN_ANNOTATION, DRAIN_SKIP, PodType, classify
+from nodeagent.sim.cluster import SimCluster
+from nodeagent.sim.resources import ResourceType
+from tests.conftest import Kubectl
+from tests.simutil import until
+
+ROOT = Path(__file__).resolve().parents[3]
+K8S = ROOT / "packaging" / "kubernetes"
+PACKAGE = ROOT / "nodeagent"
+NAMESPACE = "nodeagent-system"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+@functools.cache
+def manifests() -> list[dict[str, Any]]:
+    """Every document (parsed once; do not modify)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted(K8S.glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            out.extend(documents(path))
+    return out
+
+
+def one(kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in manifests() if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def daemonset() -> dict[str, Any]:
+    return one("DaemonSet", "nodeagent")
+
+
+def configmap_config() -> agent_config.Config:
+    text = one("ConfigMap", "nodeagent-config")["data"]["config.yaml"]
+    return agent_config.from_mapping(yaml.safe_load(text), "configmap config.yaml")
+
+
+# --- the files ---------------------------------------------------------------------------
+
+
+def test_crds_copy_is_current() -> None:
+    """crds.yaml is the generated copy of the CRDs (kustomize does not follow crds/ links)."""
+    lines = (K8S / "crds.yaml").read_text().splitlines(keepends=True)
+    header, body = lines[:3], "".join(lines[3:])
+    assert all(line.startswith("#") for line in header)
+    assert body == crd_stream(), (
+        "packaging/kubernetes/crds.yaml is stale; regenerate it with the command in its header"
+    )
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    listed = kustomization["resources"]
+    on_disk = sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert sorted(listed) == on_disk
+    assert len(listed) == len(set(listed))
+
+
+def test_everything_namespaced_is_in_our_namespace() -> None:
+    cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+    for doc in manifests():
+        if doc["kind"] in cluster_scoped:
+            assert "namespace" not in doc["metadata"], doc["metadata"]
+        else:
+            assert doc["metadata"].get("namespace") == NAMESPACE, doc["metadata"]
+    assert one("Namespace", NAMESPACE)
+
+
+# --- the DaemonSet and its configuration ---------------------------------------------------
+
+
+def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
+    cfg = configmap_config()
+    assert cfg.node_name is None  # from NODE_NAME
+    assert cfg.kube.kubeconfig is None  # in-cluster
+    assert cfg.shutdown.dbus_address == "unix:path=/run/dbus/system_bus_socket"
+    mounts = {m["mountPath"]: m for m in daemonset_container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in daemonset()["spec"]["template"]["spec"]["volumes"]}
+
+    def host_path(inside: Path) -> str:
+        """The host path a path inside the container lands on, via the mounts."""
+        for mount_path, m in mounts.items():
+            if inside == Path(mount_path) or Path(mount_path) in inside.parents:
+                hp = volumes[m["name"]].get("hostPath")
+                assert hp is not None, f"{inside} is not on a host path mount"
+                assert not m.get("readOnly"), f"{inside} must be writable"
+                return str(Path(hp["path"]) / inside.relative_to(mount_path))
+        raise AssertionError(f"{inside} is not mounted")
+
+    socket = Path(cfg.shutdown.dbus_address.removeprefix("unix:path="))
+    assert host_path(socket) == "/run/dbus/system_bus_socket"
+    assert host_path(cfg.shutdown.logind_dropin) == "/etc/systemd/logind.conf.d/zz-nodeagent.conf"
+    # the manifest directory and the stash beside it are one mount: rename(2) works between them
+    assert cfg.static_pods.manifest_dir is not None
+    manifest_dir = cfg.static_pods.manifest_dir
+    stash = manifest_dir.with_name(manifest_dir.name + ".nodeagent-stash")
+    assert host_path(manifest_dir) == "/etc/kubernetes/manifests"
+    owning = [p for p in mounts if Path(p) in manifest_dir.parents]
+    assert owning and all(Path(p) in stash.parents for p in owning)
+    # probes reach the metrics port the agent listens on, on the pod's IP
+    host, _, port = cfg.observability.listen.rpartition(":")
+    assert host in ("0.0.0.0", "")
+    ports = {p["name"]: p["containerPort"] for p in daemonset_container()["ports"]}
+    assert ports["metrics"] == int(port)
+
+
+def daemonset_container() -> dict[str, Any]:
+    (container,) = daemonset()["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_daemonset_runs_the_agent_as_designed() -> None:
+    ds = daemonset()
+    pod = ds["spec"]["template"]
+    spec = pod["spec"]
+    c = daemonset_container()
+    assert c["image"] == f"ghcr.io/nodeagent/nodeagent:{VERSION}"
+    assert pod["metadata"]["annotations"][DRAIN_ANNOTATION] == DRAIN_SKIP
+    assert spec["priorityClassName"] == "system-node-critical"
+    assert spec["serviceAccountName"] == one("ServiceAccount", "nodeagent")["metadata"]["name"]
+    assert {"operator": "Exists"} in spec["tolerations"]  # every taint
+    assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC")
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    sc = c["securityContext"]
+    assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+    assert sc["runAsUser"] == 0
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert set(sc["capabilities"]["add"]) <= {"CHOWN", "DAC_OVERRIDE", "FOWNER"}
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # the configuration file the image's ENTRYPOINT reads comes from the ConfigMap
+    (config_mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/nodeagent"]
+    (config_volume,) = [v for v in spec["volumes"] if v["name"] == config_mount["name"]]
+    assert config_volume["configMap"]["name"] == "nodeagent-config"
+    assert "config.yaml" in one("ConfigMap", "nodeagent-config")["data"]
+    assert (
+        'ENTRYPOINT ["nodeagent", "run", "--config", "/etc/nodeagent/config.yaml"]'
+        in (ROOT / "Dockerfile").read_text()
+    )
+
+
+def test_package_and_daemonset_agents_share_one_lease() -> None:
+    """Agents from the Debian package and from the DaemonSet elect one leader between them."""
+    deb = agent_config.load(ROOT / "packaging" / "debian" / "config.yaml", env={})
+    pod = configmap_config()
+    assert (deb.leader.namespace, deb.leader.lease_name) == (
+        pod.leader.namespace,
+        pod.leader.lease_name,
+    )
+    assert pod.leader.namespace == NAMESPACE
+    role = one("Role", "nodeagent-leader-election")
+    names = [n for r in role["rules"] for n in r.get("resourceNames", ())]
+    assert names == [pod.leader.lease_name]
+
+
+# --- RBAC against the code -------------------------------------------------------------------
+
+# KubeClient methods -> (RBAC verb, on the status subresource)
+CLIENT_METHODS = {
+    "get": ("get", False),
+    "list": ("list", False),
+    "watch": ("watch", False),
+    "create": ("create", False),
+    "replace": ("update", False),
+    "replace_status": ("update", True),
+    "patch": ("patch", False),
+    "patch_status": ("patch", True),
+    "delete": ("delete", False),
+}
+INFORMER_CALLS = {"Informer", "informer"}  # list + watch of their resource argument
+ROLE_OF_PART = {
+    "node": ("ClusterRole", "nodeagent-node"),
+    "controllers": ("ClusterRole", "nodeagent-controllers"),
+    "leader": ("Role", "nodeagent-leader-election"),
+}
+
+
+def parts_of(module: Path) -> tuple[str, ...] | None:
+    """Which parts of the agent run a module's API calls (DESIGN section 3); None: no client
+    code expected there."""
+    rel = module.relative_to(PACKAGE).as_posix()
+    if rel.startswith("node/") or rel == "app.py":
+        return ("node",)
+    if rel.startswith("controllers/"):
+        return ("controllers",)
+    if rel == "kube/leader.py":
+        return ("leader",)
+    if rel == "kube/events.py":  # both record Events
+        return ("node", "controllers")
+    return None
+
+
+def scanned_modules() -> Iterator[Path]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        # the simulated API server serves the API; client.py is the transport (and the pure
+        # model and resources.py only define things)
+        if rel.startswith(("sim/", "model/")) or rel in ("kube/client.py", "kube/resources.py"):
+            continue
+        yield path
+
+
+def resource_constants() -> dict[str, tuple[str, str]]:
+    """Module-level `NAME = Resource(group, version, plural, ...)` anywhere: NAME -> (group,
+    plural)."""
+    found: dict[str, tuple[str, str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "sim" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "Resource"
+            ):
+                args = [a.value for a in node.value.args if isinstance(a, ast.Constant)]
+                name = node.targets[0].id
+                assert found.get(name, (args[0], args[2])) == (args[0], args[2]), name
+                found[name] = (args[0], args[2])
+    return found
+
+
+@dataclass(frozen=True)
+class Use:
+    part: str
+    group: str
+    resource: str  # "pods", "pods/eviction", "evictionrequests/status", ...
+    verb: str
+    where: str
+
+
+def _callee(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    return None
+
+
+@functools.cache
+def api_uses() -> list[Use]:
+    """Every API call in nodeagent/ that names a resource constant, with the part making it.
+    A resource constant used any other way fails: teach this function what it means."""
+    constants = resource_constants()
+    uses: list[Use] = []
+    unknown: list[str] = []
+    for path in scanned_modules():
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        rel = path.relative_to(ROOT).as_posix()
+        found: list[tuple[str, str, str, str]] = []  # group, resource, verb, where
+        for node in ast.walk(tree):
+            where = f"{rel}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Call) and _callee(node) == "evict":
+                found.append(("", "pods/eviction", "create", where))
+            if not (isinstance(node, ast.Name) and node.id in constants):
+                continue
+            if not isinstance(node.ctx, ast.Load):
+                continue
+            group, plural = constants[node.id]
+            parent = parents.get(node)
+            callee = _callee(parent) if isinstance(parent, ast.Call) else None
+            if (
+                isinstance(parent, ast.Call)
+                and parent.args[:1] == [node]
+                and (callee in CLIENT_METHODS)
+            ):
+                verb, status = CLIENT_METHODS[callee]
+                found.append((group, plural + ("/status" if status else ""), verb, where))
+            elif isinstance(parent, ast.Call) and callee in INFORMER_CALLS and node in parent.args:
+                found += [(group, plural, "list", where), (group, plural, "watch", where)]
+            elif isinstance(parent, ast.Attribute):
+                pass  # reading .api_version, .kind, .path(): no request
+            else:
+                unknown.append(f"{where}: {node.id} used as {type(parent).__name__}")
+        if not found:
+            continue
+        parts = parts_of(path)
+        if parts is None:
+            unknown += [f"{w}: API call in a module of no known part" for *_, w in found]
+            continue
+        uses += [Use(p, g, r, v, w) for g, r, v, w in found for p in parts]
+    assert not unknown, "\n".join(unknown)
+    return uses
+
+
+def rbac_rules(kind: str, name: str) -> list[dict[str, Any]]:
+    return one(kind, name)["rules"]  # type: ignore[no-any-return]
+
+
+def allows(rules: Iterable[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
+    return any(
+        group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules
+    )
+
+
+def test_rbac_has_no_wildcards_and_bindings_point_at_our_account() -> None:
+    for doc in manifests():
+        if doc["kind"] in ("ClusterRole", "Role"):
+            for rule in doc["rules"]:
+                for key in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule[key], (doc["metadata"]["name"], rule)
+        if doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            assert one(doc["roleRef"]["kind"], doc["roleRef"]["name"])
+            assert doc["subjects"] == [
+                {"kind": "ServiceAccount", "name": "nodeagent", "namespace": NAMESPACE}
+            ]
+    bound = {
+        (d["roleRef"]["kind"], d["roleRef"]["name"])
+        for d in manifests()
+        if d["kind"].endswith("RoleBinding")
+    }
+    assert bound == set(ROLE_OF_PART.values())
+    # the leader-election Role is where the Lease lives, nowhere else
+    assert one("Role", "nodeagent-leader-election")["metadata"]["namespace"] == NAMESPACE
+
+
+def test_the_scan_sees_the_agents_api_calls() -> None:
+    """Guards the scan itself: calls that certainly exist are found, in the right part."""
+    uses = {(u.part, u.group, u.resource, u.verb) for u in api_uses()}
+    assert ("node", "nodeagent.io", "nodemaintenances", "create") in uses  # shutdown flow
+    assert ("node", "scheduling.k8s.io", "priorityclasses", "watch") in uses  # informer
+    assert ("controllers", "", "pods/eviction", "create") in uses  # imperative eviction
+    assert ("leader", "coordination.k8s.io", "leases", "update") in uses
+    assert ("node", "", "events", "create") in uses
+    assert ("controllers", "", "events", "create") in uses
+
+
+def test_every_api_call_is_allowed_to_its_part() -> None:
+    missing = [
+        f"{u.where}: {ROLE_OF_PART[u.part][1]} lacks {u.verb} on "
+        f"{u.resource}{'.' + u.group if u.group else ''}"
+        for u in api_uses()
+        if not allows(rbac_rules(*ROLE_OF_PART[u.part]), u.group, u.resource, u.verb)
+    ]
+    assert not missing, "\n".join(sorted(set(missing)))
+
+
+def test_every_grant_is_used_by_its_part() -> None:
+    """Least privilege: nothing is granted that the part's code does not call. `get` goes with
+    `list`/`watch` (it reveals nothing a list does not)."""
+    uses = api_uses()
+    unused = []
+    for part, (kind, name) in ROLE_OF_PART.items():
+        used = {(u.group, u.resource, u.verb) for u in uses if u.part == part}
+        read = {(g, r) for g, r, v in used if v in ("list", "watch")}
+        for rule in rbac_rules(kind, name):
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        if (group, resource, verb) in used:
+                            continue
+                        if verb == "get" and (group, resource) in read:
+                            continue
+                        unused.append(f"{name}: {verb} on {resource} ({group or 'core'})")
+    assert not unused, "granted but never called:\n" + "\n".join(unused)
+
+
+# --- applied with real kubectl -------------------------------------------------------------
+
+# The simulated API server does not serve RBAC; register the types (storage only, like an API
+# server without the RBAC authorizer) so that kubectl can apply the whole kustomization.
+RBAC_TYPES = (
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False
+    ),
+    ResourceType(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        False,
+    ),
+)
+
+
+@pytest.fixture
+def with_rbac(sim: SimCluster) -> SimCluster:
+    for rt in RBAC_TYPES:
+        sim.store.register(rt)
+    return sim
+
+
+async def test_kubectl_apply_k_installs_everything(with_rbac: SimCluster, kubectl: Kubectl) -> None:
+    sim = with_rbac
+    out = await kubectl.ok("apply", "-k", str(K8S))
+    expected = {(d["kind"], d["metadata"]["name"]) for d in manifests()}
+    assert out.count(" created") == len(expected), out
+
+    store = sim.store
+    for kind, name in expected:
+        rt = next(t for t in store.types.values() if t.kind == kind)
+        ns = NAMESPACE if rt.namespaced else None
+        assert store.find(rt, ns, name) is not None, (kind, name)
+    # the CRDs are served: NodeMaintenances can be listed right away
+    await kubectl.ok("get", "nodemaintenances")
+    await kubectl.ok("get", "evictionrequests", "-A")
+
+    # the simulated DaemonSet controller runs one agent pod per node, and the drain plan
+    # never targets them
+    pods_rt = store.resource("", "v1", "pods")
+
+    def agent_pods() -> list[dict[str, Any]]:
+        return [
+            p
+            for p in store.list(pods_rt, NAMESPACE)
+            if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "nodeagent"
+        ]
+
+    await until(sim, lambda: len(agent_pods()) == len(sim.node_names))
+    assert sorted(p["spec"]["nodeName"] for p in agent_pods()) == sorted(sim.node_names)
+    for pod in agent_pods():
+        cls = classify(pod)
+        assert cls.skip and cls.pod_type is PodType.DAEMONSET, pod["metadata"]
+
+    # applying again changes nothing
+    again = await kubectl.ok("apply", "-k", str(K8S))
+    assert again.count(" unchanged") == len(expected), again
