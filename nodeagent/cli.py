@@ -12,7 +12,6 @@ from pathlib import Path
 
 from nodeagent.manifests import crd_stream
 from nodeagent.node.staticpods.restore import restore_command
-from nodeagent.sim.cluster import SimCluster, serve
 
 
 def _node_dir(value: str) -> tuple[str, Path]:
@@ -135,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             err=sys.stderr,
         )
     if args.command == "sim" and args.sim_command == "serve":
+        # the simulated cluster is ~6 MiB of modules that `nodeagent run` must not carry
+        from nodeagent.sim.cluster import SimCluster, serve
+
         if args.nodes < 1:
             print("nodeagent: --nodes must be at least 1", file=sys.stderr)
             return 2

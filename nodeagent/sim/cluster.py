@@ -15,7 +15,7 @@ from aiohttp import web
 
 from nodeagent.sim import admission
 from nodeagent.sim.actors import build_actors
-from nodeagent.sim.actors.kubelet import Kubelet
+from nodeagent.sim.actors.kubelet import Kubelet, KubeletRouter
 from nodeagent.sim.faults import Faults, Stats
 from nodeagent.sim.server import DEFAULT_BOOKMARK_INTERVAL, ApiServer
 from nodeagent.sim.store import Store
@@ -46,7 +46,10 @@ class SimCluster:
         unknown = set(dirs) - set(self.node_names)
         if unknown:
             raise ValueError(f"--static-pod-dir names unknown nodes: {', '.join(sorted(unknown))}")
-        self.kubelets = {n: Kubelet(self.store, n, dirs.get(n)) for n in self.node_names}
+        self.router = KubeletRouter(self.store)
+        self.kubelets = {
+            n: Kubelet(self.store, n, dirs.get(n), self.router) for n in self.node_names
+        }
         self.actors = build_actors(self.store)
         self.host, self.port = host, port
         self.kubeconfig = kubeconfig
@@ -59,7 +62,7 @@ class SimCluster:
 
     def add_node(self, name: str, static_pod_dir: Path | None = None) -> Kubelet:
         """A further node (its kubelet starts at once when the cluster runs)."""
-        kubelet = Kubelet(self.store, name, static_pod_dir)
+        kubelet = Kubelet(self.store, name, static_pod_dir, self.router)
         self.kubelets[name] = kubelet
         self.node_names.append(name)
         if self._runner is not None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import logging
 import random
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +86,7 @@ SUBRESOURCE_KIND = {
     "scale": ("autoscaling", "v1", "Scale"),
 }
 DEFAULT_BOOKMARK_INTERVAL = 5.0
+_SNAPSHOTS = 16  # paged lists in progress that are served from a snapshot
 
 
 @dataclass
@@ -106,6 +109,11 @@ class ApiServer:
         self.faults = faults or Faults()
         self.stats = stats or Stats()
         self.bookmark_interval = bookmark_interval
+        # paged lists: the full result of each recent first page, so that the next pages are
+        # slices of it (a consistent snapshot, as the real server serves them from etcd at the
+        # first page's revision) instead of listing and sorting everything again per page
+        self._snapshots: OrderedDict[int, tuple[str, list[Obj]]] = OrderedDict()
+        self._snapshot_ids = itertools.count(1)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024**2)
@@ -395,22 +403,48 @@ class ApiServer:
 
     def _list(self, request: web.Request, t: Target) -> web.StreamResponse:
         labels, fields = self._selectors(request, t.rt)
-        items = self.store.list(t.rt, t.namespace, labels, fields)
         meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
         token = request.query.get("continue")
+        snapshot_id: int | None = None
         if token:
             try:
-                after = tuple(json.loads(base64.b64decode(token)))
-            except ValueError as e:
+                # [snapshot id, offset, sort key of the last item sent]; older tokens: the key
+                decoded = json.loads(base64.b64decode(token))
+                if len(decoded) == 3:
+                    snapshot_id, offset, after = int(decoded[0]), int(decoded[1]), decoded[2]
+                else:
+                    offset, after = 0, decoded
+                after = tuple(after)
+            except (ValueError, TypeError) as e:
                 raise ApiError(400, "invalid continue token") from e
-            items = [o for o in items if _sort_key(o) > after]
+            snapshot = self._snapshots.get(snapshot_id) if snapshot_id is not None else None
+            if snapshot is not None:
+                meta["resourceVersion"], everything = snapshot
+                items = everything[offset:]
+            else:  # gone from the cache: the current state after the last key sent
+                snapshot_id = None
+                items = [
+                    o
+                    for o in self.store.list(t.rt, t.namespace, labels, fields)
+                    if _sort_key(o) > after
+                ]
+                offset = 0
+        else:
+            items = self.store.list(t.rt, t.namespace, labels, fields)
+            offset = 0
         limit = int(request.query.get("limit") or 0)
         if limit and len(items) > limit:
+            if snapshot_id is None:
+                snapshot_id = next(self._snapshot_ids)
+                self._snapshots[snapshot_id] = (meta["resourceVersion"], items)
+                while len(self._snapshots) > _SNAPSHOTS:
+                    self._snapshots.popitem(last=False)
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
-            meta["continue"] = base64.b64encode(
-                json.dumps(list(_sort_key(items[-1]))).encode()
-            ).decode()
+            next_token = [snapshot_id, offset + limit, list(_sort_key(items[-1]))]
+            meta["continue"] = base64.b64encode(json.dumps(next_token).encode()).decode()
+        elif snapshot_id is not None:
+            self._snapshots.pop(snapshot_id, None)  # the last page: done with it
         if _wants_table(request):
             out = table(
                 t.rt,

@@ -3,6 +3,7 @@ EvictionRequest, including the ``imperative-eviction.k8s.io`` interceptor's Evic
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -19,10 +20,11 @@ from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.runtime import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
 from nodeagent.kube.store import key_of, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.observability.metrics import EvictionRequestMetrics
 
 __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", "refusal_detail"]
@@ -114,9 +116,10 @@ class EvictionRequestController(Controller):
     ) -> None:
         self.requests = informers.informer(EVICTIONREQUESTS)
         self.pods = informers.informer(PODS)
+        self.budgets = informers.informer(PDBS)
         super().__init__(
             name,
-            informers=[self.requests, self.pods],
+            informers=[self.requests, self.pods, self.budgets],
             workers=workers,
             rate_limiter=rate_limiter,
             metrics=queue_metrics,
@@ -129,13 +132,53 @@ class EvictionRequestController(Controller):
         self._imperative: dict[str, tuple[str, ImperativeState]] = {}
         # key -> (request UID, interceptor, when it got its turn), as last written
         self._activations: dict[str, tuple[str, str, datetime]] = {}
+        # keys of requests whose target pod (that UID) the pod informer saw deleted
+        self._pod_deleted: set[str] = set()
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
+        self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
+        self.budgets.add_handler(self._on_budget, lambda _, new: self._on_budget(new))
+
+    def _on_pod_deleted(self, pod: Obj) -> None:
+        key = _pod_key(pod)
+        if key is not None and key in self.requests.store:
+            self._pod_deleted.add(key)
 
     def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
         # A request is named after its pod's UID, so the key follows from the pod.
         key = _pod_key(pod)
         return [key] if key is not None and key in self.requests.store else []
+
+    def _on_budget(self, pdb: Obj) -> None:
+        """A PodDisruptionBudget allows disruptions again: retry that many of the evictions it
+        refused now rather than when their backoff runs out (kubectl drain polls every 5 s; the
+        backoff doubles up to 15 minutes). Those waiting longest go first; one refused again
+        falls back to its backoff until the budget's next change."""
+        allowed = (pdb.get("status") or {}).get("disruptionsAllowed")
+        if not isinstance(allowed, int) or allowed <= 0 or not self._imperative:
+            return
+        md = pdb.get("metadata") or {}
+        try:
+            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
+        except SelectorError:
+            return
+        waiting: list[tuple[int, str]] = []
+        for key, (_, state) in self._imperative.items():
+            if state.evicted or state.next_attempt is None:
+                continue
+            namespace, _ = split_key(key)
+            if namespace != md.get("namespace"):
+                continue
+            request = self.requests.store.get(key)
+            target = ((request or {}).get("spec") or {}).get("target") or {}
+            pod = self.pods.store.get(f"{namespace}/{(target.get('pod') or {}).get('name')}")
+            labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
+            if pod is not None and selector.matches(labels):
+                waiting.append((-state.retries, key))
+        for _, key in sorted(waiting)[:allowed]:
+            uid, state = self._imperative[key]
+            self._imperative[key] = (uid, dataclasses.replace(state, next_attempt=None))
+            self.enqueue(key)
 
     # -- reconcile ----------------------------------------------------------------------------
 
@@ -182,11 +225,12 @@ class EvictionRequestController(Controller):
             return None
         pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
         matches = pod is not None and (pod.get("metadata") or {}).get("uid") == view.target_uid
-        if matches or view.finished:
+        seen_deleted = f"{view.namespace}/{view.target_uid}" in self._pod_deleted
+        if matches or view.finished or seen_deleted:
             return pod
         # About to decide that the pod is missing or gone, for good (Canceled or Evicted). The
         # pod informer may lag behind the request's (a pod created just before its request),
-        # so ask the API server first.
+        # so ask the API server first, unless the informer saw that very pod deleted.
         try:
             return await self._client.get(PODS, view.target_name, view.namespace)
         except NotFound:
@@ -282,6 +326,7 @@ class EvictionRequestController(Controller):
         )
 
     def _forget(self, key: str) -> None:
+        self._pod_deleted.discard(key)
         self._imperative.pop(key, None)
         self._activations.pop(key, None)
         if self._metrics is not None:

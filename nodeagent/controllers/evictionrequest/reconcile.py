@@ -383,7 +383,8 @@ def _imperative(
         if update is not None:
             b.set_entry(update)
 
-    why_not = _not_evictable(pod)
+    # A pod we evicted is terminating now: keep saying so (one status write less per pod)
+    why_not = None if state.evicted and outcome is None else _not_evictable(pod)
     if why_not is not None:
         report(why_not)
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -54,6 +55,21 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# A decision reads every pod of every node involved: with thousands of pods it takes
+# milliseconds, and during a drain the events that ask for the next one arrive faster than
+# that. A maintenance is decided again at the earliest PACING times as long after its last
+# decision as that decision took, so deciding never takes more than about a quarter of the CPU
+# and the EvictionRequest controller, which does the evicting, keeps the rest. (Small
+# maintenances decide in a millisecond and are not slowed down noticeably.)
+PACING = 3.0
+# Progress alone (the pod counters, the "N pods left" message) is written at most this often;
+# anything else (drainTargets, Drained, messages) at once.
+PROGRESS_INTERVAL = 1.0
+# An EvictionRequest we created or deleted, whose informer event has not come back yet, is not
+# created or deleted again by decisions taken meanwhile on the older cache (they would only get
+# AlreadyExists or NotFound), for at most this long.
+EXPECTATION_TIMEOUT = 30.0
 
 
 class NodeMaintenanceClient(Protocol):
@@ -132,6 +148,35 @@ def _pod_signature(pod: Obj) -> tuple[object, ...]:
             if isinstance(r, Mapping)
         ),
     )
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _without_progress(status: Mapping[str, Any]) -> dict[str, Any]:
+    """`status` minus what changes with every pod that leaves: the pod counters and the
+    message of a Drained condition that is not True yet ("N pods left ...")."""
+    out = dict(status)
+    out["nodeStatuses"] = [
+        {k: v for k, v in ns.items() if k not in ("podsPendingEvacuation", "podsEvacuating")}
+        for ns in status.get("nodeStatuses") or ()
+        if isinstance(ns, Mapping)
+    ]
+    out["conditions"] = [
+        {
+            k: v
+            for k, v in c.items()
+            if not (k == "message" and c.get("type") == "Drained" and c.get("status") != "True")
+        }
+        for c in status.get("conditions") or ()
+        if isinstance(c, Mapping)
+    ]
+    return out
+
+
+def _progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    return bool(old) and _without_progress(old) == _without_progress(new)
 
 
 def _node_signature(node: Obj) -> tuple[object, ...]:
@@ -231,12 +276,17 @@ class NodeMaintenanceController(Controller):
         self._clock = clock
         self._writes = max(1, max_concurrent_writes)
         self._members = _Membership()
+        self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
+        self._progress_written: dict[str, float] = {}  # maintenance -> loop time
+        self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
+        self._deleted: dict[str, float] = {}  # uid of a request -> loop time
         self._maintenances.add_handler(
             self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
         )
         self._nodes.add_handler(self._on_node, self._on_node_update, self._on_node_delete)
         self._pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod)
         self._requests.add_handler(self._on_request, self._on_request_update, self._on_request)
+        self._requests.add_handler(self._request_seen, None, self._request_gone)
 
     # -- event handlers: keep the membership index, enqueue what is affected ---------------------
 
@@ -309,6 +359,24 @@ class NodeMaintenanceController(Controller):
         ).get("conditions"):
             self._on_request(new)
 
+    def _request_seen(self, er: Obj) -> None:
+        self._created.pop(key_of(er), None)
+
+    def _request_gone(self, er: Obj) -> None:
+        self._created.pop(key_of(er), None)
+        self._deleted.pop(str(_meta(er).get("uid")), None)
+
+    def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
+        """Seconds left of the expectation on `key`, or None."""
+        since = expectations.get(key)
+        if since is None:
+            return None
+        left = since + EXPECTATION_TIMEOUT - asyncio.get_running_loop().time()
+        if left <= 0:
+            del expectations[key]
+            return None
+        return left
+
     # -- reconcile ---------------------------------------------------------------------------------
 
     def inputs(self, key: str) -> Inputs | None:
@@ -338,11 +406,33 @@ class NodeMaintenanceController(Controller):
             now=self._clock(),
         )
 
+    def enqueue(self, key: str) -> None:
+        not_before = self._not_before.get(key)
+        if not_before is not None:
+            delay = not_before - asyncio.get_running_loop().time()
+            if delay > 0:
+                self.queue.add_after(key, delay)
+                return
+        self.queue.add(key)
+
     async def reconcile(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         inputs = self.inputs(key)
         if inputs is None:
+            self._not_before.pop(key, None)
+            self._progress_written.pop(key, None)
             return
         actions = decide(inputs)
+        now = loop.time()
+        self._not_before[key] = now + (now - started) * PACING
+        if actions.status is not None and _progress_only(
+            _map(inputs.maintenance.get("status")), actions.status
+        ):
+            written = self._progress_written.get(key)
+            if written is not None and now - written < PROGRESS_INTERVAL:
+                actions = dataclasses.replace(actions, status=None)
+                self.enqueue_after(key, written + PROGRESS_INTERVAL - now)
         if not actions.idle:
             await self._apply(inputs.maintenance, actions)
 
@@ -365,6 +455,7 @@ class NodeMaintenanceController(Controller):
         if a.cordon:
             log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
         if a.status is not None:
+            self._progress_written[name] = asyncio.get_running_loop().time()
             current = await self._client.patch_status(
                 NODEMAINTENANCES,
                 name,
@@ -375,8 +466,8 @@ class NodeMaintenanceController(Controller):
             )
         await self._each(a.neighbours, self._write_neighbour)
         await self._record(current, a.events)
-        await self._each(a.delete_evictions, self._delete_request)
-        await self._each(a.create_evictions, self._create_request)
+        await self._each(a.delete_evictions, lambda d: self._delete_request(name, d))
+        await self._each(a.create_evictions, lambda c: self._create_request(name, c))
         await self._each(a.requester_patches, self._patch_requesters)
         if a.create_evictions:
             log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
@@ -431,17 +522,29 @@ class NodeMaintenanceController(Controller):
         with contextlib.suppress(NotFound):  # a node that is gone needs no (un)cordon
             await self._client.patch(NODES, p.node, p.to_patch())
 
-    async def _create_request(self, c: EvictionRequestCreate) -> None:
+    async def _create_request(self, maintenance: str, c: EvictionRequestCreate) -> None:
+        key = f"{c.namespace}/{_meta(c.body).get('name')}"
+        left = self._expecting(self._created, key)
+        if left is not None:
+            self.enqueue_after(maintenance, left)  # should its event never come
+            return
         # AlreadyExists: our cache lags, or another requester was first; the informer event
         # for the existing request brings us back to add the requester if it is missing.
         with contextlib.suppress(AlreadyExists):
             await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
+        if key not in self._requests.store:
+            self._created[key] = asyncio.get_running_loop().time()
 
     async def _patch_requesters(self, p: RequesterPatch) -> None:
         with contextlib.suppress(NotFound):
             await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
 
-    async def _delete_request(self, d: EvictionRequestDelete) -> None:
+    async def _delete_request(self, maintenance: str, d: EvictionRequestDelete) -> None:
+        if d.uid:
+            left = self._expecting(self._deleted, d.uid)
+            if left is not None:
+                self.enqueue_after(maintenance, left)
+                return
         with contextlib.suppress(NotFound):
             await self._client.delete(
                 EVICTIONREQUESTS,
@@ -450,3 +553,6 @@ class NodeMaintenanceController(Controller):
                 uid=d.uid or None,
                 resource_version=d.resource_version or None,
             )
+        cached = self._requests.store.get(f"{d.namespace}/{d.name}")
+        if d.uid and cached is not None and _meta(cached).get("uid") == d.uid:
+            self._deleted[d.uid] = asyncio.get_running_loop().time()

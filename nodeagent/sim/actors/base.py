@@ -115,8 +115,15 @@ class Controller(Generic[K]):
                 "%s failed to handle a %s of %s", type(self).__name__, change[0], change[1]
             )
 
-    async def run(self) -> None:
+    def subscribe(self) -> None:
+        """Start receiving the store's changes (in `_listen`)."""
         self.store.listeners.append(self._listen)
+
+    def unsubscribe(self) -> None:
+        self.store.listeners.remove(self._listen)
+
+    async def run(self) -> None:
+        self.subscribe()
         try:
             for key in self.initial_keys():
                 self.queue.add(key)
@@ -124,7 +131,7 @@ class Controller(Generic[K]):
                 key = await self.queue.get()
                 self.process(key)
         finally:
-            self.store.listeners.remove(self._listen)
+            self.unsubscribe()
             self.queue.close()
 
     def process(self, key: K) -> None:

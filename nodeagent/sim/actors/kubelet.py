@@ -66,11 +66,68 @@ def exit_seconds(pod: Obj) -> float:
         return 0.0
 
 
+class KubeletRouter:
+    """One store listener for all the kubelets of a cluster, handing each change only to the
+    kubelets it can concern: a pod's change to the kubelet of its node (and to the kubelets
+    with a static pod directory, which also look at pods by manifest name), a node's change to
+    that node's kubelet. With a listener per kubelet, every change made N calls with N nodes."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pods_key = store.resource("", "v1", "pods").key
+        self._nodes_key = store.resource("", "v1", "nodes").key
+        self._by_node: dict[str, list[Kubelet]] = {}
+        self._static: list[Kubelet] = []  # see every pod change
+        self._count = 0
+
+    def add(self, kubelet: Kubelet) -> None:
+        if self._count == 0:
+            self.store.listeners.append(self._route)
+        self._count += 1
+        if kubelet.static_pod_dir is not None:
+            self._static.append(kubelet)
+        else:
+            self._by_node.setdefault(kubelet.node_name, []).append(kubelet)
+
+    def remove(self, kubelet: Kubelet) -> None:
+        if kubelet.static_pod_dir is not None:
+            self._static.remove(kubelet)
+        else:
+            self._by_node[kubelet.node_name].remove(kubelet)
+        self._count -= 1
+        if self._count == 0:
+            self.store.listeners.remove(self._route)
+
+    def _route(self, change: Change) -> None:
+        _, rkey, _, new = change
+        if rkey == self._pods_key:
+            # spec.nodeName never changes once set, so the new object tells
+            node = (new.get("spec") or {}).get("nodeName")
+            for kubelet in self._by_node.get(node, ()) if node else ():
+                kubelet._listen(change)
+            for kubelet in self._static:
+                kubelet._listen(change)
+        elif rkey == self._nodes_key:
+            for kubelet in self._by_node.get(new["metadata"]["name"], ()):
+                kubelet._listen(change)
+            for kubelet in self._static:
+                kubelet._listen(change)
+
+
 class Kubelet(Controller[Key]):
-    def __init__(self, store: Store, node_name: str, static_pod_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        node_name: str,
+        static_pod_dir: Path | None = None,
+        router: KubeletRouter | None = None,
+    ) -> None:
+        """`router`: receive the store's changes through it (shared by a cluster's kubelets)
+        instead of through a store listener of its own."""
         super().__init__(store)
         self.node_name = node_name
         self.static_pod_dir = static_pod_dir
+        self.router = router
         self.pods = store.resource("", "v1", "pods")
         self.nodes = store.resource("", "v1", "nodes")
         self._pods_key, self._nodes_key = self.pods.key, self.nodes.key
@@ -214,8 +271,21 @@ class Kubelet(Controller[Key]):
             if old.get(key) != manifests.get(key):
                 self.queue.add(key)
 
+    def subscribe(self) -> None:
+        if self.router is None:
+            super().subscribe()
+        else:
+            self.router.add(self)
+
+    def unsubscribe(self) -> None:
+        if self.router is None:
+            super().unsubscribe()
+        else:
+            self.router.remove(self)
+
     def on_change(self, change: Change) -> None:
-        # every kubelet sees every change: keep the common case (another node's pod) cheap
+        # without a router every kubelet sees every change: keep the common case (another
+        # node's pod) cheap
         kind, rkey, _, new = change
         if rkey == self._pods_key:
             # spec.nodeName never changes once set, so the new object tells
