@@ -19,11 +19,21 @@ from typing import Any, Literal, Protocol
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.resources import EVENTS, Obj, Resource, format_time
 
-__all__ = ["EventClient", "EventRecorder", "EventType"]
+__all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
 
 log = logging.getLogger(__name__)
 
 EventType = Literal["Normal", "Warning"]
+
+
+class EventSink(Protocol):
+    """What controllers need of `EventRecorder`: best effort, never raises."""
+
+    async def record(
+        self, obj: Mapping[str, Any], type: EventType, reason: str, message: str
+    ) -> None: ...
+
+
 _MAX_MESSAGE = 1024  # what events.k8s.io/v1 allows; kubectl truncates longer ones anyway
 _MAX_NAME = 253
 

@@ -122,3 +122,8 @@ def parse_time(value: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
+
+
+def utcnow() -> datetime:
+    """The clock controllers take by default (injected, so tests can move it)."""
+    return datetime.now(UTC)

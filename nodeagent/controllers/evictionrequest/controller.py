@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from nodeagent.controllers.evictionrequest.reconcile import (
-    EventType,
     EvictionOutcome,
     ImperativeState,
     Plan,
@@ -18,9 +17,10 @@ from nodeagent.controllers.evictionrequest.reconcile import (
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube import events
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource, utcnow
 from nodeagent.kube.store import key_of, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors import EvictionRequestView
@@ -32,10 +32,6 @@ __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class EvictionClient(Protocol):
@@ -69,14 +65,7 @@ class EvictionClient(Protocol):
     ) -> Obj: ...
 
 
-class EventSink(Protocol):
-    """`nodeagent.kube.events.EventRecorder`, or anything that records Events like it."""
-
-    async def record(
-        self, obj: Mapping[str, Any], type: EventType, reason: str, message: str
-    ) -> None:
-        """Best effort: never raises."""
-        ...
+EventSink = events.EventSink
 
 
 def refusal_detail(exc: KubeError) -> str:
@@ -109,7 +98,7 @@ class EvictionRequestController(Controller):
         metrics: EvictionRequestMetrics | None = None,
         queue_metrics: WorkQueueMetrics | None = None,
         events: EventSink | None = None,
-        clock: Clock = _utcnow,
+        clock: Clock = utcnow,
         workers: int = 4,
         rate_limiter: RateLimiter | None = None,
         name: str = "evictionrequests",

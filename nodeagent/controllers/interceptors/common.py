@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from nodeagent.kube.errors import Conflict, NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource, utcnow
 from nodeagent.kube.store import Store
 from nodeagent.model.interceptors import (
     EvictionRequestView,
@@ -35,10 +35,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class InterceptorClient(Protocol):

@@ -39,7 +39,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 )
 from nodeagent.controllers.runtime import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
-from nodeagent.kube.events import EventType
+from nodeagent.kube.events import EventSink, EventType
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj, Resource
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
@@ -106,12 +106,7 @@ class NodeMaintenanceClient(Protocol):
     ) -> Obj: ...
 
 
-class Recorder(Protocol):
-    """`EventRecorder.record`: best effort, never raises."""
-
-    async def record(
-        self, obj: Mapping[str, Any], type: EventType, reason: str, message: str
-    ) -> None: ...
+Recorder = EventSink
 
 
 def pod_node_index(pod: Obj) -> list[str]:
