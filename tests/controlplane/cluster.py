@@ -1,0 +1,294 @@
+"""Start and stop a real control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and kwok, built from upstream (see build.py).
+
+Everything lives under one directory: certificates, kubeconfigs, etcd's data, one log per
+component, and `state.json` with the process ids and the API server's URL, so `down` finds what
+`up` started even from another process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.controlplane.build import Binaries, ensure_built
+from tests.controlplane.nodes import KWOK_ANNOTATION, create_nodes, wait_settled
+from tests.controlplane.pki import Pair, Pki
+
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
+# the alpha APIs and gates of 1.37 that nodeagent's later work needs, where 1.37 has them
+FEATURE_GATES = ("EvictionRequestAPI=true",)
+RUNTIME_CONFIG = ("lifecycle.k8s.io/v1alpha1=true",)
+START_TIMEOUT = 60.0
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+@dataclass
+class State:
+    server: str
+    kubernetes_version: str
+    pids: dict[str, int]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str], name: str) -> Path:
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "nodeagent-test", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
+        "users": [{"name": name, "user": user}],
+        "contexts": [
+            {
+                "name": name,
+                "context": {"cluster": "nodeagent-test", "user": name, "namespace": "default"},
+            }
+        ],
+        "current-context": name,
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def cert_user(pair: Pair) -> dict[str, str]:
+    return {"client-certificate": str(pair.cert), "client-key": str(pair.key)}
+
+
+class ControlPlane:
+    def __init__(self, dir: Path) -> None:
+        self.dir = dir.resolve()
+        self.logs = self.dir / "logs"
+        self.state_file = self.dir / "state.json"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    def state(self) -> State | None:
+        if not self.state_file.exists():
+            return None
+        return State(**json.loads(self.state_file.read_text()))
+
+    # --- up ------------------------------------------------------------------------------------
+
+    def up(
+        self,
+        nodes: int = 3,
+        binaries: Binaries | None = None,
+        etcd_url: str | None = None,
+        etcd_prefix: str = "/registry",
+    ) -> State:
+        """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
+        starting one, so tests can have fresh API servers on one etcd."""
+        if self.state() is not None:
+            raise ClusterError(f"{self.dir} already has a running control plane; run down first")
+        bins = binaries or ensure_built()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
+        pki = Pki(self.dir / "pki")
+        admin = pki.client("admin", "nodeagent-admin", "system:masters")
+        api_port = free_port()
+        server = f"https://127.0.0.1:{api_port}"
+        state = State(server, bins.kubernetes_version, {})
+        kubeconfig(self.kubeconfig, server, pki.ca, cert_user(admin), "nodeagent-admin")
+        try:
+            if etcd_url is None:
+                etcd_url = self.start_etcd(state, bins)
+            self._start(state, "kube-apiserver", [
+                str(bins.path("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                f"--etcd-prefix={etcd_prefix}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={self.dir / 'pki'}",
+                f"--tls-cert-file={pki.serving.cert}",
+                f"--tls-private-key-file={pki.serving.key}",
+                f"--client-ca-file={pki.ca}",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--allow-privileged=true",
+                "--feature-gates=" + ",".join(FEATURE_GATES),
+                "--runtime-config=" + ",".join(RUNTIME_CONFIG),
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+                "--v=1",
+            ])
+            self._wait_ready(server, pki, admin, "/readyz")
+            kcm = pki.client("kube-controller-manager", "system:kube-controller-manager")
+            self._start(state, "kube-controller-manager", [
+                str(bins.path("kube-controller-manager")),
+                "--kubeconfig="
+                + str(kubeconfig(self.dir / "kcm.kubeconfig", server, pki.ca, cert_user(kcm), "kcm")),
+                "--controllers=*,-nodeipam,-ttl,-bootstrapsigner,-tokencleaner",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki.sa_key}",
+                f"--root-ca-file={pki.ca}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--concurrent-gc-syncs=5",
+                "--v=1",
+            ])
+            sched = pki.client("kube-scheduler", "system:kube-scheduler")
+            self._start(state, "kube-scheduler", [
+                str(bins.path("kube-scheduler")),
+                "--kubeconfig="
+                + str(
+                    kubeconfig(
+                        self.dir / "scheduler.kubeconfig", server, pki.ca, cert_user(sched), "sched"
+                    )
+                ),
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--v=1",
+            ])
+            self._start(state, "kwok", [
+                str(bins.path("kwok")),
+                f"--kubeconfig={self.kubeconfig}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                "--node-lease-duration-seconds=40",
+                f"--config={STAGES}",
+                f"--server-address=127.0.0.1:{free_port()}",
+                "--v=INFO",
+            ])
+            self.state_file.write_text(json.dumps(asdict(state), indent=1))
+            create_nodes(self.kubeconfig, nodes)
+            wait_settled(self.kubeconfig, nodes, START_TIMEOUT)
+        except BaseException:
+            self._stop(state)
+            raise
+        return state
+
+    def start_etcd(self, state: State, bins: Binaries) -> str:
+        client, peer = free_port(), free_port()
+        self._start(state, "etcd", [
+            str(bins.path("etcd")),
+            "--name=default",
+            f"--data-dir={self.dir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{client}",
+            f"--advertise-client-urls=http://127.0.0.1:{client}",
+            f"--listen-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+            f"--initial-cluster=default=http://127.0.0.1:{peer}",
+            # test data: losing it on a power cut is fine, fsync on every write is not
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ])
+        return f"http://127.0.0.1:{client}"
+
+    def _start(self, state: State, name: str, argv: list[str]) -> None:
+        log = (self.logs / f"{name}.log").open("ab")
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives `scripts/cluster up`; down kills the group
+            cwd=self.dir,
+        )
+        log.close()
+        state.pids[name] = proc.pid
+        self.state_file.write_text(json.dumps(asdict(state), indent=1))
+
+    def _wait_ready(self, server: str, pki: Pki, admin: Pair, path: str) -> None:
+        """Wait for the API server's health endpoint (nothing to watch before it serves)."""
+        ctx = ssl.create_default_context(cafile=str(pki.ca))
+        ctx.load_cert_chain(str(admin.cert), str(admin.key))
+        deadline = time.monotonic() + START_TIMEOUT
+        delay = 0.05
+        last = ""
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                with urllib.request.urlopen(server + path, context=ctx, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError) as e:
+                last = str(e)
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+        raise ClusterError(f"kube-apiserver not ready after {START_TIMEOUT:.0f} s ({last}); see {self.logs}")
+
+    def _check_alive(self) -> None:
+        state = self.state()
+        pids = state.pids if state else json.loads(self.state_file.read_text())["pids"]
+        for name, pid in pids.items():
+            if not _alive(pid):
+                tail = (self.logs / f"{name}.log").read_text(errors="replace")[-2000:]
+                raise ClusterError(f"{name} exited during start-up:\n{tail}")
+
+    # --- down ----------------------------------------------------------------------------------
+
+    def down(self) -> None:
+        state = self.state()
+        if state is None:
+            return
+        self._stop(state)
+
+    def _stop(self, state: State) -> None:
+        for name in reversed(list(state.pids)):
+            _kill_group(state.pids[name])
+        self.state_file.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child (down from another process): ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().split(") ", 1)[1][0] != "Z"
+    return waited == 0
+
+
+def _kill_group(pid: int, grace: float = 10.0) -> None:
+    """SIGTERM the component's process group, SIGKILL what is left after `grace` seconds."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass

@@ -1,0 +1,91 @@
+"""kwok nodes named as the simulated cluster names them (`node-1` ...), and the wait until the
+control plane can run pods on them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, watch
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# kwok's node-initialize stage fills in the rest of the status
+CAPACITY = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+
+
+def node_body(name: str, index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
+        },
+        "spec": {"podCIDR": f"10.{index}.0.0/16", "podCIDRs": [f"10.{index}.0.0/16"]},
+        "status": {"capacity": dict(CAPACITY), "allocatable": dict(CAPACITY)},
+    }
+
+
+def api(kubeconfig: Path) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def create_nodes(kubeconfig: Path, count: int, prefix: str = "node-") -> None:
+    with api(kubeconfig) as c:
+        core = client.CoreV1Api(c)
+        for i in range(1, count + 1):
+            core.create_node(node_body(f"{prefix}{i}", i))
+
+
+def ready(node: Any) -> bool:
+    """Ready, and the node lifecycle controller took the not-ready taint off (pods can go)."""
+    conditions = (node.status and node.status.conditions) or []
+    taints = (node.spec and node.spec.taints) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions) and not any(
+        t.key.startswith("node.kubernetes.io/") for t in taints
+    )
+
+
+def wait_settled(kubeconfig: Path, count: int, timeout: float) -> None:
+    """Until `count` nodes are Ready and the default ServiceAccount exists (pods need it)."""
+    deadline = time.monotonic() + timeout
+    with api(kubeconfig) as c:
+        core = client.CoreV1Api(c)
+        seen: dict[str, bool] = {}
+        listed = core.list_node()
+        for n in listed.items:
+            seen[n.metadata.name] = ready(n)
+        rv = listed.metadata.resource_version
+        while sum(seen.values()) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"nodes not Ready after {timeout:.0f} s: {seen}")
+            for ev in watch.Watch().stream(
+                core.list_node, resource_version=rv, timeout_seconds=max(1, int(left))
+            ):
+                n = ev["object"]
+                rv = n.metadata.resource_version
+                seen[n.metadata.name] = ready(n)
+                if sum(seen.values()) >= count:
+                    break
+        field = "metadata.name=default"
+        accounts = core.list_namespaced_service_account("default", field_selector=field)
+        if not accounts.items:
+            for ev in watch.Watch().stream(
+                core.list_namespaced_service_account,
+                "default",
+                field_selector=field,
+                resource_version=accounts.metadata.resource_version,
+                timeout_seconds=max(1, int(deadline - time.monotonic())),
+            ):
+                if ev["type"] == "ADDED":
+                    break
+            else:
+                raise TimeoutError("the default ServiceAccount never appeared")
