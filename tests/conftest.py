@@ -1,18 +1,136 @@
-"""Shared fixtures: a simulated cluster served over real HTTP, and real kubectl against it."""
+"""Shared fixtures: the cluster backends (the simulated cluster served over real HTTP, and a real
+control plane built from upstream), and real kubectl against them.
+
+`--cluster sim|real|both` picks the backends of the tests that take the `backend` fixture
+(default: both where the real control plane can be built, else sim, said in the header).
+Asking for `real` or `both` explicitly makes a control plane that cannot be built or started an
+error of every real test, never a skip."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from nodeagent.sim.cluster import SimCluster
+from tests.clusters import BACKENDS, RealBackend, SimBackend, TestCluster, mirror_pods
+from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
+from tests.controlplane.cluster import ClusterError, ControlPlane, State
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cluster",
+        choices=["sim", "real", "both"],
+        default=None,
+        help="cluster backends for the tests that run on both (default: both if Go is there)",
+    )
+
+
+def _real_buildable() -> bool:
+    try:
+        go_command()
+    except BuildError:
+        return False
+    return True
+
+
+def selected_backends(config: pytest.Config) -> tuple[str, ...]:
+    choice = config.getoption("--cluster") or os.environ.get("NODEAGENT_TEST_CLUSTER")
+    if choice is None:
+        choice = "both" if _real_buildable() else "sim"
+    return BACKENDS if choice == "both" else (choice,)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    chosen = selected_backends(config)
+    note = "" if "real" in chosen else " (no Go toolchain: the real control plane is not tested)"
+    return f"cluster backends: {', '.join(chosen)}{note}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        chosen = selected_backends(metafunc.config)
+        metafunc.parametrize("backend", chosen, indirect=True, ids=list(chosen))
+
+
+@dataclass
+class RealPlane:
+    binaries: Binaries
+    etcd_url: str
+
+
+@pytest.fixture(scope="session")
+def real_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealPlane]:
+    """The binaries, built if need be, and one etcd for the session."""
+    try:
+        binaries = ensure_built()
+    except BuildError as e:
+        pytest.fail(f"the real control plane cannot be built: {e}", pytrace=False)
+    plane = ControlPlane(tmp_path_factory.mktemp("etcd"))
+    plane.dir.mkdir(parents=True, exist_ok=True)
+    plane.logs.mkdir(exist_ok=True)
+    state = State("", binaries.kubernetes_version, {})
+    try:
+        url = plane.start_etcd(state, binaries)
+        yield RealPlane(binaries, url)
+    finally:
+        plane._stop(state)
+
+
+_prefixes = itertools.count(1)
+
+
+@pytest.fixture
+def manifests(tmp_path: Path) -> Path:
+    """node-1's static pod directory (a real directory on both backends)."""
+    d = tmp_path / "manifests"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+@pytest.fixture
+async def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, manifests: Path
+) -> AsyncIterator[TestCluster]:
+    """Three nodes `node-1`..`node-3` on the chosen backend; node-1 has a static pod directory."""
+    if request.param == "sim":
+        cluster = SimCluster(
+            nodes=3,
+            static_pod_dirs={"node-1": manifests},
+            kubeconfig=tmp_path / "kubeconfig",
+            bookmark_interval=0.5,
+        )
+        async with cluster:
+            b: TestCluster = SimBackend(cluster)
+            try:
+                yield b
+            finally:
+                await b.close_clients()
+        return
+    real: RealPlane = request.getfixturevalue("real_plane")
+    plane = ControlPlane(tmp_path / "controlplane")
+    try:
+        await asyncio.to_thread(
+            plane.up, 3, real.binaries, real.etcd_url, f"/registry-{next(_prefixes)}"
+        )
+    except (ClusterError, TimeoutError) as e:
+        await asyncio.to_thread(plane.down)
+        pytest.fail(f"the real control plane did not start: {e}", pytrace=False)
+    b = RealBackend(plane.kubeconfig, ["node-1", "node-2", "node-3"], plane.dir / "pki")
+    try:
+        async with mirror_pods(b, {"node-1": manifests}):
+            yield b
+    finally:
+        await b.close_clients()
+        await asyncio.to_thread(plane.down)  # its logs stay in tmp_path for a failed test
 
 
 @pytest.fixture
@@ -74,8 +192,13 @@ class Kubectl:
 
 
 @pytest.fixture
-def kubectl(sim: SimCluster, tmp_path: Path) -> Kubectl:
-    assert sim.kubeconfig is not None
+def kubectl(request: pytest.FixtureRequest, tmp_path: Path) -> Kubectl:
+    """kubectl as the admin of the test's cluster: the `backend` if the test has one, else
+    the simulated cluster of the `sim` fixture."""
+    if "backend" in request.fixturenames:
+        kubeconfig = request.getfixturevalue("backend").kubeconfig
+    else:
+        kubeconfig = request.getfixturevalue("sim").kubeconfig
     home = tmp_path / "kubectl-home"
     home.mkdir()
-    return Kubectl(sim.kubeconfig, home)
+    return Kubectl(kubeconfig, home)

@@ -79,13 +79,16 @@ def admit_pod(store: Store, rt: ResourceType, pod: Obj, old: Obj | None) -> None
 
 
 def _admit_priority(store: Store, pod_name: str, spec: dict[str, Any]) -> None:
+    """As kube-apiserver's Priority plugin: the value comes from the class (or the global
+    default class, else 0); a pod may not state another integer itself."""
+    classes = store.resource("scheduling.k8s.io", "v1", "priorityclasses")
     cls = spec.get("priorityClassName")
+    value = BUILTIN_PRIORITY.get(cls or "")
     if not cls:
-        spec.setdefault("priority", 0)
-        return
-    value = BUILTIN_PRIORITY.get(cls)
-    if value is None:
-        pc = store.find(store.resource("scheduling.k8s.io", "v1", "priorityclasses"), None, cls)
+        default = next((pc for pc in store.iter_kind(classes) if pc.get("globalDefault")), None)
+        value = int(default.get("value", 0)) if default is not None else 0
+    elif value is None:
+        pc = store.find(classes, None, cls)
         if pc is None:
             raise ApiError(
                 403,

@@ -61,7 +61,9 @@ def go_command() -> str:
         None,
     )
     if found is None:
-        raise BuildError("no Go toolchain: install one (scripts/setup does) to build the control plane")
+        raise BuildError(
+            "no Go toolchain: install one (scripts/setup does) to build the control plane"
+        )
     return found
 
 
@@ -90,7 +92,12 @@ def ensure_built(log: bool = True) -> Binaries:
         f" -X {v}.gitTreeState=clean"
     )
     steps = [  # (module, packages, binaries they make, ldflags)
-        (MODULES, [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS[:3]], COMPONENTS[:3], k8s_ldflags),
+        (
+            MODULES,
+            [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS[:3]],
+            COMPONENTS[:3],
+            k8s_ldflags,
+        ),
         (MODULES / "etcd", ["go.etcd.io/etcd/server/v3"], ("etcd",), "-s -w"),
         (MODULES / "kwok", ["sigs.k8s.io/kwok/cmd/kwok"], ("kwok",), "-s -w"),
     ]
@@ -106,4 +113,3 @@ def ensure_built(log: bool = True) -> Binaries:
         raise BuildError(f"build left no binary for {', '.join(missing)} in {staging}")
     staging.replace(target)
     return Binaries(target, version)
-

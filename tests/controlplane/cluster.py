@@ -8,6 +8,7 @@ component, and `state.json` with the process ids and the API server's URL, so `d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -56,7 +57,10 @@ def kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str], name: st
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": "nodeagent-test", "cluster": {"server": server, "certificate-authority": str(ca)}}
+            {
+                "name": "nodeagent-test",
+                "cluster": {"server": server, "certificate-authority": str(ca)},
+            }
         ],
         "users": [{"name": name, "user": user}],
         "contexts": [
@@ -117,71 +121,101 @@ class ControlPlane:
         try:
             if etcd_url is None:
                 etcd_url = self.start_etcd(state, bins)
-            self._start(state, "kube-apiserver", [
-                str(bins.path("kube-apiserver")),
-                f"--etcd-servers={etcd_url}",
-                f"--etcd-prefix={etcd_prefix}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={api_port}",
-                f"--cert-dir={self.dir / 'pki'}",
-                f"--tls-cert-file={pki.serving.cert}",
-                f"--tls-private-key-file={pki.serving.key}",
-                f"--client-ca-file={pki.ca}",
-                "--authorization-mode=Node,RBAC",
-                "--enable-admission-plugins=NodeRestriction",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki.sa_pub}",
-                f"--service-account-signing-key-file={pki.sa_key}",
-                "--service-cluster-ip-range=10.96.0.0/16",
-                "--allow-privileged=true",
-                "--feature-gates=" + ",".join(FEATURE_GATES),
-                "--runtime-config=" + ",".join(RUNTIME_CONFIG),
-                "--enable-priority-and-fairness=false",
-                "--endpoint-reconciler-type=none",
-                "--profiling=false",
-                "--v=1",
-            ])
-            self._wait_ready(server, pki, admin, "/readyz")
+            self._start(
+                state,
+                "kube-apiserver",
+                [
+                    str(bins.path("kube-apiserver")),
+                    f"--etcd-servers={etcd_url}",
+                    f"--etcd-prefix={etcd_prefix}",
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",
+                    f"--secure-port={api_port}",
+                    f"--cert-dir={self.dir / 'pki'}",
+                    f"--tls-cert-file={pki.serving.cert}",
+                    f"--tls-private-key-file={pki.serving.key}",
+                    f"--client-ca-file={pki.ca}",
+                    "--authorization-mode=Node,RBAC",
+                    "--enable-admission-plugins=NodeRestriction",
+                    # new nodes would wait for the node lifecycle controller to lift a not-ready
+                    # taint: seconds per test for nothing nodeagent looks at
+                    "--disable-admission-plugins=TaintNodesByCondition",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    f"--service-account-key-file={pki.sa_pub}",
+                    f"--service-account-signing-key-file={pki.sa_key}",
+                    "--service-cluster-ip-range=10.96.0.0/16",
+                    "--allow-privileged=true",
+                    "--feature-gates=" + ",".join(FEATURE_GATES),
+                    "--runtime-config=" + ",".join(RUNTIME_CONFIG),
+                    "--enable-priority-and-fairness=false",
+                    "--endpoint-reconciler-type=none",
+                    "--profiling=false",
+                    "--v=1",
+                ],
+            )
             kcm = pki.client("kube-controller-manager", "system:kube-controller-manager")
-            self._start(state, "kube-controller-manager", [
-                str(bins.path("kube-controller-manager")),
-                "--kubeconfig="
-                + str(kubeconfig(self.dir / "kcm.kubeconfig", server, pki.ca, cert_user(kcm), "kcm")),
-                "--controllers=*,-nodeipam,-ttl,-bootstrapsigner,-tokencleaner",
-                "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={pki.sa_key}",
-                f"--root-ca-file={pki.ca}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--concurrent-gc-syncs=5",
-                "--v=1",
-            ])
+            self._start(
+                state,
+                "kube-controller-manager",
+                [
+                    str(bins.path("kube-controller-manager")),
+                    "--kubeconfig="
+                    + str(
+                        kubeconfig(
+                            self.dir / "kcm.kubeconfig", server, pki.ca, cert_user(kcm), "kcm"
+                        )
+                    ),
+                    "--controllers=*,-nodeipam,-ttl,-bootstrapsigner,-tokencleaner",
+                    "--use-service-account-credentials=true",
+                    f"--service-account-private-key-file={pki.sa_key}",
+                    f"--root-ca-file={pki.ca}",
+                    "--leader-elect=false",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={free_port()}",
+                    "--concurrent-gc-syncs=5",
+                    # take the not-ready taint off new kwok nodes promptly
+                    "--node-monitor-period=1s",
+                    "--v=1",
+                ],
+            )
             sched = pki.client("kube-scheduler", "system:kube-scheduler")
-            self._start(state, "kube-scheduler", [
-                str(bins.path("kube-scheduler")),
-                "--kubeconfig="
-                + str(
-                    kubeconfig(
-                        self.dir / "scheduler.kubeconfig", server, pki.ca, cert_user(sched), "sched"
-                    )
-                ),
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--v=1",
-            ])
-            self._start(state, "kwok", [
-                str(bins.path("kwok")),
-                f"--kubeconfig={self.kubeconfig}",
-                "--manage-all-nodes=false",
-                f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
-                "--node-lease-duration-seconds=40",
-                f"--config={STAGES}",
-                f"--server-address=127.0.0.1:{free_port()}",
-                "--v=INFO",
-            ])
+            self._start(
+                state,
+                "kube-scheduler",
+                [
+                    str(bins.path("kube-scheduler")),
+                    "--kubeconfig="
+                    + str(
+                        kubeconfig(
+                            self.dir / "scheduler.kubeconfig",
+                            server,
+                            pki.ca,
+                            cert_user(sched),
+                            "sched",
+                        )
+                    ),
+                    "--leader-elect=false",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={free_port()}",
+                    "--v=1",
+                ],
+            )
+            self._start(
+                state,
+                "kwok",
+                [
+                    str(bins.path("kwok")),
+                    f"--kubeconfig={self.kubeconfig}",
+                    "--manage-all-nodes=false",
+                    f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                    "--node-lease-duration-seconds=40",
+                    f"--config={STAGES}",
+                    f"--server-address=127.0.0.1:{free_port()}",
+                    "--v=INFO",
+                ],
+            )
+            # the components wait for the API server themselves: start them all, then wait
+            self._wait_ready(server, pki, admin, "/readyz")
             self.state_file.write_text(json.dumps(asdict(state), indent=1))
             create_nodes(self.kubeconfig, nodes)
             wait_settled(self.kubeconfig, nodes, START_TIMEOUT)
@@ -192,19 +226,23 @@ class ControlPlane:
 
     def start_etcd(self, state: State, bins: Binaries) -> str:
         client, peer = free_port(), free_port()
-        self._start(state, "etcd", [
-            str(bins.path("etcd")),
-            "--name=default",
-            f"--data-dir={self.dir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{client}",
-            f"--advertise-client-urls=http://127.0.0.1:{client}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-cluster=default=http://127.0.0.1:{peer}",
-            # test data: losing it on a power cut is fine, fsync on every write is not
-            "--unsafe-no-fsync",
-            "--log-level=warn",
-        ])
+        self._start(
+            state,
+            "etcd",
+            [
+                str(bins.path("etcd")),
+                "--name=default",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{client}",
+                f"--advertise-client-urls=http://127.0.0.1:{client}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                # test data: losing it on a power cut is fine, fsync on every write is not
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
         return f"http://127.0.0.1:{client}"
 
     def _start(self, state: State, name: str, argv: list[str]) -> None:
@@ -238,7 +276,9 @@ class ControlPlane:
                 last = str(e)
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
-        raise ClusterError(f"kube-apiserver not ready after {START_TIMEOUT:.0f} s ({last}); see {self.logs}")
+        raise ClusterError(
+            f"kube-apiserver not ready after {START_TIMEOUT:.0f} s ({last}); see {self.logs}"
+        )
 
     def _check_alive(self) -> None:
         state = self.state()
@@ -284,11 +324,7 @@ def _kill_group(pid: int, grace: float = 10.0) -> None:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.05)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass

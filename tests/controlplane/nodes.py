@@ -38,10 +38,18 @@ def api(kubeconfig: Path) -> client.ApiClient:
 
 
 def create_nodes(kubeconfig: Path, count: int, prefix: str = "node-") -> None:
+    """The nodes, and the default ServiceAccounts pods need: the controller-manager makes them
+    too, but only seconds after it starts (it adopts these)."""
     with api(kubeconfig) as c:
         core = client.CoreV1Api(c)
         for i in range(1, count + 1):
             core.create_node(node_body(f"{prefix}{i}", i))
+        for ns in ("default", "kube-system"):
+            try:
+                core.create_namespaced_service_account(ns, {"metadata": {"name": "default"}})
+            except client.ApiException as e:
+                if e.status != 409:
+                    raise
 
 
 def ready(node: Any) -> bool:

@@ -1,0 +1,263 @@
+"""The two cluster backends of the integration tests, behind one face.
+
+`sim`: nodeagent's simulated API server and kubelets, in the test's own event loop.
+`real`: kube-apiserver, kube-controller-manager, kube-scheduler and kwok built from upstream
+(tests/controlplane), on an etcd shared by the test session; every test gets API servers of its
+own on a fresh etcd prefix, so no state leaks from one test to the next.
+
+Tests read the cluster through `ClusterView`, caches filled by list+watch over HTTP like any
+client's, and wait for conditions with `until`, which re-checks on every change seen (no
+polling). The same assertions thus run against both servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import random
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from watchfiles import awatch
+
+from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.errors import AlreadyExists, Forbidden, NotFound
+from nodeagent.kube.informer import Informer
+from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
+
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
+# values only these built-in classes may have (user classes stop at one billion)
+BUILTIN_CLASSES = {2000000000: "system-cluster-critical", 2000001000: "system-node-critical"}
+from nodeagent.manifests import crd_documents
+from nodeagent.sim.actors.staticpods import MIRROR, Manifest, mirror_pod, scan
+from nodeagent.sim.cluster import SimCluster
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("sim", "real")
+
+
+class ClusterView:
+    """Watch-fed caches of the resources a test looks at; `until` wakes on any change."""
+
+    def __init__(self, kube: KubeClient, resources: Iterable[Resource]) -> None:
+        self._changed = asyncio.Event()
+        self._informers: dict[Resource, Informer] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        for r in resources:
+            inf = Informer(
+                kube, r, backoff=JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
+            )
+            inf.add_handler(
+                on_add=lambda _o: self._changed.set(),
+                on_update=lambda _a, _b: self._changed.set(),
+                on_delete=lambda _o: self._changed.set(),
+            )
+            self._informers[r] = inf
+
+    async def start(self) -> None:
+        for inf in self._informers.values():
+            self._tasks.append(asyncio.create_task(inf.run()))
+        async with asyncio.timeout(30):
+            for inf in self._informers.values():
+                await inf.wait_synced()
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        key = f"{namespace}/{name}" if resource.namespaced else name
+        return self._informers[resource].store.get(key)
+
+    def list(self, resource: Resource, namespace: str | None = None, **labels: str) -> list[Obj]:
+        out = []
+        for o in self._informers[resource].store.list():
+            m = o["metadata"]
+            if namespace is not None and m.get("namespace") != namespace:
+                continue
+            have = m.get("labels") or {}
+            if all(have.get(k) == v for k, v in labels.items()):
+                out.append(o)
+        return out
+
+    async def until(self, cond: Callable[[], bool], timeout: float = 20) -> None:
+        async with asyncio.timeout(timeout):
+            while not cond():
+                self._changed.clear()
+                await self._changed.wait()
+
+
+class TestCluster:
+    """What a test gets: an admin client, the admin kubeconfig, the node names."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    kind: str
+    kubeconfig: Path
+    node_names: list[str]
+    sim: SimCluster | None = None  # the simulated cluster itself, for sim-only fault injection
+
+    def __init__(self) -> None:
+        self._clients: list[KubeClient] = []
+
+    def client(self, kubeconfig: Path | None = None, **kw: Any) -> KubeClient:
+        kube = KubeClient(load_api_client(str(kubeconfig or self.kubeconfig)), **kw)
+        self._clients.append(kube)
+        return kube
+
+    async def close_clients(self) -> None:
+        for c in self._clients:
+            await c.close()
+
+    async def install_crds(self) -> None:
+        kube = self.client()
+        for crd in crd_documents():
+            with contextlib.suppress(AlreadyExists):
+                await kube.create(CRDS, crd)
+        await self.wait_crds_established(kube)
+
+    async def wait_crds_established(self, kube: KubeClient) -> None:
+        names = [c["metadata"]["name"] for c in crd_documents()]
+        view = ClusterView(kube, [CRDS])
+        await view.start()
+        try:
+
+            def established() -> bool:
+                for n in names:
+                    crd = view.get(CRDS, n)
+                    conds = ((crd or {}).get("status") or {}).get("conditions") or []
+                    if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                        return False
+                return True
+
+            await view.until(established, timeout=30)
+        finally:
+            await view.stop()
+
+
+async def priority_class(kube: KubeClient, value: int) -> str | None:
+    """The PriorityClass that gives `value` (made if need be), or None for 0: both servers refuse
+    a pod that states `spec.priority` without a class that has it."""
+    if value == 0:
+        return None
+    if value in BUILTIN_CLASSES:
+        return BUILTIN_CLASSES[value]
+    name = f"priority-{value}"
+    with contextlib.suppress(AlreadyExists):
+        await kube.create(PRIORITY_CLASSES, {"metadata": {"name": name}, "value": value})
+    return name
+
+
+async def create_pod(kube: KubeClient, body: Obj, timeout: float = 10) -> Obj:
+    """Create a pod, retrying while the API server's admission has not yet seen the
+    PriorityClass it names (kube-apiserver reads classes from its own informer cache)."""
+    delay = 0.02
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                return await kube.create(PODS, body)
+            except Forbidden as e:
+                if "no PriorityClass with name" not in str(e):
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+class SimBackend(TestCluster):
+    kind = "sim"
+
+    def __init__(self, sim: SimCluster) -> None:
+        super().__init__()
+        assert sim.kubeconfig is not None
+        self.sim = sim
+        self.kubeconfig = sim.kubeconfig
+        self.node_names = list(sim.node_names)
+
+
+class RealBackend(TestCluster):
+    kind = "real"
+
+    def __init__(self, kubeconfig: Path, node_names: list[str], pki_dir: Path) -> None:
+        super().__init__()
+        self.kubeconfig = kubeconfig
+        self.node_names = node_names
+        self.pki_dir = pki_dir
+
+
+class MirrorPods:
+    """The kubelet's file source for one kwok node: a mirror pod for each manifest of a real
+    static pod directory, stopped (deleted) when its manifest goes. kwok plays the pod's
+    life cycle; this plays the part of the kubelet that reads the directory."""
+
+    def __init__(self, kube: KubeClient, node_name: str, directory: Path) -> None:
+        self.kube = kube
+        self.node_name = node_name
+        self.directory = directory
+        self._mirrors: dict[tuple[str, str], Manifest] = {}
+        self._reported: dict[Path, bytes] = {}
+
+    async def run(self) -> None:
+        await self._sync()
+        async for _ in awatch(self.directory, watch_filter=None, recursive=False):
+            await self._sync()
+
+    async def _sync(self) -> None:
+        found = await asyncio.to_thread(scan, self.directory, self.node_name, self._reported)
+        node = await self.kube.get(NODES, self.node_name)
+        for key in self._mirrors.keys() - found.keys():
+            with contextlib.suppress(NotFound):
+                await self.kube.delete(PODS, key[1], key[0])
+            del self._mirrors[key]
+        for key, manifest in found.items():
+            if self._mirrors.get(key) == manifest:
+                continue
+            if key in self._mirrors:
+                with contextlib.suppress(NotFound):
+                    await self.kube.delete(PODS, key[1], key[0], grace_period_seconds=0)
+            body = mirror_pod(manifest, node)
+            body["metadata"].pop("creationTimestamp", None)
+            with contextlib.suppress(AlreadyExists):
+                await self.kube.create(PODS, body)
+            self._mirrors[key] = manifest
+
+
+def manifest_hash(content: bytes, node: str) -> str:
+    return hashlib.md5(content + b"\0" + node.encode(), usedforsecurity=False).hexdigest()
+
+
+def is_mirror(pod: Obj) -> bool:
+    return MIRROR in (pod["metadata"].get("annotations") or {})
+
+
+@contextlib.asynccontextmanager
+async def mirror_pods(
+    backend: TestCluster, dirs: dict[str, Path]
+) -> AsyncIterator[list[MirrorPods]]:
+    """On the real backend, run the file source of each node's static pod directory."""
+    if backend.kind == "sim":
+        yield []
+        return
+    kube = backend.client()
+    actors = [MirrorPods(kube, node, d) for node, d in dirs.items()]
+    tasks = [asyncio.create_task(a.run()) for a in actors]
+    try:
+        yield actors
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+
+def real_requested(config_value: str | None) -> bool:
+    return (config_value or os.environ.get("NODEAGENT_TEST_CLUSTER", "")) in ("real", "both")
