@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+from kubernetes import client, config, utils
 from watchfiles import awatch
 
 from nodeagent.kube.client import KubeClient, load_api_client
@@ -29,17 +31,20 @@ from nodeagent.kube.errors import AlreadyExists, Forbidden, NotFound
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
-
-PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
-# values only these built-in classes may have (user classes stop at one billion)
-BUILTIN_CLASSES = {2000000000: "system-cluster-critical", 2000001000: "system-node-critical"}
 from nodeagent.manifests import crd_documents
 from nodeagent.sim.actors.staticpods import MIRROR, Manifest, mirror_pod, scan
 from nodeagent.sim.cluster import SimCluster
 
 log = logging.getLogger(__name__)
 
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
+# values only these built-in classes may have (user classes stop at one billion)
+BUILTIN_CLASSES = {2000000000: "system-cluster-critical", 2000001000: "system-node-critical"}
+
 BACKENDS = ("sim", "real")
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACE = "nodeagent-system"
+PACKAGING_RBAC = [REPO / "packaging" / "kubernetes" / f for f in ("namespace.yaml", "rbac.yaml")]
 
 
 class ClusterView:
@@ -182,6 +187,11 @@ class SimBackend(TestCluster):
         self.kubeconfig = sim.kubeconfig
         self.node_names = list(sim.node_names)
 
+    async def service_account(self, name: str = "nodeagent", namespace: str = NAMESPACE) -> Path:
+        """A kubeconfig for the agent's ServiceAccount of packaging/kubernetes. The simulated
+        server has no authentication nor RBAC: there it is the admin's."""
+        return self.kubeconfig
+
 
 class RealBackend(TestCluster):
     kind = "real"
@@ -191,6 +201,40 @@ class RealBackend(TestCluster):
         self.kubeconfig = kubeconfig
         self.node_names = node_names
         self.pki_dir = pki_dir
+
+    async def service_account(self, name: str = "nodeagent", namespace: str = NAMESPACE) -> Path:
+        """The namespace and RBAC of packaging/kubernetes applied, and a kubeconfig with a bound
+        token (TokenRequest) of the ServiceAccount: every call it makes meets RBAC."""
+        await asyncio.to_thread(apply_files, self.kubeconfig, PACKAGING_RBAC)
+        token = await asyncio.to_thread(request_token, self.kubeconfig, name, namespace)
+        doc = yaml.safe_load(self.kubeconfig.read_text())
+        doc["users"] = [{"name": name, "user": {"token": token}}]
+        doc["contexts"][0]["context"]["user"] = name
+        path = self.kubeconfig.with_name(f"{namespace}-{name}.kubeconfig")
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+
+def apply_files(kubeconfig: Path, files: Iterable[Path]) -> None:
+    """Create the objects of manifest files that are not there yet (as admin)."""
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        for f in files:
+            for doc in yaml.safe_load_all(f.read_text()):
+                if not doc:
+                    continue
+                try:
+                    utils.create_from_dict(api, doc)
+                except utils.FailToCreateError as e:
+                    if any(x.status != 409 for x in e.api_exceptions):
+                        raise
+
+
+def request_token(kubeconfig: Path, name: str, namespace: str) -> str:
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        body = {"spec": {"expirationSeconds": 3600}}
+        got = client.CoreV1Api(api).create_namespaced_service_account_token(name, namespace, body)
+        return str(got.status.token)
 
 
 class MirrorPods:
