@@ -191,10 +191,12 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     kube = backend.client(max_workers=8)
     view = ClusterView(kube, [NODEMAINTENANCES, NODES, PODS, EVICTIONREQUESTS, EVENTS])
     await view.start()
+    # the controller as the agent's ServiceAccount: RBAC holds it on the real server
+    agent = backend.client(await backend.service_account(), max_workers=8)
     informers = SharedInformers(
-        kube, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
+        agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
     )
-    controller = NodeMaintenanceController(kube, informers, EventRecorder(kube, "nodeagent"))
+    controller = NodeMaintenanceController(agent, informers, EventRecorder(agent, "nodeagent"))
     tasks = [
         asyncio.create_task(informers.run()),
         asyncio.create_task(controller.run()),
