@@ -53,17 +53,27 @@ class ClusterView:
     def __init__(self, kube: KubeClient, resources: Iterable[Resource]) -> None:
         self._changed = asyncio.Event()
         self._informers: dict[Resource, Informer] = {}
+        self._listeners: list[Callable[[str, Resource, Obj], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
         for r in resources:
             inf = Informer(
                 kube, r, backoff=JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
             )
             inf.add_handler(
-                on_add=lambda _o: self._changed.set(),
-                on_update=lambda _a, _b: self._changed.set(),
-                on_delete=lambda _o: self._changed.set(),
+                on_add=lambda o, r=r: self._seen("ADDED", r, o),
+                on_update=lambda _old, o, r=r: self._seen("MODIFIED", r, o),
+                on_delete=lambda o, r=r: self._seen("DELETED", r, o),
             )
             self._informers[r] = inf
+
+    def _seen(self, kind: str, resource: Resource, obj: Obj) -> None:
+        self._changed.set()
+        for listener in self._listeners:
+            listener(kind, resource, obj)
+
+    def listen(self, fn: Callable[[str, Resource, Obj], None]) -> None:
+        """Call `fn(event, resource, object)` on every change seen from now on, in order."""
+        self._listeners.append(fn)
 
     async def start(self) -> None:
         for inf in self._informers.values():

