@@ -24,7 +24,7 @@ import pytest
 
 CACHE = Path(os.environ.get("NODEAGENT_E2E_CACHE", "/var/cache/nodeagent-e2e"))
 SUITE = "bookworm"
-MIRROR = os.environ.get("NODEAGENT_E2E_MIRROR", "http://deb.debian.org/debian")
+APT_SOURCES = Path("/etc/apt")
 PACKAGES = [
     "systemd",
     "systemd-sysv",
@@ -37,6 +37,33 @@ PACKAGES = [
     "procps",
 ]
 REBOOT_EXIT = 133  # systemd-nspawn's exit status when the container asked to reboot
+
+
+def host_mirror(apt: Path = APT_SOURCES, suite: str = SUITE) -> str:
+    """The Debian archive the host's apt uses for `suite` (NODEAGENT_E2E_MIRROR overrides):
+    the machine knows which mirror it may reach; the repository names none."""
+    if os.environ.get("NODEAGENT_E2E_MIRROR"):
+        return os.environ["NODEAGENT_E2E_MIRROR"]
+    one_line = [apt / "sources.list", *sorted((apt / "sources.list.d").glob("*.list"))]
+    for f in one_line:
+        for line in f.read_text().splitlines() if f.is_file() else []:
+            words = [w for w in line.split("#", 1)[0].split() if not w.startswith("[")]
+            if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
+                return words[1]
+    for f in sorted((apt / "sources.list.d").glob("*.sources")):
+        for stanza in f.read_text().split("\n\n"):
+            fields: dict[str, str] = {}
+            for line in stanza.splitlines():
+                if ":" in line and not line.startswith(("#", " ")):
+                    key, value = line.split(":", 1)
+                    fields[key.strip().lower()] = value.strip()
+            if "deb" in fields.get("types", "").split() and suite in fields.get(
+                "suites", ""
+            ).split():
+                return fields.get("uris", "").split()[0]
+    raise RuntimeError(
+        f"no apt source for Debian {suite} in {apt}; set NODEAGENT_E2E_MIRROR to a mirror URL"
+    )
 
 
 def require_tools() -> None:
@@ -72,7 +99,7 @@ def base_rootfs() -> Path:
                 f"--include={','.join(PACKAGES)}",
                 SUITE,
                 str(tmp),
-                MIRROR,
+                host_mirror(),
             ],
             check=True,
             stdout=subprocess.DEVNULL,
