@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["build", "up", "down"])
     parser.add_argument("dir", type=Path, nargs="?", help="state directory (up, down)")
     parser.add_argument("--nodes", type=int, default=3, help="kwok nodes node-1..N (up)")
+    parser.add_argument("--audit", action="store_true", help="log every request to DIR/audit.log")
     args = parser.parse_args(argv)
     try:
         if args.action == "build":
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         bins = ensure_built()
         started = time.monotonic()
-        state = plane.up(nodes=args.nodes, binaries=bins)
+        state = plane.up(nodes=args.nodes, binaries=bins, audit=args.audit)
         print(
             f"control plane {state.kubernetes_version} at {state.server} ready in "
             f"{time.monotonic() - started:.1f} s; kubeconfig {plane.kubeconfig}"

@@ -104,6 +104,7 @@ class ControlPlane:
         binaries: Binaries | None = None,
         etcd_url: str | None = None,
         etcd_prefix: str = "/registry",
+        audit: bool = False,
     ) -> State:
         """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
         starting one, so tests can have fresh API servers on one etcd."""
@@ -151,6 +152,7 @@ class ControlPlane:
                     "--endpoint-reconciler-type=none",
                     "--profiling=false",
                     "--v=1",
+                    *(self._audit_flags() if audit else []),
                 ],
             )
             kcm = pki.client("kube-controller-manager", "system:kube-controller-manager")
@@ -223,6 +225,24 @@ class ControlPlane:
             self._stop(state)
             raise
         return state
+
+    @property
+    def audit_log(self) -> Path:
+        """One JSON line per request stage (Metadata level): who (user agent), what, answer."""
+        return self.dir / "audit.log"
+
+    def _audit_flags(self) -> list[str]:
+        policy = self.dir / "audit-policy.yaml"
+        policy.write_text(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\n"
+            "omitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+        )
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
+        ]
 
     def start_etcd(self, state: State, bins: Binaries) -> str:
         client, peer = free_port(), free_port()
