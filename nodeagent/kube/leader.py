@@ -165,7 +165,10 @@ class LeaderElector:
                     )
                     return
                 try:
-                    renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can return the result of a
+                    # renewal that finished as a cancel came in, losing the cancel
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
                 except (KubeError, TimeoutError) as exc:
                     log.warning("renewing lease %s/%s failed: %s", self._namespace, self._name, exc)
                     renewed = False
@@ -261,9 +264,8 @@ class LeaderElector:
         spec = dict(_spec(lease))
         spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
         try:
-            released = await asyncio.wait_for(
-                self._client.replace(LEASES, {**lease, "spec": spec}), self._renew_deadline
-            )
+            async with asyncio.timeout(self._renew_deadline):
+                released = await self._client.replace(LEASES, {**lease, "spec": spec})
         except Conflict:
             log.info(
                 "lease %s/%s changed before release; not ours to release",

@@ -104,7 +104,8 @@ class DBusDaemon:
             stderr=asyncio.subprocess.PIPE,
         )
         assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 10)
+        async with asyncio.timeout(10):
+            line = await self.proc.stdout.readline()
         if not line:
             err = b""
             if self.proc.stderr is not None:
@@ -320,7 +321,8 @@ class FakeLogind:
     ) -> None:
         """Wait until `inhibitor` (default: every nodeagent inhibitor) is released."""
         if inhibitor is not None:
-            await asyncio.wait_for(inhibitor.released.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await inhibitor.released.wait()
         else:
             await self.wait_for(lambda: not self.active(), timeout)
 

@@ -74,7 +74,8 @@ class ShutdownFlow:
                     return reason
                 changed.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), model.next_decision(state, self.clock()))
+                    async with asyncio.timeout(model.next_decision(state, self.clock())):
+                        await changed.wait()
         finally:
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -499,7 +499,8 @@ class ApiServer:
                 if left <= 0:
                     break
                 try:
-                    ev = await asyncio.wait_for(w.queue.get(), min(left, self.bookmark_interval))
+                    async with asyncio.timeout(min(left, self.bookmark_interval)):
+                        ev = await w.queue.get()
                 except TimeoutError:
                     if bookmarks and w.queue.empty():
                         await resp.write(

@@ -231,3 +231,48 @@ async def test_loss_is_judged_by_renewal_even_if_lead_swallows_cancellation() ->
     client.down = False
     await eventually(lambda: el.is_leader and terms == 2)
     await cancel(task)
+
+
+class GatedClient(FakeClient):
+    """Holds each Lease renewal until the test opens the gate, to time a cancel against it."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(backend)
+        self.hold = False
+        self.in_flight = asyncio.Event()
+        self.gate: asyncio.Future[None] | None = None
+
+    async def replace(self, resource: Any, body: Any, namespace: str | None = None) -> Any:
+        if self.hold:
+            self.gate = asyncio.get_running_loop().create_future()
+            self.in_flight.set()
+            await self.gate
+        return await super().replace(resource, body, namespace)
+
+
+@pytest.mark.parametrize("ticks", range(6))
+async def test_a_cancel_that_meets_a_finishing_renewal_is_not_lost(ticks: int) -> None:
+    """Python 3.11's wait_for returns the inner result when the inner call finishes as the cancel
+    arrives: the elector then renewed on and never stepped down (SIGTERM ignored). The cancel is
+    sent 0..5 loop iterations after the renewal's answer, so one lands in that window."""
+    backend = Backend()
+    client = GatedClient(backend)
+    el = elector(client, "agent-a", lease_duration=3.0, renew_deadline=2.0, retry_period=0.05)
+    lead = Leading()
+    task = asyncio.create_task(el.run(lead))
+    async with asyncio.timeout(2):
+        await lead.started.wait()
+    client.hold = True
+    async with asyncio.timeout(2):
+        await client.in_flight.wait()
+    assert client.gate is not None
+    client.hold = False
+    client.gate.set_result(None)
+    for _ in range(ticks):
+        await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.wait({task}, timeout=1)  # a lost cancel leaves the elector renewing
+    assert task.done(), "the cancel was lost: the elector kept renewing its Lease"
+    assert task.cancelled()
+    assert lead.cancelled.is_set()
+    assert lease(backend)["spec"]["holderIdentity"] == ""
