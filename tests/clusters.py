@@ -27,7 +27,7 @@ from kubernetes import client, config, utils
 from watchfiles import awatch
 
 from nodeagent.kube.client import KubeClient, load_api_client
-from nodeagent.kube.errors import AlreadyExists, Forbidden, NotFound
+from nodeagent.kube.errors import AlreadyExists, Conflict, Forbidden, KubeError, NotFound
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
@@ -248,40 +248,113 @@ def request_token(kubeconfig: Path, name: str, namespace: str) -> str:
 
 
 class MirrorPods:
-    """The kubelet's file source for one kwok node: a mirror pod for each manifest of a real
-    static pod directory, stopped (deleted) when its manifest goes. kwok plays the pod's
-    life cycle; this plays the part of the kubelet that reads the directory."""
+    """The kubelet's file source for one kwok node, as the simulated kubelet plays it
+    (nodeagent/sim/actors/kubelet.py): a mirror pod for each manifest of a real static pod
+    directory. When a manifest goes or changes, the static pod stops: its mirror pod is deleted
+    gracefully, so kwok lets it exit as the kubelet would (after `sim.nodeagent.io/exit-seconds`,
+    within the grace period), and a changed manifest's new mirror pod follows once the old one
+    is gone. A mirror pod deleted through the API while its manifest stays is removed at once
+    and created again, as the kubelet does. The directory is read at start, on every change
+    its watch reports and every second (which also covers changes made before the watch was in
+    place); the node's pods come from a watch. kwok plays the pods' life cycle."""
 
     def __init__(self, kube: KubeClient, node_name: str, directory: Path) -> None:
         self.kube = kube
         self.node_name = node_name
         self.directory = directory
-        self._mirrors: dict[tuple[str, str], Manifest] = {}
+        self._manifests: dict[tuple[str, str], Manifest] = {}
         self._reported: dict[Path, bytes] = {}
+        self._stopping: set[str] = set()  # uids of mirror pods whose static pod stops
+        self._node: Obj | None = None
+        self._dirty = asyncio.Event()
+        self._backoff = JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
+        self._pods = Informer(
+            kube, PODS, field_selector=f"spec.nodeName={node_name}", backoff=self._backoff
+        )
 
     async def run(self) -> None:
-        await self._sync()
-        async for _ in awatch(self.directory, watch_filter=None, recursive=False):
-            await self._sync()
+        self._pods.add_handler(
+            on_add=lambda _o: self._dirty.set(),
+            on_update=lambda _a, _b: self._dirty.set(),
+            on_delete=lambda _o: self._dirty.set(),
+        )
+        await self._scan()
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._pods.run())
+            tg.create_task(self._watch())
+            await self._pods.wait_synced()
+            failures = 0
+            while True:
+                self._dirty.clear()
+                try:
+                    await self._sync()
+                except KubeError as e:
+                    failures += 1
+                    log.warning("mirror pods of %s: %s; retrying", self.node_name, e)
+                    await asyncio.sleep(self._backoff.delay(failures))
+                    continue
+                failures = 0
+                await self._dirty.wait()
+
+    async def _watch(self) -> None:
+        async for _ in awatch(
+            self.directory,
+            watch_filter=None,
+            recursive=False,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+        ):
+            await self._scan()
+
+    async def _scan(self) -> None:
+        found = await asyncio.to_thread(scan, self.directory, self.node_name, self._reported)
+        if found != self._manifests:
+            self._manifests = found
+            self._dirty.set()
 
     async def _sync(self) -> None:
-        found = await asyncio.to_thread(scan, self.directory, self.node_name, self._reported)
-        node = await self.kube.get(NODES, self.node_name)
-        for key in self._mirrors.keys() - found.keys():
-            with contextlib.suppress(NotFound):
-                await self.kube.delete(PODS, key[1], key[0])
-            del self._mirrors[key]
-        for key, manifest in found.items():
-            if self._mirrors.get(key) == manifest:
-                continue
-            if key in self._mirrors:
-                with contextlib.suppress(NotFound):
-                    await self.kube.delete(PODS, key[1], key[0], grace_period_seconds=0)
-            body = mirror_pod(manifest, node)
-            body["metadata"].pop("creationTimestamp", None)
-            with contextlib.suppress(AlreadyExists):
-                await self.kube.create(PODS, body)
-            self._mirrors[key] = manifest
+        pods = {
+            (p["metadata"]["namespace"], p["metadata"]["name"]): p for p in self._pods.store.list()
+        }
+        self._stopping &= {p["metadata"]["uid"] for p in pods.values()}
+        mirrors = {key for key, p in pods.items() if is_mirror(p)}
+        for key in sorted(mirrors | self._manifests.keys()):
+            manifest, pod = self._manifests.get(key), pods.get(key)
+            if pod is None:
+                assert manifest is not None
+                await self._create(manifest)
+            elif not is_mirror(pod):
+                continue  # a pod of that name that is not a mirror pod: the kubelet waits
+            elif manifest is None or pod["metadata"]["annotations"][MIRROR] != manifest.hash:
+                # the static pod stops: its mirror pod terminates with it
+                self._stopping.add(pod["metadata"]["uid"])
+                if not pod["metadata"].get("deletionTimestamp"):
+                    await self._delete(pod)
+            elif (
+                pod["metadata"].get("deletionTimestamp")
+                and pod["metadata"]["uid"] not in self._stopping
+            ):
+                # deleted through the API while the static pod runs on
+                await self._delete(pod, grace_period_seconds=0)
+
+    async def _create(self, manifest: Manifest) -> None:
+        if self._node is None:
+            self._node = await self.kube.get(NODES, self.node_name)
+        body = mirror_pod(manifest, self._node)
+        body["metadata"].pop("creationTimestamp", None)
+        with contextlib.suppress(AlreadyExists):  # our watch has not seen it yet
+            await self.kube.create(PODS, body)
+
+    async def _delete(self, pod: Obj, grace_period_seconds: int | None = None) -> None:
+        m = pod["metadata"]
+        with contextlib.suppress(NotFound, Conflict):  # gone, or another pod of that name
+            await self.kube.delete(
+                PODS,
+                m["name"],
+                m["namespace"],
+                grace_period_seconds=grace_period_seconds,
+                uid=m["uid"],
+            )
 
 
 def manifest_hash(content: bytes, node: str) -> str:
