@@ -1,9 +1,12 @@
-"""The kubelet.k8s.io interceptor on the simulated cluster, with a real static pod directory.
+"""The kubelet.k8s.io interceptor with a real static pod directory, on both cluster backends.
 
-The NodeMaintenance and EvictionRequest controllers are not running here: each test writes the
-objects those controllers would (a Drain maintenance whose drainTargets reach Static, an
-EvictionRequest whose active interceptor is kubelet.k8s.io) straight into the store. Every wait
-is on a store change or on the interceptor's file watch being in place, never a fixed sleep.
+The NodeMaintenance and EvictionRequest controllers are not running here: each test writes,
+through the API as the cluster admin, the objects those controllers would (a Drain maintenance
+whose drainTargets reach Static, an EvictionRequest whose active interceptor is kubelet.k8s.io).
+The interceptor runs as the agent's ServiceAccount (RBAC enforced on the real server). Node-1's
+manifests are in place before its kubelet starts (the simulated kubelet, or on the real backend
+tests.clusters.MirrorPods with kwok), as on a real node. Every wait is on a change seen through
+a watch or on the interceptor's file watch being in place, never a fixed sleep.
 """
 
 from __future__ import annotations
@@ -19,16 +22,21 @@ from typing import Any
 
 import pytest
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.resources import parse_time
+from nodeagent.kube.resources import (
+    EVENTS,
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    PODS,
+    Obj,
+    parse_time,
+)
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Obj
-from tests.simutil import install_crds, until
+from tests.clusters import ClusterView, TestCluster, create_pod
 
 NODE = "node-1"
 BOOT = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
@@ -49,44 +57,63 @@ CONTROL_PLANE = {
     "kube-apiserver.yaml": manifest("kube-apiserver", extra="# " + "flags " * 500 + "\n"),
     "kube-scheduler.yml": manifest("kube-scheduler", "system-cluster-critical"),
 }
+SLOW = manifest("slow").replace(
+    b"  labels: {component: slow}\n",
+    b"  labels: {component: slow}\n  annotations: {sim.nodeagent.io/exit-seconds: '30'}\n",
+)
+BAD = {
+    **CONTROL_PLANE,
+    "broken.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: [\n",
+    "nameless.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: {namespace: kube-system}\n",
+}
+
+
+@pytest.fixture
+def manifests(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """node-1's static pod directory (replacing the shared fixture the `backend` takes), filled
+    before the backend starts: the control plane's manifests, or the files a test names by
+    indirect parametrization."""
+    d = tmp_path / "manifests"
+    d.mkdir()
+    for name, data in getattr(request, "param", CONTROL_PLANE).items():
+        (d / name).write_bytes(data)
+    return d
 
 
 @dataclass
 class Env:
-    sim: SimCluster
-    kube: KubeClient
+    kube: KubeClient  # the cluster admin, playing the controllers
+    view: ClusterView
     manifests: Path
     stash_dir: Path
     interceptor: StaticPodInterceptor
 
-    # --- the store ----------------------------------------------------------------------------
-
-    def rt(self, plural: str) -> Any:
-        if plural in ("nodemaintenances", "evictionrequests"):
-            return self.sim.store.resource("nodeagent.io", "v1alpha1", plural)
-        return self.sim.store.resource("", "v1", plural)
+    # --- what the API server holds, as its watches tell --------------------------------------
 
     def mirror(self, name: str) -> Obj | None:
-        return self.sim.store.find(self.rt("pods"), "kube-system", f"{name}-{NODE}")
+        return self.view.get(PODS, f"{name}-{NODE}", "kube-system")
 
     def pod(self, name: str) -> Obj:
         pod = self.mirror(name)
         assert pod is not None, f"no mirror pod for {name}"
         return pod
 
-    def evr(self, name: str) -> Obj:
-        return self.sim.store.get(self.rt("evictionrequests"), "kube-system", name)
-
     def our_entry(self, evr_name: str) -> dict[str, Any]:
-        for entry in (self.evr(evr_name).get("status") or {}).get("interceptors") or []:
+        evr = self.view.get(EVICTIONREQUESTS, evr_name, "kube-system") or {}  # maybe not seen yet
+        for entry in (evr.get("status") or {}).get("interceptors") or []:
             if entry["name"] == INTERCEPTOR:
                 return dict(entry)
         return {}
 
     def events(self, reason: str) -> list[Obj]:
-        return [e for e in self.sim.store.iter_kind(self.rt("events")) if e.get("reason") == reason]
+        return [e for e in self.view.list(EVENTS) if e.get("reason") == reason]
 
-    def maintenance(self, name: str, static_priority: int, *, body: Obj | None = None) -> Obj:
+    async def until(self, cond: Any, timeout: float = 20) -> None:
+        await self.view.until(cond, timeout)
+
+    # --- acting through the API, as the controllers would -----------------------------------
+
+    async def maintenance(self, name: str, static_priority: int, *, body: Obj | None = None) -> Obj:
         """A Drain maintenance of node-1 whose drainTargets reached Static <= static_priority."""
         nm = body or {
             "apiVersion": "nodeagent.io/v1alpha1",
@@ -106,40 +133,29 @@ class Env:
                 "reason": "kernel upgrade",
             },
         }
-        name = nm["metadata"]["name"]
-        self.sim.store.create(self.rt("nodemaintenances"), None, nm)
+        created = await self.kube.create(NODEMAINTENANCES, nm)
         targets = [
             {"podPriority": p, "podType": t}
             for t in ("Default", "DaemonSet")
             for p in (1_000_000_000, 2_000_000_000, 2_000_001_000, 2_147_483_647)
         ] + [{"podPriority": static_priority, "podType": "Static"}]
+        status = {
+            "nodeStatuses": [
+                {"nodeRef": {"name": NODE}, "drainTargets": targets, "drainMessage": "Evacuating"}
+            ]
+        }
+        name = created["metadata"]["name"]
+        return await self.kube.patch_status(NODEMAINTENANCES, name, {"status": status})
 
-        def status(o: Obj) -> None:
-            o["status"] = {
-                "nodeStatuses": [
-                    {
-                        "nodeRef": {"name": NODE},
-                        "drainTargets": targets,
-                        "drainMessage": "Evacuating",
-                    }
-                ]
-            }
+    async def set_stage(self, name: str, stage: str) -> None:
+        await self.kube.patch(NODEMAINTENANCES, name, {"spec": {"stage": stage}})
 
-        return self.sim.store.mutate(self.rt("nodemaintenances"), None, name, status, "status")
-
-    def set_stage(self, name: str, stage: str) -> None:
-        def change(o: Obj) -> None:
-            o["spec"]["stage"] = stage
-
-        self.sim.store.mutate(self.rt("nodemaintenances"), None, name, change)
-
-    def eviction_request(self, pod: Obj, active: str = INTERCEPTOR) -> str:
+    async def eviction_request(self, pod: Obj, active: str = INTERCEPTOR) -> str:
         """What the EvictionRequest controller makes for a targeted pod, turn at `active`."""
         meta = pod["metadata"]
-        name = meta["uid"]
-        self.sim.store.create(
-            self.rt("evictionrequests"),
-            meta["namespace"],
+        name = str(meta["uid"])
+        await self.kube.create(
+            EVICTIONREQUESTS,
             {
                 "apiVersion": "nodeagent.io/v1alpha1",
                 "kind": "EvictionRequest",
@@ -154,20 +170,12 @@ class Env:
                 },
             },
         )
-
-        def status(o: Obj) -> None:
-            o["status"] = {
-                "targetInterceptors": [
-                    {"name": INTERCEPTOR},
-                    {"name": "imperative-eviction.k8s.io"},
-                ],
-                "activeInterceptors": [active],
-            }
-
-        self.sim.store.mutate(
-            self.rt("evictionrequests"), meta["namespace"], name, status, "status"
-        )
-        return str(name)
+        status = {
+            "targetInterceptors": [{"name": INTERCEPTOR}, {"name": "imperative-eviction.k8s.io"}],
+            "activeInterceptors": [active],
+        }
+        await self.kube.patch_status(EVICTIONREQUESTS, name, {"status": status}, meta["namespace"])
+        return name
 
     # --- the directories ----------------------------------------------------------------------
 
@@ -181,40 +189,39 @@ class Env:
 
 @contextlib.asynccontextmanager
 async def environment(
-    tmp_path: Path, files: dict[str, bytes], *, stash_dir: Path | None = None, **kw: Any
+    backend: TestCluster,
+    manifests: Path,
+    *,
+    stash_dir: Path | None = None,
+    **kw: Any,
 ) -> AsyncIterator[Env]:
-    m = tmp_path / "manifests"
-    m.mkdir()
-    for name, data in files.items():
-        (m / name).write_bytes(data)
-    s = stash_dir or tmp_path / "manifests.nodeagent-stash"
-    sim = SimCluster(
-        nodes=3,
-        static_pod_dirs={NODE: m},
-        kubeconfig=tmp_path / "kubeconfig",
-        bookmark_interval=0.5,
+    s = stash_dir or manifests.with_name("manifests.nodeagent-stash")
+    await backend.install_crds()
+    kube = backend.client(max_workers=4)
+    view = ClusterView(kube, [PODS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS])
+    await view.start()
+    agent = backend.client(await backend.service_account(), max_workers=4)
+    interceptor = StaticPodInterceptor(
+        agent,
+        Stash(manifests, s, boot_id=BOOT),
+        EventRecorder(agent, host=NODE),
+        node_name=NODE,
+        boot_id=BOOT,
+        **kw,
     )
-    async with sim:
-        install_crds(sim)
-        async with KubeClient(load_api_client(str(sim.kubeconfig)), max_workers=4) as kube:
-            interceptor = StaticPodInterceptor(
-                kube,
-                Stash(m, s, boot_id=BOOT),
-                EventRecorder(kube, host=NODE),
-                node_name=NODE,
-                boot_id=BOOT,
-                **kw,
-            )
-            env = Env(sim, kube, m, s, interceptor)
-            task = asyncio.create_task(interceptor.run())
-            try:
-                await asyncio.wait_for(interceptor.watching.wait(), 20)
-                await until(sim, lambda: all(env.mirror(n) for n in _pod_names(files)))
-                yield env
-            finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+    env = Env(kube, view, manifests, s, interceptor)
+    task = asyncio.create_task(interceptor.run())
+    try:
+        async with asyncio.timeout(20):
+            await interceptor.watching.wait()
+        names = _pod_names(env.in_dir())
+        await env.until(lambda: all(env.mirror(n) for n in names))
+        yield env
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await view.stop()
 
 
 def _pod_names(files: dict[str, bytes]) -> list[str]:
@@ -225,19 +232,22 @@ def _pod_names(files: dict[str, bytes]) -> list[str]:
 # --- the drain reaches the static pods -----------------------------------------------------
 
 
-async def test_static_pods_stop_in_turn_stay_down_and_come_back(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
-        nm = env.maintenance("upgrade", static_priority=2_000_001_000)
-        evr = env.eviction_request(env.pod("kube-apiserver"))
+async def test_static_pods_stop_in_turn_stay_down_and_come_back(
+    backend: TestCluster, manifests: Path
+) -> None:
+    async with environment(backend, manifests) as env:
+        nm = await env.maintenance("upgrade", static_priority=2_000_001_000)
+        evr = await env.eviction_request(env.pod("kube-apiserver"))
 
         # the manifest leaves the directory, the mirror pod goes, the request completes
-        await until(env.sim, lambda: env.mirror("kube-apiserver") is None)
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        await env.until(lambda: env.mirror("kube-apiserver") is None)
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         assert "kube-apiserver.yaml" not in env.in_dir()
         assert env.stashed() == {"kube-apiserver.yaml": CONTROL_PLANE["kube-apiserver.yaml"]}
         entry = env.our_entry(evr)
         assert entry["startTime"] <= entry["heartbeatTime"]
         assert "gone" in entry["message"]
+        await env.until(lambda: bool(env.events("StaticPodStopping")))
         stopping = env.events("StaticPodStopping")
         assert stopping and "kube-apiserver.yaml" in stopping[0]["message"]
         assert stopping[0]["involvedObject"]["name"] == "kube-apiserver-node-1"
@@ -247,7 +257,7 @@ async def test_static_pods_stop_in_turn_stay_down_and_come_back(tmp_path: Path) 
         started = time.monotonic()
         late = manifest("kube-controller-manager")
         (env.manifests / "kube-controller-manager.yaml").write_bytes(late)
-        await until(env.sim, lambda: bool(env.events("StaticPodManifestMovedAside")), timeout=5)
+        await env.until(lambda: bool(env.events("StaticPodManifestMovedAside")), timeout=5)
         elapsed = time.monotonic() - started
         assert elapsed < 1.0, f"moved aside after {elapsed:.2f}s"
         assert "kube-controller-manager.yaml" not in env.in_dir()
@@ -256,41 +266,39 @@ async def test_static_pods_stop_in_turn_stay_down_and_come_back(tmp_path: Path) 
         assert "kube-controller-manager.yaml" in event["message"]
 
         # the other static pods follow in their turn
-        others = [env.eviction_request(env.pod(name)) for name in ("etcd", "kube-scheduler")]
-        await until(env.sim, lambda: all("completionTime" in env.our_entry(o) for o in others))
+        others = [await env.eviction_request(env.pod(name)) for name in ("etcd", "kube-scheduler")]
+        await env.until(lambda: all("completionTime" in env.our_entry(o) for o in others))
         assert env.in_dir() == {}
         assert env.stashed() == {**CONTROL_PLANE, "kube-controller-manager.yaml": late}
 
         # completing the maintenance restores every manifest, byte-identical
-        env.set_stage(nm["metadata"]["name"], "Complete")
+        await env.set_stage(nm["metadata"]["name"], "Complete")
         names = [*_pod_names(CONTROL_PLANE), "kube-controller-manager"]
-        await until(env.sim, lambda: all(env.mirror(n) for n in names))
+        await env.until(lambda: all(env.mirror(n) for n in names))
         assert env.in_dir() == {**CONTROL_PLANE, "kube-controller-manager.yaml": late}
         assert env.stashed() == {}
-        assert env.events("StaticPodManifestRestored")
+        await env.until(lambda: bool(env.events("StaticPodManifestRestored")))
 
 
-async def test_deleting_the_maintenance_restores(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
-        env.maintenance("gone-soon", static_priority=2_147_483_647)
-        evr = env.eviction_request(env.pod("etcd"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+async def test_deleting_the_maintenance_restores(backend: TestCluster, manifests: Path) -> None:
+    async with environment(backend, manifests) as env:
+        await env.maintenance("gone-soon", static_priority=2_147_483_647)
+        evr = await env.eviction_request(env.pod("etcd"))
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         assert "etcd.yaml" in env.stashed()
-        env.sim.store.delete(env.rt("nodemaintenances"), None, "gone-soon")
-        await until(env.sim, lambda: env.mirror("etcd") is not None)
+        await env.kube.delete(NODEMAINTENANCES, "gone-soon")
+        await env.until(lambda: env.mirror("etcd") is not None)
         assert env.in_dir() == CONTROL_PLANE
 
 
-async def test_heartbeat_and_expected_finish_while_the_pod_stops(tmp_path: Path) -> None:
-    slow = manifest("slow", extra="")
-    slow = slow.replace(
-        b"  labels: {component: slow}\n",
-        b"  labels: {component: slow}\n  annotations: {sim.nodeagent.io/exit-seconds: '30'}\n",
-    )
-    async with environment(tmp_path, {"slow.yaml": slow}, heartbeat_interval=0.5) as env:
-        env.maintenance("m", static_priority=2_147_483_647)
-        evr = env.eviction_request(env.pod("slow"))
-        await until(env.sim, lambda: bool(env.our_entry(evr)))
+@pytest.mark.parametrize("manifests", [{"slow.yaml": SLOW}], indirect=True, ids=["slow"])
+async def test_heartbeat_and_expected_finish_while_the_pod_stops(
+    backend: TestCluster, manifests: Path
+) -> None:
+    async with environment(backend, manifests, heartbeat_interval=0.5) as env:
+        await env.maintenance("m", static_priority=2_147_483_647)
+        evr = await env.eviction_request(env.pod("slow"))
+        await env.until(lambda: bool(env.our_entry(evr)))
         first = env.our_entry(evr)
         assert "moved aside" in first["message"] and "waiting for the kubelet" in first["message"]
         assert "completionTime" not in first
@@ -299,8 +307,7 @@ async def test_heartbeat_and_expected_finish_while_the_pod_stops(tmp_path: Path)
         finish = parse_time(first["expectedFinishTime"]) - parse_time(start)
         assert finish.total_seconds() == 45
         # heartbeats go on, startTime stays
-        await until(
-            env.sim,
+        await env.until(
             lambda: env.our_entry(evr).get("heartbeatTime", "") > first["heartbeatTime"],
             timeout=10,
         )
@@ -311,53 +318,55 @@ async def test_heartbeat_and_expected_finish_while_the_pod_stops(tmp_path: Path)
 # --- declining ------------------------------------------------------------------------------------
 
 
-async def test_declines_a_static_pod_that_is_not_targeted_yet(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
+async def test_declines_a_static_pod_that_is_not_targeted_yet(
+    backend: TestCluster, manifests: Path
+) -> None:
+    async with environment(backend, manifests) as env:
         # the drain has reached Static pods up to 2000000000 only: the scheduler (2000000000)
         # is targeted, the apiserver (2000001000) is not
-        env.maintenance("m", static_priority=2_000_000_000)
-        evr = env.eviction_request(env.pod("kube-apiserver"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        await env.maintenance("m", static_priority=2_000_000_000)
+        evr = await env.eviction_request(env.pod("kube-apiserver"))
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         message = env.our_entry(evr)["message"]
         assert message.startswith("declined: no NodeMaintenance drain target")
         assert "priority 2000001000" in message and "Static<=2000000000" in message
         assert env.in_dir() == CONTROL_PLANE
         assert env.mirror("kube-apiserver") is not None
-        assert env.events("StaticPodEvictionDeclined")
+        await env.until(lambda: bool(env.events("StaticPodEvictionDeclined")))
 
 
-async def test_declines_without_any_maintenance(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
-        evr = env.eviction_request(env.pod("etcd"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+async def test_declines_without_any_maintenance(backend: TestCluster, manifests: Path) -> None:
+    async with environment(backend, manifests) as env:
+        evr = await env.eviction_request(env.pod("etcd"))
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         assert env.our_entry(evr)["message"].startswith("declined")
         assert env.in_dir() == CONTROL_PLANE
 
 
-async def test_declines_a_pod_that_is_not_static(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
-        env.maintenance("m", static_priority=2_147_483_647)
-        pods = env.rt("pods")
-        pod = env.sim.store.create(
-            pods,
-            "kube-system",
+async def test_declines_a_pod_that_is_not_static(backend: TestCluster, manifests: Path) -> None:
+    async with environment(backend, manifests) as env:
+        await env.maintenance("m", static_priority=2_147_483_647)
+        pod = await create_pod(
+            env.kube,
             {
                 "metadata": {"name": "plain", "namespace": "kube-system"},
                 "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "busybox"}]},
             },
         )
-        evr = env.eviction_request(pod)
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        evr = await env.eviction_request(pod)
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         assert "not a static (mirror) pod" in env.our_entry(evr)["message"]
 
 
-async def test_leaves_requests_alone_when_another_interceptor_is_active(tmp_path: Path) -> None:
-    async with environment(tmp_path, CONTROL_PLANE) as env:
-        env.maintenance("m", static_priority=2_147_483_647)
-        evr = env.eviction_request(env.pod("etcd"), active="mover.example.com")
+async def test_leaves_requests_alone_when_another_interceptor_is_active(
+    backend: TestCluster, manifests: Path
+) -> None:
+    async with environment(backend, manifests) as env:
+        await env.maintenance("m", static_priority=2_147_483_647)
+        evr = await env.eviction_request(env.pod("etcd"), active="mover.example.com")
         # a later request that is ours shows the worker has passed the first one
-        ours = env.eviction_request(env.pod("kube-scheduler"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(ours))
+        ours = await env.eviction_request(env.pod("kube-scheduler"))
+        await env.until(lambda: "completionTime" in env.our_entry(ours))
         assert env.our_entry(evr) == {}
         assert "etcd.yaml" in env.in_dir()
 
@@ -365,23 +374,27 @@ async def test_leaves_requests_alone_when_another_interceptor_is_active(tmp_path
 # --- across reboots -------------------------------------------------------------------------------
 
 
-async def test_shutdown_maintenance_of_an_earlier_boot_holds_nothing(tmp_path: Path) -> None:
+async def test_shutdown_maintenance_of_an_earlier_boot_holds_nothing(
+    backend: TestCluster, manifests: Path
+) -> None:
     """Manifests a shutdown maintenance of the previous boot moved aside are restored at
     start-up (restore_after_reboot, before the kubelet); that maintenance may still be in
     stage Drain in the API, but it does not make the interceptor stop them again. This boot's
     shutdown maintenance does hold the node."""
-    async with environment(tmp_path, CONTROL_PLANE) as env:
+    async with environment(backend, manifests) as env:
         old_boot = "00000000-0000-0000-0000-000000000001"
-        env.maintenance("", 2_147_483_647, body=shutdown_maintenance(NODE, old_boot, "reboot"))
-        evr = env.eviction_request(env.pod("etcd"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr))
+        old = shutdown_maintenance(NODE, old_boot, "reboot")
+        await env.maintenance("", 2_147_483_647, body=old)
+        evr = await env.eviction_request(env.pod("etcd"))
+        await env.until(lambda: "completionTime" in env.our_entry(evr))
         assert env.our_entry(evr)["message"].startswith("declined")
         assert env.in_dir() == CONTROL_PLANE
 
-        now = env.maintenance("", 2_147_483_647, body=shutdown_maintenance(NODE, BOOT, "reboot"))
-        evr2 = env.eviction_request(env.pod("kube-scheduler"))
-        await until(env.sim, lambda: env.mirror("kube-scheduler") is None)
-        await until(env.sim, lambda: "completionTime" in env.our_entry(evr2))
+        this = shutdown_maintenance(NODE, BOOT, "reboot")
+        now = await env.maintenance("", 2_147_483_647, body=this)
+        evr2 = await env.eviction_request(env.pod("kube-scheduler"))
+        await env.until(lambda: env.mirror("kube-scheduler") is None)
+        await env.until(lambda: "completionTime" in env.our_entry(evr2))
         with Stash(env.manifests, env.stash_dir) as stash:
             (item,) = stash.contents().entries
         assert item.entry.shutdown and item.entry.boot_id == BOOT
@@ -396,20 +409,18 @@ async def test_shutdown_maintenance_of_an_earlier_boot_holds_nothing(tmp_path: P
 # --- bad inputs -----------------------------------------------------------------------------------
 
 
-async def test_bad_manifests_are_reported_and_do_not_stop_the_others(tmp_path: Path) -> None:
+@pytest.mark.parametrize("manifests", [BAD], indirect=True, ids=["bad"])
+async def test_bad_manifests_are_reported_and_do_not_stop_the_others(
+    backend: TestCluster, manifests: Path, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere.yaml"
     elsewhere.write_bytes(manifest("linked"))
-    files = {
-        **CONTROL_PLANE,
-        "broken.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: [\n",
-        "nameless.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: {namespace: kube-system}\n",
-    }
-    async with environment(tmp_path, files) as env:
+    async with environment(backend, manifests) as env:
         (env.manifests / "linked.yaml").symlink_to(elsewhere)
         os.mkfifo(env.manifests / "fifo.yaml")
-        await until(env.sim, lambda: env.mirror("linked") is not None)
-        env.maintenance("m", static_priority=2_147_483_647)
-        await until(env.sim, lambda: len(env.events("StaticPodManifestInvalid")) >= 4)
+        await env.until(lambda: env.mirror("linked") is not None)
+        await env.maintenance("m", static_priority=2_147_483_647)
+        await env.until(lambda: len(env.events("StaticPodManifestInvalid")) >= 4)
         messages = sorted(e["message"] for e in env.events("StaticPodManifestInvalid"))
         assert any("broken.yaml: not valid YAML" in m for m in messages)
         assert any("nameless.yaml: the pod has no metadata.name" in m for m in messages)
@@ -417,17 +428,17 @@ async def test_bad_manifests_are_reported_and_do_not_stop_the_others(tmp_path: P
         assert any("fifo.yaml: is a FIFO" in m for m in messages)
 
         # the symlinked static pod cannot be stopped: the request says why, naming the file
-        linked = env.eviction_request(env.pod("linked"))
-        await until(env.sim, lambda: "linked.yaml" in env.our_entry(linked).get("message", ""))
+        linked = await env.eviction_request(env.pod("linked"))
+        await env.until(lambda: "linked.yaml" in env.our_entry(linked).get("message", ""))
         entry = env.our_entry(linked)
         assert "symbolic link" in entry["message"] and "completionTime" not in entry
         assert (env.manifests / "linked.yaml").is_symlink()
         # and every other manifest is handled as usual
-        etcd = env.eviction_request(env.pod("etcd"))
-        await until(env.sim, lambda: "completionTime" in env.our_entry(etcd))
+        etcd = await env.eviction_request(env.pod("etcd"))
+        await env.until(lambda: "completionTime" in env.our_entry(etcd))
         assert "etcd.yaml" in env.stashed()
         for name in ("broken.yaml", "nameless.yaml"):
-            assert (env.manifests / name).read_bytes() == files[name]
+            assert (env.manifests / name).read_bytes() == BAD[name]
 
 
 async def _mount(*args: str) -> bool:
@@ -437,19 +448,21 @@ async def _mount(*args: str) -> bool:
     return await proc.wait() == 0
 
 
-async def test_read_only_stash_is_reported_and_moves_nothing(tmp_path: Path) -> None:
+async def test_read_only_stash_is_reported_and_moves_nothing(
+    backend: TestCluster, manifests: Path, tmp_path: Path
+) -> None:
     s = tmp_path / "stash"
     s.mkdir()
     if os.geteuid() != 0 or not await _mount("--bind", "-o", "ro", str(s), str(s)):
         pytest.skip("cannot make a read-only bind mount here")
     try:
-        async with environment(tmp_path, CONTROL_PLANE, stash_dir=s) as env:
-            env.maintenance("m", static_priority=2_147_483_647)
-            evr = env.eviction_request(env.pod("etcd"))
-            await until(env.sim, lambda: "not writable" in env.our_entry(evr).get("message", ""))
+        async with environment(backend, manifests, stash_dir=s) as env:
+            await env.maintenance("m", static_priority=2_147_483_647)
+            evr = await env.eviction_request(env.pod("etcd"))
+            await env.until(lambda: "not writable" in env.our_entry(evr).get("message", ""))
             assert f"stash directory {s} is not writable" in env.our_entry(evr)["message"]
             assert "completionTime" not in env.our_entry(evr)
-            assert env.events("StaticPodStashUnavailable")
+            await env.until(lambda: bool(env.events("StaticPodStashUnavailable")))
             assert env.in_dir() == CONTROL_PLANE
             assert list(s.iterdir()) == []
     finally:
