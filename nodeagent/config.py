@@ -50,7 +50,8 @@ class ShutdownConfig:
 
 @dataclass(frozen=True)
 class LeaderConfig:
-    namespace: str = "kube-system"
+    # where packaging/kubernetes creates the agent's ServiceAccount and the Role for this Lease
+    namespace: str = "nodeagent-system"
     lease_name: str = "nodeagent-controllers"
     lease_duration: float = 15.0
     renew_deadline: float = 10.0

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from nodeagent.app import Agent
-from nodeagent.config import from_mapping
+from nodeagent.config import LeaderConfig, from_mapping
 from nodeagent.demo import scene
 from nodeagent.demo.progress import Tracker, format_summary, plan_overview, removal_order_ok
 from nodeagent.demo.readiness import ReadinessDelay
@@ -183,7 +183,8 @@ class Demo:
 
     def lease_holder(self) -> str:
         rt = self.sim.store.resource("coordination.k8s.io", "v1", "leases")
-        lease = self.sim.store.find(rt, "kube-system", "nodeagent-controllers")
+        leader = LeaderConfig()
+        lease = self.sim.store.find(rt, leader.namespace, leader.lease_name)
         return "" if lease is None else str((lease.get("spec") or {}).get("holderIdentity") or "")
 
     def daemonset_pods(self) -> int:
