@@ -486,7 +486,20 @@ class ApiServer:
         initial = request.query.get("sendInitialEvents") in ("true", "1")
         if initial and not bookmarks:
             raise ApiError(422, "sendInitialEvents requires allowWatchBookmarks=true")
-        w = self.store.open_watch(t.rt, t.namespace, labels, fields, rv, initial)
+        try:
+            w = self.store.open_watch(t.rt, t.namespace, labels, fields, rv, initial)
+        except ApiError as e:
+            if e.code != 410:
+                raise
+            # as kube-apiserver's watch cache: a resourceVersion too old is an ERROR event in
+            # an HTTP 200 stream, not an HTTP 410
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            with contextlib.suppress(ConnectionResetError):
+                await resp.write(_line({"type": "ERROR", "object": e.status()}))
+                await resp.write_eof()
+            return resp
         as_table = _wants_table(request)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()

@@ -93,9 +93,15 @@ async def test_watch_from_a_compacted_version_is_gone(
     old = listed["metadata"]["resourceVersion"]
     await call(http, "POST", "/api/v1/namespaces/default/pods", pod("p"))
     sim.store.compact()
-    code, status = await call(http, "GET", f"/api/v1/pods?watch=true&resourceVersion={old}")
-    assert code == 410
+    # as kube-apiserver answers: HTTP 200, then one ERROR event carrying the 410 Status
+    async with http.get(f"/api/v1/pods?watch=true&resourceVersion={old}") as r:
+        assert r.status == 200
+        lines = [json.loads(line) for line in (await r.read()).splitlines() if line.strip()]
+    assert [ev["type"] for ev in lines] == ["ERROR"]
+    status = lines[0]["object"]
+    assert status["kind"] == "Status" and status["code"] == 410
     assert status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version")
 
 
 async def test_watch_replays_history_and_reports_selection_changes(
