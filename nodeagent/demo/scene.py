@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from nodeagent.config import LeaderConfig
 from nodeagent.demo.readiness import READY_AFTER
 from nodeagent.manifests import crd_documents
 from nodeagent.sim.actors.kubelet import EXIT_SECONDS
@@ -178,10 +179,13 @@ def static_manifest(speed: float) -> str:
 
 
 def install_crds(sim: SimCluster) -> None:
-    """nodeagent's CRDs, as `kubectl apply -f <(nodeagent manifests crds)` would."""
+    """nodeagent's CRDs, as `kubectl apply -f <(nodeagent manifests crds)` would, and the
+    namespace of its leader-election Lease, as packaging/kubernetes makes it."""
     crds = sim.store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     for doc in crd_documents():
         sim.store.create(crds, None, copy.deepcopy(doc))
+    namespaces = sim.store.resource("", "v1", "namespaces")
+    sim.store.create(namespaces, None, {"metadata": {"name": LeaderConfig().namespace}})
 
 
 def create(sim: SimCluster, objects: list[dict[str, Any]]) -> None:
