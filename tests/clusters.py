@@ -37,6 +37,8 @@ from nodeagent.sim.cluster import SimCluster
 
 log = logging.getLogger(__name__)
 
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
 # values only these built-in classes may have (user classes stop at one billion)
 BUILTIN_CLASSES = {2000000000: "system-cluster-critical", 2000001000: "system-node-critical"}
@@ -199,7 +201,10 @@ class SimBackend(TestCluster):
 
     async def service_account(self, name: str = "nodeagent", namespace: str = NAMESPACE) -> Path:
         """A kubeconfig for the agent's ServiceAccount of packaging/kubernetes. The simulated
-        server has no authentication nor RBAC: there it is the admin's."""
+        server has no authentication nor RBAC: there it is the admin's (in a cluster with
+        packaging's namespace, where the agent keeps its Lease)."""
+        with contextlib.suppress(AlreadyExists):
+            await self.client().create(NAMESPACES, {"metadata": {"name": namespace}})
         return self.kubeconfig
 
 
