@@ -1,12 +1,17 @@
-"""Real kubectl against the simulated cluster: what nodeagent's users and tests rely on."""
+"""Real kubectl against both cluster backends: what nodeagent's users and tests rely on. The
+same commands and assertions hold on the simulated cluster and on kube-apiserver."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
-from nodeagent.sim.cluster import SimCluster
+import pytest
+
+from nodeagent.kube.resources import NODES, PODS, Obj
+from tests.clusters import ClusterView, TestCluster
 from tests.conftest import Kubectl
-from tests.simutil import pods, running, until
+from tests.simutil import running
 
 CRD = """
 apiVersion: apiextensions.k8s.io/v1
@@ -62,7 +67,22 @@ spec:
 """
 
 
-async def test_get_nodes(kubectl: Kubectl) -> None:
+@pytest.fixture
+async def view(backend: TestCluster) -> AsyncIterator[ClusterView]:
+    """Nodes and pods as the admin's watches see them."""
+    v = ClusterView(backend.client(), [NODES, PODS])
+    await v.start()
+    try:
+        yield v
+    finally:
+        await v.stop()
+
+
+def pods(view: ClusterView, **labels: str) -> list[Obj]:
+    return view.list(PODS, "default", **labels)
+
+
+async def test_get_nodes(backend: TestCluster, kubectl: Kubectl) -> None:
     out = await kubectl.ok("get", "nodes")
     assert out.splitlines()[0].split()[:2] == ["NAME", "STATUS"]
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["node-1", "node-2", "node-3"]
@@ -71,7 +91,7 @@ async def test_get_nodes(kubectl: Kubectl) -> None:
     assert doc["metadata"]["name"] == "node-2"
 
 
-async def test_crd_then_custom_object_by_short_name(kubectl: Kubectl) -> None:
+async def test_crd_then_custom_object_by_short_name(backend: TestCluster, kubectl: Kubectl) -> None:
     await kubectl.ok("apply", "-f", "-", stdin=CRD)
     await kubectl.ok("wait", "--for=condition=Established", "crd/widgets.example.com")
     await kubectl.ok("apply", "-f", "-", stdin=WIDGET)
@@ -86,35 +106,42 @@ async def test_crd_then_custom_object_by_short_name(kubectl: Kubectl) -> None:
 
 
 async def test_create_deployment_scales_onto_schedulable_nodes(
-    sim: SimCluster, kubectl: Kubectl
+    view: ClusterView, kubectl: Kubectl
 ) -> None:
     await kubectl.ok("cordon", "node-3")
+    await view.until(lambda: cordoned(view, "node-3"))  # as the scheduler will see it
     await kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=4")
-    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 4)
-    assert {p["spec"]["nodeName"] for p in pods(sim, app="web")} == {"node-1", "node-2"}
+    await view.until(lambda: sum(running(p) for p in pods(view, app="web")) == 4)
+    assert {p["spec"]["nodeName"] for p in pods(view, app="web")} == {"node-1", "node-2"}
     out = await kubectl.ok("get", "pods", "-o", "wide")
     assert out.count("Running") == 4
     await kubectl.ok("rollout", "status", "deployment/web", "--timeout=20s")
 
 
-async def test_cordon_uncordon(sim: SimCluster, kubectl: Kubectl) -> None:
-    nodes = sim.store.resource("", "v1", "nodes")
+def cordoned(view: ClusterView, node: str) -> bool:
+    return ((view.get(NODES, node) or {}).get("spec") or {}).get("unschedulable") is True
+
+
+async def test_cordon_uncordon(view: ClusterView, kubectl: Kubectl) -> None:
     await kubectl.ok("cordon", "node-2")
-    assert sim.store.get(nodes, None, "node-2")["spec"]["unschedulable"] is True
+    await view.until(lambda: cordoned(view, "node-2"))
     assert "SchedulingDisabled" in await kubectl.ok("get", "node", "node-2")
     await kubectl.ok("uncordon", "node-2")
-    assert not sim.store.get(nodes, None, "node-2")["spec"].get("unschedulable")
+    await view.until(lambda: not (view.get(NODES, "node-2") or {})["spec"].get("unschedulable"))
 
 
-async def test_drain_retries_evictions_refused_by_a_pdb(sim: SimCluster, kubectl: Kubectl) -> None:
+async def test_drain_retries_evictions_refused_by_a_pdb(
+    view: ClusterView, kubectl: Kubectl
+) -> None:
     # put all three replicas on node-1, so the budget must refuse at least one eviction
     await kubectl.ok("cordon", "node-2")
     await kubectl.ok("cordon", "node-3")
+    await view.until(lambda: cordoned(view, "node-2") and cordoned(view, "node-3"))
     await kubectl.ok("apply", "-f", "-", stdin=DAEMONSET)
     await kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=3")
     await kubectl.ok("apply", "-f", "-", stdin=PDB)
-    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 3)
-    assert {p["spec"]["nodeName"] for p in pods(sim, app="web")} == {"node-1"}
+    await view.until(lambda: sum(running(p) for p in pods(view, app="web")) == 3)
+    assert {p["spec"]["nodeName"] for p in pods(view, app="web")} == {"node-1"}
     await kubectl.ok("uncordon", "node-2")
     await kubectl.ok("uncordon", "node-3")
 
@@ -129,18 +156,20 @@ async def test_drain_retries_evictions_refused_by_a_pdb(sim: SimCluster, kubectl
     assert r.code == 0, r.err + r.out
     assert "would violate the pod's disruption budget" in r.err + r.out
     assert "will retry after 5s" in r.err + r.out
-    left = [
-        p
-        for p in sim.store.list(sim.store.resource("", "v1", "pods"))
-        if p["spec"].get("nodeName") == "node-1"
-    ]
+    # drain returned once the evicted pods were gone; the watch may not have seen that yet
+    await view.until(lambda: not any(on_node_1(p) for p in pods(view, app="web")))
+    left = [p for p in view.list(PODS) if on_node_1(p)]
     assert left, "the DaemonSet pod stays"
     assert all(o["kind"] == "DaemonSet" for p in left for o in p["metadata"]["ownerReferences"])
-    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 3)
-    assert "node-1" not in {p["spec"]["nodeName"] for p in pods(sim, app="web")}
+    await view.until(lambda: sum(running(p) for p in pods(view, app="web")) == 3)
+    assert "node-1" not in {p["spec"]["nodeName"] for p in pods(view, app="web")}
 
 
-async def test_unknown_resource_is_reported(kubectl: Kubectl) -> None:
+def on_node_1(pod: Obj) -> bool:
+    return pod["spec"].get("nodeName") == "node-1"
+
+
+async def test_unknown_resource_is_reported(backend: TestCluster, kubectl: Kubectl) -> None:
     r = await kubectl.run("get", "flurbs")
     assert r.code != 0
     assert 'the server doesn\'t have a resource type "flurbs"' in r.err
