@@ -1,16 +1,16 @@
-"""A real KubeClient (official client underneath) talking to the simulated cluster."""
+"""Real KubeClients (official client underneath) talking to either cluster backend."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import Resource
-from nodeagent.sim.cluster import SimCluster
+from tests.clusters import TestCluster
 
 
 class RequestCounter:
@@ -18,12 +18,21 @@ class RequestCounter:
 
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str, int]] = Counter()
+        self._changed = asyncio.Event()
 
     def __call__(self, verb: str, resource: Resource, status: int) -> None:
         self.counts[(verb, resource.plural, status)] += 1
+        self._changed.set()
 
     def total(self, verb: str, plural: str) -> int:
         return sum(n for (v, p, _), n in self.counts.items() if v == verb and p == plural)
+
+    async def until(self, cond: Callable[[], bool], timeout: float = 10) -> None:
+        """Wait until `cond` holds, re-checking after every request counted."""
+        async with asyncio.timeout(timeout):
+            while not cond():
+                self._changed.clear()
+                await self._changed.wait()
 
 
 @pytest.fixture
@@ -31,20 +40,7 @@ def requests() -> RequestCounter:
     return RequestCounter()
 
 
-async def make_client(sim: SimCluster, hook: RequestCounter | None = None) -> KubeClient:
-    assert sim.kubeconfig is not None
-    return KubeClient(load_api_client(str(sim.kubeconfig)), max_workers=4, on_request=hook)
-
-
 @pytest.fixture
-async def kube(sim: SimCluster, requests: RequestCounter) -> AsyncIterator[KubeClient]:
-    client = await make_client(sim, requests)
-    async with client:
-        yield client
-
-
-async def eventually(cond: Callable[[], object], within: float = 10.0) -> None:
-    """Poll: informer and handler state changes after the store's, with no hook to wait on."""
-    async with asyncio.timeout(within):
-        while not cond():  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
+def kube(backend: TestCluster) -> KubeClient:
+    """The admin's client: what the test does to the cluster."""
+    return backend.client(max_workers=4)

@@ -1,58 +1,42 @@
-"""Leader election between real clients over the simulated API server's Leases."""
+"""Leader election between real clients over either API server's Leases.
+
+The candidates authenticate as the agent's ServiceAccount and elect on the Lease the packaged
+RBAC grants (nodeagent-system/nodeagent-controllers). Each reaches the server through a TCP
+proxy of its own (tests/netproxy.py), so the test can cut one off the network."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import AlreadyExists, Unreachable
+from nodeagent.kube.errors import AlreadyExists
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.kube.resources import LEASES, Resource
-from nodeagent.sim.cluster import SimCluster
+from tests.clusters import NAMESPACE, ClusterView, TestCluster
+from tests.netproxy import TcpProxy, proxy_to
 
-from .conftest import make_client
+from .conftest import RequestCounter
 
 Obj = dict[str, Any]
+LEASE = "nodeagent-controllers"  # the name packaging/kubernetes/rbac.yaml grants
 TIMING: dict[str, float] = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
-
-
-class Severable:
-    """A client whose connection can be cut, like a node falling off the network."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self.client = client
-        self.cut = False
-
-    def _check(self) -> None:
-        if self.cut:
-            raise Unreachable("network cut by the test")
-
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
-        self._check()
-        return await self.client.get(resource, name, namespace)
-
-    async def create(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
-    ) -> Obj:
-        self._check()
-        return await self.client.create(resource, body, namespace)
-
-    async def replace(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
-    ) -> Obj:
-        self._check()
-        return await self.client.replace(resource, body, namespace)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 
 class Agent:
-    def __init__(self, client: Severable, identity: str) -> None:
+    def __init__(
+        self, client: KubeClient, requests: RequestCounter, proxy: TcpProxy, identity: str
+    ) -> None:
         self.client = client
-        self.elector = LeaderElector(client, "kube-system", "nodeagent-leader", identity, **TIMING)
+        self.requests = requests  # this candidate's API requests
+        self.proxy = proxy  # its network to the API server
+        self.elector = LeaderElector(client, NAMESPACE, LEASE, identity, **TIMING)
         self.leading = asyncio.Event()
         self.stopped = asyncio.Event()
         self.terms = 0
@@ -77,85 +61,125 @@ class Agent:
         with pytest.raises(asyncio.CancelledError):
             await self.task
 
+    def calls(self, verb: str, status: int | None = None) -> int:
+        """Lease requests made so far (with that status, or any)."""
+        return sum(
+            n
+            for (v, p, s), n in self.requests.counts.items()
+            if v == verb and p == "leases" and status in (None, s)
+        )
+
+    async def until_calls(self, verb: str, n: int, status: int | None = None) -> None:
+        await self.requests.until(lambda: self.calls(verb, status) >= n)
+
 
 @pytest.fixture
-async def agents(sim: SimCluster) -> AsyncIterator[tuple[Agent, Agent]]:
-    ns = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-    clients = [await make_client(sim), await make_client(sim)]
-    try:
-        with contextlib.suppress(AlreadyExists):  # the simulated cluster may have it already
-            await clients[0].create(ns, {"metadata": {"name": "kube-system"}})
-        a = Agent(Severable(clients[0]), "agent-a")
-        b = Agent(Severable(clients[1]), "agent-b")
+async def view(backend: TestCluster) -> AsyncIterator[ClusterView]:
+    v = ClusterView(backend.client(), [LEASES])
+    await v.start()
+    yield v
+    await v.stop()
+
+
+@pytest.fixture
+async def agents(backend: TestCluster, tmp_path: Path) -> AsyncIterator[tuple[Agent, Agent]]:
+    account = await backend.service_account()
+    with contextlib.suppress(AlreadyExists):  # the real backend has it from the RBAC files
+        await backend.client().create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+    async with proxy_to(account) as pa, proxy_to(account) as pb:
+        out = []
+        for proxy, identity in ((pa, "agent-a"), (pb, "agent-b")):
+            requests = RequestCounter()
+            kubeconfig = proxy.kubeconfig(account, tmp_path / f"{identity}.kubeconfig")
+            client = backend.client(kubeconfig, max_workers=4, on_request=requests)
+            out.append(Agent(client, requests, proxy, identity))
+        a, b = out
         yield a, b
         for agent in (a, b):
             if agent.task is not None and not agent.task.done():
                 await agent.kill()
-    finally:
-        for c in clients:
-            await c.close()
 
 
-async def holder(sim: SimCluster) -> str:
-    rt = sim.store.resource("coordination.k8s.io", "v1", "leases")
-    lease = sim.store.find(rt, "kube-system", "nodeagent-leader")
+def holder(view: ClusterView) -> str:
+    lease = view.get(LEASES, LEASE, NAMESPACE)
     return "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
 
 
-async def test_killing_the_leader_hands_over(sim: SimCluster, agents: tuple[Agent, Agent]) -> None:
+async def test_killing_the_leader_hands_over(
+    view: ClusterView, agents: tuple[Agent, Agent]
+) -> None:
     a, b = agents
     a.start()
-    await asyncio.wait_for(a.leading.wait(), 5)
+    async with asyncio.timeout(5):
+        await a.leading.wait()
     b.start()
-    await asyncio.sleep(1.0)
+    # b has found the Lease held a few times over
+    await b.until_calls("get", 5)
     assert a.elector.is_leader and not b.elector.is_leader
     assert b.terms == 0
-    assert await holder(sim) == "agent-a"
+    await view.until(lambda: holder(view) == "agent-a")
 
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     await a.kill()
     assert a.stopped.is_set() and not a.elector.is_leader
-    await asyncio.wait_for(b.leading.wait(), 5)
+    async with asyncio.timeout(5):
+        await b.leading.wait()
     # Released on the way out, so well under the 2 s lease duration.
     assert loop.time() - t0 < 1.0
-    assert await holder(sim) == "agent-b"
-    lease = await b.client.client.get(LEASES, "nodeagent-leader", "kube-system")
+    await view.until(lambda: holder(view) == "agent-b")
+    lease = await b.client.get(LEASES, LEASE, NAMESPACE)
     assert lease["spec"]["leaseTransitions"] == 1
 
 
 async def test_cut_off_leader_steps_down_before_successor_takes_over(
-    sim: SimCluster, agents: tuple[Agent, Agent]
+    view: ClusterView, agents: tuple[Agent, Agent]
 ) -> None:
     a, b = agents
     a.start()
-    await asyncio.wait_for(a.leading.wait(), 5)
+    async with asyncio.timeout(5):
+        await a.leading.wait()
     b.start()
-    await asyncio.sleep(0.5)
+    await b.until_calls("get", 2)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    a.client.cut = True  # a can neither renew nor release: a crash, as far as b can tell
-    await asyncio.wait_for(a.stopped.wait(), 5)
+    # a can neither renew nor release: a crash, as far as b can tell
+    await a.proxy.stop_listening()
+    async with asyncio.timeout(5):
+        await a.stopped.wait()
     stepped_down = loop.time() - t0
-    await asyncio.wait_for(b.leading.wait(), 5)
+    async with asyncio.timeout(5):
+        await b.leading.wait()
     took_over = loop.time() - t0
     assert stepped_down < took_over, "two leaders at once"
     assert took_over >= 2.0 - 0.3  # b waited for the lease to expire
-    assert await holder(sim) == "agent-b"
-    a.client.cut = False
-    await asyncio.sleep(1.0)
+    await view.until(lambda: holder(view) == "agent-b")
+    # a is back on the network and finds the Lease held, a few times over
+    await a.proxy.start()
+    await a.until_calls("get", a.calls("get", 200) + 3, status=200)
     assert b.elector.is_leader and not a.elector.is_leader and not a.leading.is_set()
 
 
-async def test_leadership_survives_injected_api_errors(
-    sim: SimCluster, agents: tuple[Agent, Agent]
+async def test_leadership_survives_api_errors(
+    backend: TestCluster, view: ClusterView, agents: tuple[Agent, Agent]
 ) -> None:
+    """A renewal lost on the network and one refused with 409 (another writer changed the
+    Lease) must not cost leadership: both are well inside the renew deadline."""
     a, _ = agents
     a.start()
-    await asyncio.wait_for(a.leading.wait(), 5)
-    # Two failed renewals (of ~6 possible before the deadline) must not cost leadership.
-    sim.faults.error_burst(500, 1, verb="update", resource="leases")
-    sim.faults.error_burst(409, 1, verb="update", resource="leases")
-    await asyncio.sleep(1.5)
+    async with asyncio.timeout(5):
+        await a.leading.wait()
+    await view.until(lambda: holder(view) == "agent-a")
+    # the network fails under a renewal...
+    await a.proxy.stop_listening()
+    await a.requests.until(lambda: a.requests.counts[("update", "leases", 0)] >= 1)
+    await a.proxy.start()
+    # ...and someone else writes the Lease between two renewals
+    await backend.client().patch(
+        LEASES, LEASE, {"metadata": {"annotations": {"test/touched": "yes"}}}, NAMESPACE
+    )
+    await a.until_calls("update", 1, status=409)
+    # renewed again for longer than the renew deadline
+    renewed = a.calls("update", 200)
+    await a.requests.until(lambda: a.calls("update", 200) >= renewed + 7)
     assert a.elector.is_leader and a.terms == 1
-    assert not sim.faults.bursts
