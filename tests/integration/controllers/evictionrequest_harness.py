@@ -1,8 +1,9 @@
 """Shared set-up for the EvictionRequest controller and interceptor tests (no tests here).
 
-The simulated cluster gets the CRDs; the controllers run through the real client over HTTP with
-their own shared informers; the tests write objects straight into the simulated cluster's storage
-and wait on its changes (`until`).
+The cluster (simulated or real, the `backend` fixture) gets the CRDs; the controllers run through
+the real client over HTTP with their own shared informers, as the agent's ServiceAccount (so RBAC
+holds them on the real server). The tests act through the API as admin and read what the API
+server holds through watches (`ClusterView`), waiting on its changes (`until`).
 """
 
 from __future__ import annotations
@@ -21,21 +22,31 @@ from prometheus_client import CollectorRegistry
 from nodeagent.controllers.evictionrequest import EvictionRequestController, EvictionSettings
 from nodeagent.controllers.interceptors import AnnotateInterceptors, DaemonSetInterceptor
 from nodeagent.controllers.runtime import Controller, SharedInformers
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import Conflict
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.ratelimit import JitteredBackoff
-from nodeagent.kube.resources import Resource
-from nodeagent.manifests import crd_documents
+from nodeagent.kube.resources import (
+    DAEMONSETS,
+    EVENTS,
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PDBS,
+    PODS,
+    Obj,
+    Resource,
+)
 from nodeagent.model.interceptors import CANCELED, EVICTED, IMPERATIVE_INTERCEPTOR
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.resources import ResourceType
-from nodeagent.sim.store import Obj
-from tests.simutil import until
+from tests.clusters import ClusterView, TestCluster
 
 __all__ = ["REQUESTER", "Env", "env", "fast_settings"]
 
 REQUESTER = "nodemaintenance.k8s.io"
+
+# what the tests look at, kept current by watches
+VIEWED = (PODS, NODES, DAEMONSETS, PDBS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS)
 
 
 def fast_settings(
@@ -50,7 +61,7 @@ def fast_settings(
 
 
 class Calls:
-    """The client's request hook: (verb, plural, status) counts."""
+    """The controllers' request hook: (verb, plural, status) counts."""
 
     def __init__(self) -> None:
         self.counts: Counter[tuple[str, str, int]] = Counter()
@@ -66,95 +77,40 @@ class Calls:
         )
 
 
+def _namespace(resource: Resource, namespace: str | None) -> str | None:
+    return namespace if resource.namespaced else None
+
+
 @dataclass
 class Env:
-    sim: SimCluster
-    kube: KubeClient
-    calls: Calls
+    backend: TestCluster
+    kube: KubeClient  # the admin's: what the tests do
+    agent: KubeClient  # the agent's ServiceAccount: what the controllers do
+    calls: Calls  # the agent client's requests
+    view: ClusterView
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     controllers: list[Controller] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    # -- the simulated cluster's storage --------------------------------------------------------
+    # -- what the API server holds, as its watches tell -----------------------------------------
 
-    def rt(self, plural: str) -> ResourceType:
-        groups = {
-            "pods": ("", "v1"),
-            "nodes": ("", "v1"),
-            "deployments": ("apps", "v1"),
-            "daemonsets": ("apps", "v1"),
-            "poddisruptionbudgets": ("policy", "v1"),
-            "evictionrequests": ("nodeagent.io", "v1alpha1"),
-            "nodemaintenances": ("nodeagent.io", "v1alpha1"),
-            "events": ("", "v1"),
-        }
-        group, version = groups[plural]
-        return self.sim.store.resource(group, version, plural)
-
-    def create(self, plural: str, obj: Obj) -> Obj:
-        rt = self.rt(plural)
-        namespace = obj["metadata"].get("namespace", "default") if rt.namespaced else None
-        if rt.namespaced:
-            obj["metadata"]["namespace"] = namespace
-        return self.sim.store.create(rt, namespace, obj)
-
-    def get(self, plural: str, name: str, namespace: str | None = "default") -> Obj | None:
-        rt = self.rt(plural)
-        return self.sim.store.find(rt, namespace if rt.namespaced else None, name)
-
-    def mutate(
-        self,
-        plural: str,
-        name: str,
-        fn: Callable[[Obj], None],
-        namespace: str | None = "default",
-        sub: str | None = None,
-    ) -> Obj:
-        rt = self.rt(plural)
-        return self.sim.store.mutate(rt, namespace if rt.namespaced else None, name, fn, sub)
-
-    def delete(self, plural: str, name: str, namespace: str | None = "default", **kw: Any) -> None:
-        rt = self.rt(plural)
-        self.sim.store.delete(rt, namespace if rt.namespaced else None, name, **kw)
+    def get(self, resource: Resource, name: str, namespace: str | None = "default") -> Obj | None:
+        return self.view.get(resource, name, _namespace(resource, namespace))
 
     def pods(self, namespace: str = "default", **labels: str) -> list[Obj]:
-        out = []
-        for p in self.sim.store.list(self.rt("pods"), namespace):
-            have = p["metadata"].get("labels") or {}
-            if all(have.get(k) == v for k, v in labels.items()):
-                out.append(p)
-        return out
-
-    def request_for(
-        self,
-        pod: Obj,
-        *,
-        name: str | None = None,
-        requesters: Iterable[str] = (REQUESTER,),
-    ) -> Obj:
-        """Create the EvictionRequest for `pod` (named after its UID unless `name` is given)."""
-        md = pod["metadata"]
-        return self.create(
-            "evictionrequests",
-            {
-                "apiVersion": "nodeagent.io/v1alpha1",
-                "kind": "EvictionRequest",
-                "metadata": {"name": name or md["uid"], "namespace": md["namespace"]},
-                "spec": {
-                    "target": {"pod": {"name": md["name"], "uid": md["uid"]}},
-                    "requesters": [{"name": r} for r in requesters],
-                },
-            },
-        )
+        return self.view.list(PODS, namespace, **labels)
 
     def er(self, name: str, namespace: str = "default") -> Obj:
-        obj = self.get("evictionrequests", name, namespace)
+        obj = self.get(EVICTIONREQUESTS, name, namespace)
         assert obj is not None, f"no EvictionRequest {namespace}/{name}"
         return obj
 
+    def _status(self, name: str, namespace: str) -> dict[str, Any]:
+        # not seen yet (the watch may lag the create): no status yet
+        return dict((self.get(EVICTIONREQUESTS, name, namespace) or {}).get("status") or {})
+
     def condition(self, name: str, type_: str, namespace: str = "default") -> dict[str, Any]:
-        obj = self.get("evictionrequests", name, namespace)
-        for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        for c in self._status(name, namespace).get("conditions") or []:
             if c["type"] == type_:
                 return dict(c)
         return {}
@@ -169,12 +125,10 @@ class Env:
         return self.is_true(name, CANCELED, namespace)
 
     def active(self, name: str, namespace: str = "default") -> list[str]:
-        status = self.er(name, namespace).get("status") or {}
-        return list(status.get("activeInterceptors") or [])
+        return list(self._status(name, namespace).get("activeInterceptors") or [])
 
     def entry(self, name: str, interceptor: str, namespace: str = "default") -> dict[str, Any]:
-        status = self.er(name, namespace).get("status") or {}
-        for e in status.get("interceptors") or []:
+        for e in self._status(name, namespace).get("interceptors") or []:
             if e["name"] == interceptor:
                 return dict(e)
         return {}
@@ -184,13 +138,59 @@ class Env:
 
     def events_for(self, name: str, namespace: str = "default") -> list[Obj]:
         return [
-            e
-            for e in self.sim.store.list(self.rt("events"), namespace)
-            if e["involvedObject"].get("name") == name
+            e for e in self.view.list(EVENTS, namespace) if e["involvedObject"].get("name") == name
         ]
 
     async def until(self, cond: Callable[[], Any], timeout: float = 20) -> None:
-        await until(self.sim, lambda: bool(cond()), timeout)
+        await self.view.until(lambda: bool(cond()), timeout)
+
+    # -- acting through the API, as admin -------------------------------------------------------
+
+    async def create(self, resource: Resource, body: Obj) -> Obj:
+        if resource.namespaced:
+            body["metadata"].setdefault("namespace", "default")
+        return await self.kube.create(resource, body)
+
+    async def patch(
+        self, resource: Resource, name: str, patch: Obj, namespace: str | None = "default"
+    ) -> Obj:
+        return await self.kube.patch(resource, name, patch, _namespace(resource, namespace))
+
+    async def delete(
+        self, resource: Resource, name: str, namespace: str | None = "default", **kw: Any
+    ) -> None:
+        await self.kube.delete(resource, name, _namespace(resource, namespace), **kw)
+
+    async def update_status(
+        self, resource: Resource, name: str, fn: Callable[[Obj], None], namespace: str = "default"
+    ) -> Obj:
+        """Read, change and write back the status, again if someone else wrote meanwhile."""
+        async with asyncio.timeout(10):
+            while True:
+                obj = await self.kube.get(resource, name, _namespace(resource, namespace))
+                fn(obj)
+                with contextlib.suppress(Conflict):
+                    return await self.kube.replace_status(resource, obj)
+
+    async def request_for(
+        self,
+        pod: Obj,
+        *,
+        name: str | None = None,
+        requesters: Iterable[str] = (REQUESTER,),
+    ) -> Obj:
+        """Create the EvictionRequest for `pod` (named after its UID unless `name` is given)."""
+        md = pod["metadata"]
+        return await self.create(
+            EVICTIONREQUESTS,
+            {
+                "metadata": {"name": name or md["uid"], "namespace": md["namespace"]},
+                "spec": {
+                    "target": {"pod": {"name": md["name"], "uid": md["uid"]}},
+                    "requesters": [{"name": r} for r in requesters],
+                },
+            },
+        )
 
     # -- the controllers ------------------------------------------------------------------------
 
@@ -203,11 +203,11 @@ class Env:
         daemonset: bool = False,
     ) -> EvictionRequestController:
         """Run the EvictionRequest controller (and the chosen interceptors) until the test ends."""
-        informers = SharedInformers(self.kube, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5))
+        informers = SharedInformers(self.agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5))
         queues = WorkQueueMetricsFactory(self.registry)
-        events = EventRecorder(self.kube, "nodeagent")
+        events = EventRecorder(self.agent, "nodeagent")
         controller = EvictionRequestController(
-            self.kube,
+            self.agent,
             informers,
             settings,
             metrics=EvictionRequestMetrics(self.registry),
@@ -219,7 +219,7 @@ class Env:
         if annotate:
             self.controllers.append(
                 AnnotateInterceptors(
-                    self.kube,
+                    self.agent,
                     informers,
                     settings,
                     events=events,
@@ -229,7 +229,7 @@ class Env:
         if daemonset:
             self.controllers.append(
                 DaemonSetInterceptor(
-                    self.kube,
+                    self.agent,
                     informers,
                     settings,
                     events=events,
@@ -257,16 +257,17 @@ class Env:
 
 
 @pytest.fixture
-async def env(sim: SimCluster) -> AsyncIterator[Env]:
-    crd_type = sim.store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-    for doc in crd_documents():
-        sim.store.create(crd_type, None, doc)
-    assert sim.kubeconfig is not None
+async def env(backend: TestCluster) -> AsyncIterator[Env]:
+    await backend.install_crds()
+    kube = backend.client(max_workers=8)
+    view = ClusterView(kube, VIEWED)
+    await view.start()
     calls = Calls()
-    client = KubeClient(load_api_client(str(sim.kubeconfig)), max_workers=8, on_request=calls)
-    e = Env(sim, client, calls)
+    # the controllers as the agent's ServiceAccount: RBAC holds them on the real server
+    agent = backend.client(await backend.service_account(), max_workers=8, on_request=calls)
+    e = Env(backend, kube, agent, calls, view)
     try:
         yield e
     finally:
         await e.stop()
-        await client.close()
+        await view.stop()

@@ -1,5 +1,5 @@
-"""The EvictionRequest controller and its imperative-eviction.k8s.io interceptor on the simulated
-cluster, through the real client: PDB-paced evictions, interceptor turns, cancellation and
+"""The EvictionRequest controller and its imperative-eviction.k8s.io interceptor on both cluster
+backends, through the real client: PDB-paced evictions, interceptor turns, cancellation and
 validation."""
 
 from __future__ import annotations
@@ -8,6 +8,10 @@ import re
 import time
 from typing import Any
 
+import pytest
+
+from nodeagent.kube.errors import Invalid
+from nodeagent.kube.resources import DEPLOYMENTS, EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
 from nodeagent.model.interceptors import (
     ACTIVATED_ANNOTATION,
     IMPERATIVE_INTERCEPTOR,
@@ -16,7 +20,6 @@ from nodeagent.model.interceptors import (
     parse_time,
 )
 from nodeagent.sim.actors.kubelet import EXIT_SECONDS
-from nodeagent.sim.store import Change, Obj
 from tests.integration.controllers.evictionrequest_harness import (
     REQUESTER,
     Env,
@@ -69,13 +72,13 @@ def running_ready(p: Obj) -> bool:
 
 
 def budget(env: Env, name: str) -> dict[str, Any]:
-    return dict((env.get("poddisruptionbudgets", name) or {}).get("status") or {})
+    return dict((env.get(PDBS, name) or {}).get("status") or {})
 
 
 async def running_pod(env: Env, name: str, annotations: dict[str, str] | None = None) -> Obj:
-    env.create("pods", bare_pod(name, annotations))
-    await env.until(lambda: running_ready(env.get("pods", name) or {"metadata": {}}))
-    pod = env.get("pods", name)
+    await env.create(PODS, bare_pod(name, annotations))
+    await env.until(lambda: running_ready(env.get(PODS, name) or {"metadata": {}}))
+    pod = env.get(PODS, name)
     assert pod is not None
     return pod
 
@@ -86,36 +89,35 @@ async def running_pod(env: Env, name: str, annotations: dict[str, str] | None = 
 async def test_deployment_under_pdb_is_evicted_one_at_a_time(env: Env) -> None:
     # Pods take two seconds to stop, so the budget stays spent for a while after each eviction
     # and the other requests are refused meanwhile, even on a slow machine.
-    env.create("deployments", deployment("web", 4, exit_seconds=2))
+    await env.create(DEPLOYMENTS, deployment("web", 4, exit_seconds=2))
     await env.until(lambda: sum(running_ready(p) for p in env.pods(app="web")) == 4)
-    env.create("poddisruptionbudgets", pdb("web", maxUnavailable=1))
+    await env.create(PDBS, pdb("web", maxUnavailable=1))
     await env.until(lambda: budget(env, "web").get("disruptionsAllowed") == 1)
     originals = env.pods(app="web")
 
     worst = 0
     retry_counts: set[int] = set()
 
-    def watch(change: Change) -> None:
+    def watch(_event: str, resource: Resource, obj: Obj) -> None:
+        # every change the watches deliver, in order, with the view updated up to it
         nonlocal worst
-        _, key, _, new = change
-        if key == env.rt("pods").key:
+        if resource == PODS:
             ready = sum(running_ready(p) for p in env.pods(app="web"))
             worst = max(worst, 4 - ready)
-        elif key == env.rt("evictionrequests").key:
-            for e in (new.get("status") or {}).get("interceptors") or []:
+        elif resource == EVICTIONREQUESTS:
+            for e in (obj.get("status") or {}).get("interceptors") or []:
                 found = re.search(r"number of retries: (\d+)", e.get("message", ""))
                 if e["name"] == IMPERATIVE_INTERCEPTOR and found:
                     retry_counts.add(int(found.group(1)))
 
-    env.sim.store.listeners.append(watch)
-    try:
-        await env.start(fast_settings(), workers=4)
-        for p in originals:
-            env.request_for(p)
-        uids = [p["metadata"]["uid"] for p in originals]
-        await env.until(lambda: all(env.evicted(uid) for uid in uids), timeout=60)
-    finally:
-        env.sim.store.listeners.remove(watch)
+    env.view.listen(watch)
+    await env.start(fast_settings(), workers=4)
+    for p in originals:
+        await env.request_for(p)
+    uids = [p["metadata"]["uid"] for p in originals]
+    await env.until(lambda: all(env.evicted(uid) for uid in uids), timeout=60)
+    # the pods' own watch may not have told us yet what the controller saw
+    await env.until(lambda: not {p["metadata"]["uid"] for p in env.pods(app="web")} & set(uids))
 
     assert worst == 1, f"{worst} pods were unavailable at once"
     assert env.calls.evictions(429) > 0, env.calls.counts
@@ -149,10 +151,10 @@ async def test_silent_interceptor_is_passed_over_after_the_deadline(env: Env) ->
     pod = await running_pod(env, "quiet", {INTERCEPTORS_ANNOTATION: "silent.example.com"})
     uid = pod["metadata"]["uid"]
     await env.start(fast_settings(deadline=1.0))
-    env.request_for(pod)
+    await env.request_for(pod)
 
     def activation(name: str) -> float | None:
-        er = env.get("evictionrequests", uid) or {}
+        er = env.get(EVICTIONREQUESTS, uid) or {}
         value = ((er.get("metadata") or {}).get("annotations") or {}).get(ACTIVATED_ANNOTATION)
         if not value or value.split(" ")[0] != name:
             return None
@@ -181,7 +183,7 @@ async def test_completed_interceptor_hands_over_at_once(env: Env) -> None:
     pod = await running_pod(env, "helped", {INTERCEPTORS_ANNOTATION: "helper.example.com"})
     uid = pod["metadata"]["uid"]
     await env.start(fast_settings(deadline=3600.0))
-    env.request_for(pod)
+    await env.request_for(pod)
     await env.until(lambda: env.active(uid) == ["helper.example.com"])
     start = time.monotonic()
 
@@ -191,7 +193,7 @@ async def test_completed_interceptor_hands_over_at_once(env: Env) -> None:
             if e["name"] == "helper.example.com":
                 e.update(startTime=now, heartbeatTime=now, completionTime=now, message="done")
 
-    env.mutate("evictionrequests", uid, complete, sub="status")
+    await env.update_status(EVICTIONREQUESTS, uid, complete)
     await env.until(lambda: env.evicted(uid))
     assert time.monotonic() - start < 30  # far from the hour-long deadline
     status = env.er(uid)["status"]
@@ -208,14 +210,14 @@ async def test_completed_interceptor_hands_over_at_once(env: Env) -> None:
 
 
 async def test_removing_the_last_requester_cancels_and_stops_all_action(env: Env) -> None:
-    env.create("deployments", deployment("db", 1))
+    await env.create(DEPLOYMENTS, deployment("db", 1))
     await env.until(lambda: sum(running_ready(p) for p in env.pods(app="db")) == 1)
-    env.create("poddisruptionbudgets", pdb("db", maxUnavailable=0))
+    await env.create(PDBS, pdb("db", maxUnavailable=0))
     await env.until(lambda: budget(env, "db").get("observedGeneration") == 1)
     [pod] = env.pods(app="db")
     uid = pod["metadata"]["uid"]
     await env.start(fast_settings(base=0.02, cap=0.1), workers=1)
-    env.request_for(pod, requesters=[REQUESTER, "descheduler.example.com"])
+    await env.request_for(pod, requesters=[REQUESTER, "descheduler.example.com"])
 
     await env.until(lambda: "number of retries: 2" in env.imperative_message(uid))
     labels = {
@@ -232,13 +234,11 @@ async def test_removing_the_last_requester_cancels_and_stops_all_action(env: Env
     assert env.metric("evictionrequest_controller_active_requester", **labels, requester=REQUESTER)
 
     # one requester withdraws: nothing changes
-    env.mutate(
-        "evictionrequests", uid, lambda er: er["spec"].update(requesters=[{"name": REQUESTER}])
-    )
+    await env.patch(EVICTIONREQUESTS, uid, {"spec": {"requesters": [{"name": REQUESTER}]}})
     await env.until(lambda: "number of retries: 4" in env.imperative_message(uid))
     assert not env.canceled(uid)
     # the last one withdraws: canceled
-    env.mutate("evictionrequests", uid, lambda er: er["spec"].update(requesters=[]))
+    await env.patch(EVICTIONREQUESTS, uid, {"spec": {"requesters": []}})
     await env.until(lambda: env.canceled(uid))
     canceled = env.condition(uid, "Canceled")
     assert canceled["reason"] == "NoRequesters"
@@ -259,23 +259,16 @@ async def test_removing_the_last_requester_cancels_and_stops_all_action(env: Env
     # Now an eviction would succeed; the controller must still leave the pod alone. Touch the
     # canceled request and the pod, then let a probe request go through the same single
     # worker after them: by the time the probe is evicted, the canceled one was looked at.
-    env.delete("poddisruptionbudgets", "db")
-    env.mutate(
-        "evictionrequests",
-        uid,
-        lambda er: er["metadata"].setdefault("labels", {}).update(touched="yes"),
-    )
-    env.mutate(
-        "pods",
-        pod["metadata"]["name"],
-        lambda p: p["metadata"].setdefault("annotations", {}).update(touched="yes"),
-    )
+    await env.delete(PDBS, "db")
+    await env.patch(EVICTIONREQUESTS, uid, {"metadata": {"labels": {"touched": "yes"}}})
+    touched = {"metadata": {"annotations": {"touched": "yes"}}}
+    await env.patch(PODS, pod["metadata"]["name"], touched)
     probe = await running_pod(env, "probe")
-    env.request_for(probe)
+    await env.request_for(probe)
     await env.until(lambda: env.evicted(probe["metadata"]["uid"]))
 
     assert env.calls.evictions() == tries + 1  # only the probe's
-    still = env.get("pods", pod["metadata"]["name"])
+    still = env.get(PODS, pod["metadata"]["name"])
     assert still is not None and still["metadata"]["uid"] == uid
     assert not still["metadata"].get("deletionTimestamp")
     assert env.canceled(uid) and not env.evicted(uid)
@@ -287,7 +280,7 @@ async def test_removing_the_last_requester_cancels_and_stops_all_action(env: Env
 async def test_request_for_a_missing_pod_is_canceled_with_a_clear_message(env: Env) -> None:
     await env.start(fast_settings())
     ghost = {"metadata": {"name": "ghost", "namespace": "default", "uid": "0000-ghost"}}
-    env.request_for(ghost)
+    await env.request_for(ghost)
     await env.until(lambda: env.canceled("0000-ghost"))
     canceled = env.condition("0000-ghost", "Canceled")
     assert canceled["reason"] == "ValidationFailed"
@@ -297,10 +290,17 @@ async def test_request_for_a_missing_pod_is_canceled_with_a_clear_message(env: E
     assert env.calls.evictions() == 0
 
 
-async def test_request_not_named_after_the_pod_uid_is_canceled(env: Env) -> None:
+async def test_request_not_named_after_the_pod_uid_is_refused_or_canceled(env: Env) -> None:
+    """kube-apiserver refuses it with the CRD's CEL rule; where a server does not evaluate CEL
+    (the simulated one), the controller cancels it."""
     pod = await running_pod(env, "named")
     await env.start(fast_settings())
-    env.request_for(pod, name="named-eviction")
+    if env.backend.kind == "real":
+        with pytest.raises(Invalid, match=r"metadata\.name must be the UID of the target pod"):
+            await env.request_for(pod, name="named-eviction")
+        assert env.calls.evictions() == 0
+        return
+    await env.request_for(pod, name="named-eviction")
     await env.until(lambda: env.canceled("named-eviction"))
     canceled = env.condition("named-eviction", "Canceled")
     assert canceled["reason"] == "ValidationFailed"
@@ -310,7 +310,7 @@ async def test_request_not_named_after_the_pod_uid_is_canceled(env: Env) -> None
         "after the UID of its pod."
     )
     assert env.calls.evictions() == 0
-    assert running_ready(env.get("pods", "named") or {"metadata": {}})
+    assert running_ready(env.get(PODS, "named") or {"metadata": {}})
 
 
 async def test_pod_created_together_with_its_request_is_not_mistaken_for_missing(
@@ -318,8 +318,8 @@ async def test_pod_created_together_with_its_request_is_not_mistaken_for_missing
 ) -> None:
     await env.start(fast_settings())
     # the pod and its request appear back to back; the pod informer may see the pod later
-    created = env.create("pods", bare_pod("quick"))
-    env.request_for(created)
+    created = await env.create(PODS, bare_pod("quick"))
+    await env.request_for(created)
     uid = created["metadata"]["uid"]
     await env.until(lambda: env.evicted(uid) or env.canceled(uid))
     assert env.evicted(uid), env.condition(uid, "Canceled")

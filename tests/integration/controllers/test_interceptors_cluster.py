@@ -1,6 +1,6 @@
-"""The cluster-side interceptors on the simulated cluster: annotate-and-wait (with a simulated
-operator that moves its pod) and daemonset.apps.k8s.io (taint, graceful delete, the taint lifted
-when no maintenance covers the node any more)."""
+"""The cluster-side interceptors on both cluster backends: annotate-and-wait (with the test
+playing an operator that moves its pod) and daemonset.apps.k8s.io (taint, graceful delete, the
+taint lifted when no maintenance covers the node any more)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ from typing import Any
 
 from nodeagent.controllers.evictionrequest import AnnotateRule
 from nodeagent.controllers.interceptors import MAINTENANCE_TAINT
+from nodeagent.kube.resources import (
+    DAEMONSETS,
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    Obj,
+    Resource,
+)
 from nodeagent.model.interceptors import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
@@ -15,7 +24,6 @@ from nodeagent.model.interceptors import (
     parse_time,
 )
 from nodeagent.model.selectors import label_selector_from_dict
-from nodeagent.sim.store import Change, Obj
 from tests.integration.controllers.evictionrequest_harness import Env, env, fast_settings
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
@@ -27,6 +35,10 @@ MOVER = AnnotateRule(
     "example.com/reschedule",
     "true",
 )
+
+
+def uid_of(p: Obj | None) -> str | None:
+    return None if p is None else str(p["metadata"]["uid"])
 
 
 def running(p: Obj | None) -> bool:
@@ -48,50 +60,39 @@ def db_pod(node: str) -> Obj:
 
 
 async def test_annotate_and_wait_lets_the_operator_move_the_pod(env: Env) -> None:
-    env.create("pods", db_pod("node-1"))
-    await env.until(lambda: running(env.get("pods", "db-0")))
-    old = env.get("pods", "db-0")
+    await env.create(PODS, db_pod("node-1"))
+    await env.until(lambda: running(env.get(PODS, "db-0")))
+    old = env.get(PODS, "db-0")
     assert old is not None
     uid = old["metadata"]["uid"]
     deadline = 2.0
     await env.start(fast_settings(deadline=deadline, annotate=(MOVER,)), annotate=True)
+    await env.request_for(old)
 
-    moved: list[str] = []
-
-    def operator(change: Change) -> None:
-        """The simulated operator: it moves db-0 once asked to, but only after it kept the
-        interceptor waiting past one heartbeat deadline (which must not cost it its turn)."""
-        _, key, _, new = change
-        if moved or key != env.rt("evictionrequests").key or new["metadata"]["name"] != uid:
-            return
-        entry: dict[str, Any] = next(
-            (
-                e
-                for e in (new.get("status") or {}).get("interceptors") or []
-                if e["name"] == MOVER.name
-            ),
-            {},
-        )
+    def asked_to_move() -> bool:
+        """The operator moves db-0 once asked to, but only after it kept the interceptor
+        waiting past one heartbeat deadline (which must not cost it its turn)."""
+        entry = env.entry(uid, MOVER.name)
         start, beat = parse_time(entry.get("startTime")), parse_time(entry.get("heartbeatTime"))
         if start is None or beat is None or (beat - start).total_seconds() < 1.25 * deadline:
-            return
-        pod = env.get("pods", "db-0")
+            return False
+        pod = env.get(PODS, "db-0")
         annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
-        if pod is None or annotations.get(MOVER.annotation_key) != "true":
-            return
-        moved.append(pod["metadata"]["uid"])
-        env.delete("pods", "db-0", grace_period=0)
-        env.create("pods", db_pod("node-2"))
+        return pod is not None and annotations.get(MOVER.annotation_key) == "true"
 
-    env.sim.store.listeners.append(operator)
-    try:
-        env.request_for(old)
-        await env.until(lambda: env.evicted(uid), timeout=30)
-    finally:
-        env.sim.store.listeners.remove(operator)
+    # the operator at work
+    await env.until(asked_to_move, timeout=30)
+    moving = env.get(PODS, "db-0")
+    assert moving is not None
+    moved = [moving["metadata"]["uid"]]
+    await env.delete(PODS, "db-0", grace_period_seconds=0)
+    await env.create(PODS, db_pod("node-2"))
 
+    await env.until(lambda: env.evicted(uid), timeout=30)
     assert moved == [uid]
-    new = env.get("pods", "db-0")
+    # the replacement, once the pods' watch tells of it
+    await env.until(lambda: uid_of(env.get(PODS, "db-0")) not in (None, uid))
+    new = env.get(PODS, "db-0")
     assert new is not None and new["metadata"]["uid"] != uid
     assert new["spec"]["nodeName"] == "node-2"
     # the replacement is another pod: not asked to move
@@ -117,22 +118,22 @@ async def test_annotate_and_wait_lets_the_operator_move_the_pod(env: Env) -> Non
 
 
 async def test_canceled_request_takes_the_annotation_back(env: Env) -> None:
-    env.create("pods", db_pod("node-1"))
-    await env.until(lambda: running(env.get("pods", "db-0")))
-    pod = env.get("pods", "db-0")
+    await env.create(PODS, db_pod("node-1"))
+    await env.until(lambda: running(env.get(PODS, "db-0")))
+    pod = env.get(PODS, "db-0")
     assert pod is not None
     uid = pod["metadata"]["uid"]
     await env.start(fast_settings(deadline=60, annotate=(MOVER,)), annotate=True)
-    env.request_for(pod)
+    await env.request_for(pod)
 
     def annotated() -> bool:
-        p = env.get("pods", "db-0") or {"metadata": {}}
+        p = env.get(PODS, "db-0") or {"metadata": {}}
         return (p["metadata"].get("annotations") or {}).get(MOVER.annotation_key) == "true"
 
     await env.until(annotated)
-    env.mutate("evictionrequests", uid, lambda er: er["spec"].update(requesters=[]))
+    await env.patch(EVICTIONREQUESTS, uid, {"spec": {"requesters": []}})
     await env.until(lambda: env.canceled(uid) and not annotated())
-    still = env.get("pods", "db-0")
+    still = env.get(PODS, "db-0")
     assert still is not None and still["metadata"]["uid"] == uid and running(still)
     assert env.calls.evictions() == 0
 
@@ -170,7 +171,7 @@ def maintenance(name: str, node: str) -> Obj:
 
 
 def tainted(env: Env, node: str) -> bool:
-    taints = (env.get("nodes", node, None) or {}).get("spec", {}).get("taints") or []
+    taints = (env.get(NODES, node, None) or {}).get("spec", {}).get("taints") or []
     return any(t.get("key") == MAINTENANCE_TAINT["key"] for t in taints)
 
 
@@ -178,94 +179,93 @@ def on_node(env: Env, app: str, node: str) -> list[Obj]:
     return [p for p in env.pods(app=app) if p["spec"].get("nodeName") == node]
 
 
+def meant_for(pod: Obj) -> str | None:
+    """The node a pod is on, or the one a DaemonSet made it for while it waits for the
+    scheduler (a required node affinity on metadata.name, as the DaemonSet controller sets)."""
+    spec = pod["spec"]
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for field in term.get("matchFields") or []:
+            values = field.get("values") or []
+            named = field.get("key") == "metadata.name" and field.get("operator") == "In"
+            if named and len(values) == 1:
+                return str(values[0])
+    return None
+
+
 async def test_daemonset_pods_stay_off_the_node_until_the_maintenance_completes(env: Env) -> None:
-    env.create("daemonsets", daemonset("agent"))
+    await env.create(DAEMONSETS, daemonset("agent"))
     await env.until(lambda: sum(running(p) for p in env.pods(app="agent")) == 3)
-    env.create("nodemaintenances", maintenance("fix-node-1", "node-1"))
+    await env.create(NODEMAINTENANCES, maintenance("fix-node-1", "node-1"))
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "agent", "node-1")
     uid = victim["metadata"]["uid"]
 
     created_on_node_1: list[str] = []
 
-    def watch(change: Change) -> None:
-        kind, key, _, new = change
-        if (
-            key == env.rt("pods").key
-            and kind == "ADDED"
-            and new["spec"].get("nodeName") == "node-1"
-        ):
-            created_on_node_1.append(new["metadata"]["name"])
+    def watch(event: str, resource: Resource, obj: Obj) -> None:
+        if resource == PODS and event == "ADDED" and meant_for(obj) == "node-1":
+            created_on_node_1.append(obj["metadata"]["name"])
 
-    env.sim.store.listeners.append(watch)
-    try:
-        env.request_for(victim)
-        await env.until(lambda: env.evicted(uid))
-        assert tainted(env, "node-1")
-        assert not on_node(env, "agent", "node-1")
-        # the interceptor reports its completion, and its turn ends
-        await env.until(lambda: env.active(uid) == [])
-        entry = env.entry(uid, DAEMONSET_INTERCEPTOR)
-        assert entry["message"] == (
-            "Tainted node node-1 with nodeagent.io/maintenance:NoSchedule; deleted the pod "
-            f"gracefully; pod {victim['metadata']['name']} with UID {uid} is gone."
+    env.view.listen(watch)
+    await env.request_for(victim)
+    await env.until(lambda: env.evicted(uid))
+    assert tainted(env, "node-1")
+    assert not on_node(env, "agent", "node-1")
+    # the interceptor reports its completion, and its turn ends
+    await env.until(lambda: env.active(uid) == [])
+    entry = env.entry(uid, DAEMONSET_INTERCEPTOR)
+    assert entry["message"] == (
+        "Tainted node node-1 with nodeagent.io/maintenance:NoSchedule; deleted the pod "
+        f"gracefully; pod {victim['metadata']['name']} with UID {uid} is gone."
+    )
+    assert entry["completionTime"] and entry["startTime"]
+    assert env.er(uid)["status"]["processedInterceptors"] == [DAEMONSET_INTERCEPTOR]
+    assert env.calls.evictions() == 0  # deleted, not evicted
+    # The other nodes keep theirs, and nothing comes back to node-1 while the maintenance
+    # lasts, even when the DaemonSet controller looks again.
+    await env.patch(DAEMONSETS, "agent", {"metadata": {"labels": {"nudge": "1"}}})
+    await env.until(
+        lambda: (
+            (env.get(DAEMONSETS, "agent") or {}).get("status", {}).get("desiredNumberScheduled")
+            == 2
         )
-        assert entry["completionTime"] and entry["startTime"]
-        assert env.er(uid)["status"]["processedInterceptors"] == [DAEMONSET_INTERCEPTOR]
-        assert env.calls.evictions() == 0  # deleted, not evicted
-        # The other nodes keep theirs, and nothing comes back to node-1 while the maintenance
-        # lasts, even when the DaemonSet controller looks again.
-        env.mutate(
-            "daemonsets",
-            "agent",
-            lambda d: d["metadata"].setdefault("labels", {}).update(nudge="1"),
-        )
-        await env.until(
-            lambda: (
-                (env.get("daemonsets", "agent") or {})
-                .get("status", {})
-                .get("desiredNumberScheduled")
-                == 2
-            )
-        )
-        assert created_on_node_1 == []
-        assert len(on_node(env, "agent", "node-2")) == len(on_node(env, "agent", "node-3")) == 1
+    )
+    assert created_on_node_1 == []
+    assert len(on_node(env, "agent", "node-2")) == len(on_node(env, "agent", "node-3")) == 1
 
-        env.mutate(
-            "nodemaintenances",
-            "fix-node-1",
-            lambda nm: nm["spec"].update(stage="Complete"),
-            namespace=None,
-        )
-        await env.until(lambda: not tainted(env, "node-1"))
-        await env.until(lambda: any(running(p) for p in on_node(env, "agent", "node-1")))
-    finally:
-        env.sim.store.listeners.remove(watch)
+    await env.patch(NODEMAINTENANCES, "fix-node-1", {"spec": {"stage": "Complete"}}, None)
+    await env.until(lambda: not tainted(env, "node-1"))
+    await env.until(lambda: any(running(p) for p in on_node(env, "agent", "node-1")))
     assert len(created_on_node_1) == 1
 
 
 async def test_taint_goes_when_the_maintenance_is_deleted(env: Env) -> None:
-    env.create("daemonsets", daemonset("agent"))
+    await env.create(DAEMONSETS, daemonset("agent"))
     await env.until(lambda: sum(running(p) for p in env.pods(app="agent")) == 3)
-    env.create("nodemaintenances", maintenance("fix-node-2", "node-2"))
+    await env.create(NODEMAINTENANCES, maintenance("fix-node-2", "node-2"))
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "agent", "node-2")
-    env.request_for(victim)
+    await env.request_for(victim)
     await env.until(lambda: env.evicted(victim["metadata"]["uid"]))
     assert tainted(env, "node-2")
-    env.delete("nodemaintenances", "fix-node-2", namespace=None)
+    await env.delete(NODEMAINTENANCES, "fix-node-2", None)
     await env.until(lambda: not tainted(env, "node-2"))
     await env.until(lambda: any(running(p) for p in on_node(env, "agent", "node-2")))
 
 
 async def test_daemonset_pod_that_tolerates_the_taint_is_reported(env: Env) -> None:
-    env.create("daemonsets", daemonset("stubborn", tolerations=[{"operator": "Exists"}]))
+    await env.create(DAEMONSETS, daemonset("stubborn", tolerations=[{"operator": "Exists"}]))
     await env.until(lambda: sum(running(p) for p in env.pods(app="stubborn")) == 3)
-    env.create("nodemaintenances", maintenance("fix-node-3", "node-3"))
+    await env.create(NODEMAINTENANCES, maintenance("fix-node-3", "node-3"))
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "stubborn", "node-3")
     uid = victim["metadata"]["uid"]
-    env.request_for(victim)
+    await env.request_for(victim)
     await env.until(lambda: env.evicted(uid) and env.active(uid) == [])
     message = env.entry(uid, DAEMONSET_INTERCEPTOR).get("message", "")
     assert "The pod tolerates nodeagent.io/maintenance:NoSchedule" in message, message
