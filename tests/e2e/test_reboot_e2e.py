@@ -6,19 +6,29 @@ and after the reboot the node is uncordoned and the manifest is back, byte-ident
 from __future__ import annotations
 
 import asyncio
+import base64
 import subprocess
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from nodeagent.sim.cluster import SimCluster, kubeconfig_dict
-from nodeagent.sim.store import Change
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    NODEMAINTENANCES,
+    NODES,
+    PDBS,
+    PODS,
+    Resource,
+)
+from tests.clusters import ClusterView, TestCluster
 from tests.e2e.container import REBOOT_EXIT, Container, require_tools
-from tests.simutil import install_crds, pods, running, until
 
 pytestmark = pytest.mark.e2e
 
@@ -76,6 +86,9 @@ spec:
 """
 
 
+KINDS = {"Deployment": DEPLOYMENTS, "DaemonSet": DAEMONSETS, "PodDisruptionBudget": PDBS}
+
+
 @pytest.fixture(scope="module")
 def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_tools()
@@ -85,10 +98,24 @@ def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return package
 
 
-def install_package(c: Container, deb: Path, url: str) -> None:
+def agent_kubeconfig(source: Path) -> dict[str, Any]:
+    """The agent's kubeconfig with every file it names inlined: the container sees none of the
+    host's files."""
+    doc: dict[str, Any] = yaml.safe_load(source.read_text())
+    for section, fields in (("clusters", ("certificate-authority",)),
+                            ("users", ("client-certificate", "client-key"))):
+        for entry in doc[section]:
+            inner = entry["cluster" if section == "clusters" else "user"]
+            for f in fields:
+                if f in inner:
+                    inner[f + "-data"] = base64.b64encode(Path(inner.pop(f)).read_bytes()).decode()
+    return doc
+
+
+def install_package(c: Container, deb: Path, kubeconfig: Path) -> None:
     c.run_offline("dpkg", "-i", f"/pkg/{deb.name}", binds=(f"{deb.parent}:/pkg",))
     etc = c.path("/etc/nodeagent")
-    (etc / "kubeconfig").write_text(yaml.safe_dump(kubeconfig_dict(url)))
+    (etc / "kubeconfig").write_text(yaml.safe_dump(agent_kubeconfig(kubeconfig)))
     (etc / "config.yaml").write_text(yaml.safe_dump({
         "nodeName": "node-1",
         "kube": {"kubeconfig": "/etc/nodeagent/kubeconfig"},
@@ -101,34 +128,61 @@ def install_package(c: Container, deb: Path, url: str) -> None:
 
 
 @pytest.fixture
-async def node(tmp_path: Path, deb: Path) -> AsyncIterator[tuple[SimCluster, Container]]:
+async def container(tmp_path: Path, deb: Path) -> AsyncIterator[Container]:
     c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-reboot")
     manifests = c.path(MANIFEST_DIR)
     manifests.mkdir(parents=True)
     (manifests / "etcd.yaml").write_bytes(ETCD)
-    async with SimCluster(nodes=3, static_pod_dirs={"node-1": manifests},
-                          kubeconfig=tmp_path / "kubeconfig") as sim:
-        install_crds(sim)
-        await asyncio.to_thread(install_package, c, deb, sim.url)
-        try:
-            yield sim, c
-        finally:
-            await c.stop()
+    # a persistent journal: the agent's log outlives the container for a failed test
+    c.path("/var/log/journal").mkdir(parents=True, exist_ok=True)
+    try:
+        yield c
+    finally:
+        await c.stop()
 
 
-def schedule_everything_on_node_1(sim: SimCluster) -> None:
-    nodes = sim.store.resource("", "v1", "nodes")
-    for n in ("node-2", "node-3"):
-        sim.store.mutate(nodes, None, n, lambda o: o["spec"].__setitem__("unschedulable", True))
+@pytest.fixture
+def manifests(container: Container) -> Path:
+    """node-1's static pod directory is the container's: the simulated kubelet (or, on the real
+    backend, the mirror pod maker) reads what the agent inside moves."""
+    return container.path(MANIFEST_DIR)
+
+
+@dataclass
+class Node:
+    backend: TestCluster
+    container: Container
+    kube: KubeClient
+    view: ClusterView
+
+
+@pytest.fixture
+async def node(backend: TestCluster, container: Container, deb: Path) -> AsyncIterator[Node]:
+    await backend.install_crds()
+    agent_config = await backend.service_account()
+    await asyncio.to_thread(install_package, container, deb, agent_config)
+    kube = backend.client()
+    view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])
+    await view.start()
+    try:
+        yield Node(backend, container, kube, view)
+    finally:
+        await view.stop()
+
+
+async def schedule_everything_on_node_1(n: Node) -> None:
+    for name in ("node-2", "node-3"):
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": True}})
+    await n.view.until(lambda: all(
+        (n.view.get(NODES, x) or {}).get("spec", {}).get("unschedulable")
+        for x in ("node-2", "node-3")))
     for doc in yaml.safe_load_all(WORKLOADS):
-        sim.store.create(sim.store.type_of(doc["apiVersion"], doc["kind"]),
-                         doc["metadata"]["namespace"], doc)
+        await n.kube.create(KINDS[doc["kind"]], doc)
 
 
-def uncordon(sim: SimCluster, *names: str) -> None:
-    nodes = sim.store.resource("", "v1", "nodes")
-    for n in names:
-        sim.store.mutate(nodes, None, n, lambda o: o["spec"].pop("unschedulable", None))
+async def uncordon(n: Node, *names: str) -> None:
+    for name in names:
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": None}})
 
 
 def kind_of(pod: dict[str, Any]) -> str:
@@ -140,19 +194,22 @@ def kind_of(pod: dict[str, Any]) -> str:
     return str((pod["metadata"].get("labels") or {}).get("app"))
 
 
-def node_1_pods(sim: SimCluster) -> list[dict[str, Any]]:
-    return [p for ns in ("default", "kube-system") for p in pods(sim, ns)
-            if p["spec"].get("nodeName") == "node-1"]
+def running(p: dict[str, Any]) -> bool:
+    return (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get(
+        "deletionTimestamp"
+    )
 
 
-async def test_reboot_drains_in_plan_order_and_comes_back(
-    node: tuple[SimCluster, Container],
-) -> None:
-    sim, c = node
-    schedule_everything_on_node_1(sim)
-    await until(sim, lambda: sorted(kind_of(p) for p in node_1_pods(sim) if running(p))
-                == ["daemonset", "high", "high", "low", "low", "static"], timeout=30)
-    uncordon(sim, "node-2", "node-3")
+def node_1_pods(n: Node) -> list[dict[str, Any]]:
+    return [p for p in n.view.list(PODS) if p["spec"].get("nodeName") == "node-1"]
+
+
+async def test_reboot_drains_in_plan_order_and_comes_back(node: Node) -> None:
+    n, c = node, node.container
+    await schedule_everything_on_node_1(n)
+    await n.view.until(lambda: sorted(kind_of(p) for p in node_1_pods(n) if running(p))
+                       == ["daemonset", "high", "high", "low", "low", "static"], timeout=30)
+    await uncordon(n, "node-2", "node-3")
     etcd_file = c.path(MANIFEST_DIR) / "etcd.yaml"
 
     # record when each pod of node-1 starts terminating, and when Drained turns True
@@ -160,19 +217,18 @@ async def test_reboot_drains_in_plan_order_and_comes_back(
     drained_at: list[float] = []
     seen: set[str] = set()
 
-    def record(change: Change) -> None:
-        kind, key, _, new = change
-        if key == ("", "pods") and new["spec"].get("nodeName") == "node-1":
+    def record(event: str, resource: Resource, new: dict[str, Any]) -> None:
+        if resource == PODS and new["spec"].get("nodeName") == "node-1":
             uid = new["metadata"]["uid"]
-            if (kind == "DELETED" or new["metadata"].get("deletionTimestamp")) and uid not in seen:
+            if (event == "DELETED" or new["metadata"].get("deletionTimestamp")) and uid not in seen:
                 seen.add(uid)
                 leaving.append((time.monotonic(), kind_of(new)))
-        if key == ("nodeagent.io", "nodemaintenances") and not drained_at:
+        if resource == NODEMAINTENANCES and not drained_at:
             conds = (new.get("status") or {}).get("conditions") or []
             if any(x["type"] == "Drained" and x["status"] == "True" for x in conds):
                 drained_at.append(time.monotonic())
 
-    sim.store.listeners.append(record)
+    n.view.listen(record)
     await c.boot()
     assert (await c.exec("systemctl", "is-active", "nodeagent")).strip() == "active"
     await c.exec("systemctl", "reboot")
@@ -187,10 +243,8 @@ async def test_reboot_drains_in_plan_order_and_comes_back(
     # the reboot: the manifest is back before anything else, the maintenance completes
     await c.boot()
     assert etcd_file.read_bytes() == ETCD
-    nodes = sim.store.resource("", "v1", "nodes")
-    await until(sim, lambda: not sim.store.get(nodes, None, "node-1")["spec"].get(
+    await n.view.until(lambda: not (n.view.get(NODES, "node-1") or {})["spec"].get(
         "unschedulable"), timeout=60)
-    await until(sim, lambda: any(kind_of(p) == "static" and running(p)
-                                 for p in node_1_pods(sim)), timeout=30)
-    nm = sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-    await until(sim, lambda: not sim.store.list(nm), timeout=30)
+    await n.view.until(lambda: any(kind_of(p) == "static" and running(p)
+                                   for p in node_1_pods(n)), timeout=30)
+    await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=30)
