@@ -9,6 +9,7 @@ host's 127.0.0.1.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import fcntl
 import os
@@ -18,9 +19,11 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
+import yaml
 
 CACHE = Path(os.environ.get("NODEAGENT_E2E_CACHE", "/var/cache/nodeagent-e2e"))
 SUITE = "bookworm"
@@ -57,9 +60,10 @@ def host_mirror(apt: Path = APT_SOURCES, suite: str = SUITE) -> str:
                 if ":" in line and not line.startswith(("#", " ")):
                     key, value = line.split(":", 1)
                     fields[key.strip().lower()] = value.strip()
-            if "deb" in fields.get("types", "").split() and suite in fields.get(
-                "suites", ""
-            ).split():
+            if (
+                "deb" in fields.get("types", "").split()
+                and suite in fields.get("suites", "").split()
+            ):
                 return fields.get("uris", "").split()[0]
     raise RuntimeError(
         f"no apt source for Debian {suite} in {apt}; set NODEAGENT_E2E_MIRROR to a mirror URL"
@@ -108,6 +112,22 @@ def base_rootfs() -> Path:
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
         return root
+
+
+def agent_kubeconfig(source: Path) -> dict[str, Any]:
+    """The agent's kubeconfig with every file it names inlined: the container sees none of the
+    host's files."""
+    doc: dict[str, Any] = yaml.safe_load(source.read_text())
+    for section, fields in (
+        ("clusters", ("certificate-authority",)),
+        ("users", ("client-certificate", "client-key")),
+    ):
+        for entry in doc[section]:
+            inner = entry["cluster" if section == "clusters" else "user"]
+            for f in fields:
+                if f in inner:
+                    inner[f + "-data"] = base64.b64encode(Path(inner.pop(f)).read_bytes()).decode()
+    return doc
 
 
 def wheelhouse(dest: Path) -> Path:

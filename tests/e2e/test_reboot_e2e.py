@@ -6,7 +6,6 @@ and after the reboot the node is uncordoned and the manifest is back, byte-ident
 from __future__ import annotations
 
 import asyncio
-import base64
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -28,7 +27,7 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from tests.clusters import ClusterView, TestCluster
-from tests.e2e.container import REBOOT_EXIT, Container, require_tools
+from tests.e2e.container import REBOOT_EXIT, Container, agent_kubeconfig, require_tools
 
 pytestmark = pytest.mark.e2e
 
@@ -96,20 +95,6 @@ def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([str(ROOT / "packaging/debian/build-deb"), str(out)], check=True)
     (package,) = out.glob("nodeagent_*.deb")
     return package
-
-
-def agent_kubeconfig(source: Path) -> dict[str, Any]:
-    """The agent's kubeconfig with every file it names inlined: the container sees none of the
-    host's files."""
-    doc: dict[str, Any] = yaml.safe_load(source.read_text())
-    for section, fields in (("clusters", ("certificate-authority",)),
-                            ("users", ("client-certificate", "client-key"))):
-        for entry in doc[section]:
-            inner = entry["cluster" if section == "clusters" else "user"]
-            for f in fields:
-                if f in inner:
-                    inner[f + "-data"] = base64.b64encode(Path(inner.pop(f)).read_bytes()).decode()
-    return doc
 
 
 def install_package(c: Container, deb: Path, kubeconfig: Path) -> None:
