@@ -1,136 +1,127 @@
-"""The node-side shutdown flow against the simulated cluster (no logind: the guard's part)."""
+"""The node-side shutdown flow against either cluster backend (no logind: the guard's part).
+
+The flow runs as the agent's ServiceAccount; the test plays the NodeMaintenance controller
+(marking the maintenance drained) as admin and reads through a ClusterView."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
 from nodeagent.config import ShutdownConfig
-from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.model import shutdown as model
 from nodeagent.node.shutdown import ShutdownFlow
-from nodeagent.sim.cluster import SimCluster, write_kubeconfig
-from tests.simutil import install_crds, until
+from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
+from tests.netproxy import proxy_to
+
+__all__ = ["shutdown_cluster"]  # the fixture
 
 BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 CONFIG = ShutdownConfig(budget=60, safety_margin=5, api_unreachable_release_after=0.5)
 
 
-@pytest.fixture
-async def kube(sim: SimCluster) -> AsyncIterator[KubeClient]:
-    install_crds(sim)
-    async with KubeClient(load_api_client(str(sim.kubeconfig)), max_workers=4) as client:
-        yield client
-
-
-def maintenances(sim: SimCluster) -> list[dict[str, object]]:
-    return sim.store.list(sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances"))
-
-
-def mark_drained(sim: SimCluster, name: str) -> None:
-    rt = sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-
-    def drained(nm: dict[str, object]) -> None:
-        nm["status"] = {
-            "conditions": [
-                {
-                    "type": "Drained",
-                    "status": "True",
-                    "reason": "Drained",
-                    "message": "test",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        }
-
-    sim.store.mutate(rt, None, name, drained, "status")
+async def cancel(task: asyncio.Task[str]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def test_shutdown_creates_the_maintenance_and_waits_for_drained(
-    sim: SimCluster, kube: KubeClient
+    shutdown_cluster: ShutdownCluster,
 ) -> None:
-    flow = ShutdownFlow(kube, "node-1", BOOT, CONFIG)
+    c = shutdown_cluster
+    flow = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG)
     task = asyncio.create_task(flow.on_shutdown("reboot"))
-    await until(sim, lambda: len(maintenances(sim)) == 1)
-    (nm,) = maintenances(sim)
+    await c.until(lambda: len(c.maintenances()) == 1)
+    (nm,) = c.maintenances()
     assert nm["spec"]["stage"] == "Drain"
     assert nm["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [
         "node-1"
     ]
     assert model.is_ours(nm, "node-1") and model.boot_of(nm) == BOOT
     assert "reboot" in nm["spec"]["reason"]
-    # still holding: nothing says Drained
-    done, _ = await asyncio.wait({task}, timeout=0.3)
-    assert not done
+    # still holding once it watches the maintenance: nothing says Drained
+    await c.requests.until(lambda: c.requests.total("watch", "nodemaintenances") >= 1)
+    assert not task.done()
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    mark_drained(sim, nm["metadata"]["name"])
-    assert await asyncio.wait_for(task, 1.0) == "the node is drained"
+    await c.mark_drained(nm["metadata"]["name"])
+    async with asyncio.timeout(1.0):
+        assert await task == "the node is drained"
     assert loop.time() - t0 < 1.0
 
 
 async def test_a_second_start_adopts_this_boots_maintenance(
-    sim: SimCluster, kube: KubeClient
+    shutdown_cluster: ShutdownCluster,
 ) -> None:
-    first = ShutdownFlow(kube, "node-1", BOOT, CONFIG)
+    c = shutdown_cluster
+    first = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG)
     task = asyncio.create_task(first.on_shutdown("poweroff"))
-    await until(sim, lambda: len(maintenances(sim)) == 1)
-    task.cancel()
-    (nm,) = maintenances(sim)
-    second = ShutdownFlow(kube, "node-1", BOOT, CONFIG)
-    mark_drained(sim, nm["metadata"]["name"])
+    await c.until(lambda: len(c.maintenances()) == 1)
+    await cancel(task)
+    (nm,) = c.maintenances()
+    second = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG)
+    await c.mark_drained(nm["metadata"]["name"])
     # a second maintenance would never be drained: returning proves the first was adopted
-    assert await asyncio.wait_for(second.on_shutdown("poweroff"), 5) == "the node is drained"
-    assert len(maintenances(sim)) == 1
+    async with asyncio.timeout(5):
+        assert await second.on_shutdown("poweroff") == "the node is drained"
+    await c.caught_up(nm["metadata"]["name"])
+    assert len(c.maintenances()) == 1
     assert second.maintenance == nm["metadata"]["name"]
 
 
 async def test_cancel_completes_and_a_new_shutdown_gets_a_new_maintenance(
-    sim: SimCluster, kube: KubeClient
+    shutdown_cluster: ShutdownCluster,
 ) -> None:
-    flow = ShutdownFlow(kube, "node-1", BOOT, CONFIG)
+    c = shutdown_cluster
+    flow = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG)
     task = asyncio.create_task(flow.on_shutdown("reboot"))
-    await until(sim, lambda: len(maintenances(sim)) == 1)
-    task.cancel()
+    await c.until(lambda: len(c.maintenances()) == 1)
+    await cancel(task)
     await flow.on_cancel()
-    assert [m["spec"]["stage"] for m in maintenances(sim)] == ["Complete"]
+    await c.until(lambda: c.stages() == ["Complete"])
     task = asyncio.create_task(flow.on_shutdown("reboot"))
-    await until(sim, lambda: len(maintenances(sim)) == 2)
-    assert sorted(m["spec"]["stage"] for m in maintenances(sim)) == ["Complete", "Drain"]
-    task.cancel()
+    await c.until(lambda: len(c.maintenances()) == 2)
+    assert c.stages() == ["Complete", "Drain"]
+    await cancel(task)
 
 
-async def test_budget_bounds_the_wait(sim: SimCluster, kube: KubeClient) -> None:
+async def test_budget_bounds_the_wait(shutdown_cluster: ShutdownCluster) -> None:
     cfg = dataclasses.replace(CONFIG, budget=1.0, safety_margin=0.5)
-    flow = ShutdownFlow(kube, "node-1", BOOT, cfg)
+    flow = ShutdownFlow(shutdown_cluster.agent, "node-1", BOOT, cfg)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    reason = await asyncio.wait_for(flow.on_shutdown("reboot"), 5)
+    async with asyncio.timeout(5):
+        reason = await flow.on_shutdown("reboot")
     assert reason == "the shutdown budget is nearly spent"
     assert 0.5 <= loop.time() - t0 < 1.5
 
 
-async def test_logind_granting_less_than_the_budget_wins(sim: SimCluster, kube: KubeClient) -> None:
-    flow = ShutdownFlow(kube, "node-1", BOOT, CONFIG, delay_max=lambda: 5.4)
-    reason = await asyncio.wait_for(flow.on_shutdown("reboot"), 5)
+async def test_logind_granting_less_than_the_budget_wins(
+    shutdown_cluster: ShutdownCluster,
+) -> None:
+    flow = ShutdownFlow(shutdown_cluster.agent, "node-1", BOOT, CONFIG, delay_max=lambda: 5.4)
+    async with asyncio.timeout(5):
+        reason = await flow.on_shutdown("reboot")
     assert reason == "the shutdown budget is nearly spent"
 
 
-async def test_unreachable_api_server_releases_within_the_bound(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here once closed
-    kubeconfig = tmp_path / "kubeconfig"
-    write_kubeconfig(kubeconfig, f"http://127.0.0.1:{port}")
-    async with KubeClient(load_api_client(str(kubeconfig)), connect_timeout=0.2) as client:
+async def test_unreachable_api_server_releases_within_the_bound(
+    shutdown_cluster: ShutdownCluster, tmp_path: Path
+) -> None:
+    """The node's way to the API server goes through a proxy that stops listening (nothing
+    there: connections are refused)."""
+    c = shutdown_cluster
+    async with proxy_to(c.account) as proxy:
+        kubeconfig = proxy.kubeconfig(c.account, tmp_path / "agent-via-proxy.kubeconfig")
+        client = c.backend.client(kubeconfig, connect_timeout=0.2)
+        await proxy.stop_listening()
         flow = ShutdownFlow(client, "node-1", BOOT, CONFIG)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        reason = await asyncio.wait_for(flow.on_shutdown("reboot"), 5)
+        async with asyncio.timeout(5):
+            reason = await flow.on_shutdown("reboot")
         assert reason == "the API server could not be reached"
         assert loop.time() - t0 < CONFIG.api_unreachable_release_after + 1.0
