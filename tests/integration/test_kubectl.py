@@ -127,7 +127,7 @@ async def test_cordon_uncordon(view: ClusterView, kubectl: Kubectl) -> None:
     await view.until(lambda: cordoned(view, "node-2"))
     assert "SchedulingDisabled" in await kubectl.ok("get", "node", "node-2")
     await kubectl.ok("uncordon", "node-2")
-    await view.until(lambda: not (view.get(NODES, "node-2") or {})["spec"].get("unschedulable"))
+    await view.until(lambda: not cordoned(view, "node-2"))
 
 
 async def test_drain_retries_evictions_refused_by_a_pdb(
