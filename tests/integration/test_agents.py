@@ -1,5 +1,9 @@
-"""Whole agents (nodeagent.app) against the simulated cluster: leader election hands the cluster
-controllers over, and a drain in progress still completes."""
+"""Whole agents (nodeagent.app) against either cluster backend: leader election hands the
+cluster controllers over, and a drain in progress still completes.
+
+The agents authenticate as their ServiceAccount (packaging/kubernetes RBAC enforced on the real
+server) and elect on the Lease of their default configuration, which that RBAC grants. The test
+acts as admin and reads through a ClusterView."""
 
 from __future__ import annotations
 
@@ -8,14 +12,30 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from nodeagent.app import Agent
-from nodeagent.config import from_mapping
-from nodeagent.sim.cluster import SimCluster
-from tests.simutil import install_crds, pods, running, until
+from nodeagent.config import LeaderConfig, from_mapping
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import AlreadyExists
+from nodeagent.kube.resources import (
+    DEPLOYMENTS,
+    LEASES,
+    NODEMAINTENANCES,
+    NODES,
+    PDBS,
+    PODS,
+    Resource,
+)
+from tests.clusters import NAMESPACE, ClusterView, TestCluster
+
+Obj = dict[str, Any]
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+# where the agents' default configuration puts the Lease: packaging/kubernetes grants it there
+LEASE = LeaderConfig()
 
 WORKLOAD = """
 apiVersion: apps/v1
@@ -49,7 +69,7 @@ MAINTENANCE = {
         "stage": "Drain",
         "reason": "test",
     },
-}
+}  # fmt: skip
 
 
 @dataclass
@@ -58,21 +78,62 @@ class Running:
     task: asyncio.Task[None]
 
 
+@dataclass
+class Cluster:
+    kube: KubeClient  # the admin
+    view: ClusterView
+    account: Path  # kubeconfig of the agents' ServiceAccount
+
+    def pods(self, **labels: str) -> list[Obj]:
+        return self.view.list(PODS, "default", **labels)
+
+    def lease_holder(self) -> str:
+        lease = self.view.get(LEASES, LEASE.lease_name, LEASE.namespace)
+        return "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
+
+    def drained(self) -> bool:
+        nm = self.view.get(NODEMAINTENANCES, "drain-node-3")
+        conds = ((nm or {}).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Drained" and c["status"] == "True" for c in conds)
+
+    def cordoned(self, node: str) -> bool:
+        obj = self.view.get(NODES, node)
+        return obj is not None and bool(obj["spec"].get("unschedulable"))
+
+
+def running(p: Obj) -> bool:
+    return (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get(
+        "deletionTimestamp"
+    )
+
+
+def on_node(pods: list[Obj], node: str) -> list[Obj]:
+    return [p for p in pods if p["spec"].get("nodeName") == node]
+
+
 @pytest.fixture
-async def cluster(sim: SimCluster) -> AsyncIterator[SimCluster]:
-    install_crds(sim)
-    store = sim.store
+async def cluster(backend: TestCluster) -> AsyncIterator[Cluster]:
+    await backend.install_crds()
+    kube = backend.client(max_workers=4)
+    with contextlib.suppress(AlreadyExists):  # the real backend has it from the RBAC files
+        await kube.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+    account = await backend.service_account()
     for doc in yaml.safe_load_all(WORKLOAD):
-        rt = store.type_of(doc["apiVersion"], doc["kind"])
-        store.create(rt, "default", doc)
-    await until(sim, lambda: sum(running(p) for p in pods(sim, app="web")) == 4)
-    yield sim
+        await kube.create(DEPLOYMENTS if doc["kind"] == "Deployment" else PDBS, doc)
+    view = ClusterView(kube, [PODS, NODES, LEASES, NODEMAINTENANCES])
+    await view.start()
+    c = Cluster(kube, view, account)
+    try:
+        await view.until(lambda: sum(running(p) for p in c.pods(app="web")) == 4)
+        yield c
+    finally:
+        await view.stop()
 
 
-def agent_config(sim: SimCluster, node: str) -> dict[str, object]:
+def agent_config(kubeconfig: Path, node: str) -> dict[str, object]:
     return {
         "nodeName": node,
-        "kube": {"kubeconfig": str(sim.kubeconfig)},
+        "kube": {"kubeconfig": str(kubeconfig)},
         "shutdown": {"enabled": False, "completeAfterReboot": False},
         "staticPods": {"enabled": False},
         "leader": {"leaseDuration": 2.0, "renewDeadline": 1.5, "retryPeriod": 0.25},
@@ -81,8 +142,8 @@ def agent_config(sim: SimCluster, node: str) -> dict[str, object]:
     }
 
 
-def start(sim: SimCluster, node: str) -> Running:
-    agent = Agent(from_mapping(agent_config(sim, node)), env={})
+def start(cluster: Cluster, node: str) -> Running:
+    agent = Agent(from_mapping(agent_config(cluster.account, node)), env={})
     return Running(agent, asyncio.create_task(agent.run()))
 
 
@@ -92,48 +153,36 @@ async def stop(r: Running) -> None:
         await r.task
 
 
-def lease_holder(sim: SimCluster) -> str:
-    rt = sim.store.resource("coordination.k8s.io", "v1", "leases")
-    lease = sim.store.find(rt, "kube-system", "nodeagent-controllers")
-    return "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
-
-
-def drained(sim: SimCluster) -> bool:
-    rt = sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-    nm = sim.store.find(rt, None, "drain-node-3")
-    conds = ((nm or {}).get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Drained" and c["status"] == "True" for c in conds)
-
-
-async def test_one_leader_hands_over_and_the_drain_completes(
-    cluster: SimCluster, tmp_path: Path
-) -> None:
+async def test_one_leader_hands_over_and_the_drain_completes(cluster: Cluster) -> None:
     a, b = start(cluster, "node-1"), start(cluster, "node-2")
     try:
-        await until(cluster, lambda: lease_holder(cluster) != "", timeout=10)
-        leader, follower = (a, b) if lease_holder(cluster).startswith("node-1") else (b, a)
+        await cluster.view.until(lambda: cluster.lease_holder() != "", timeout=10)
+        leader, follower = (a, b) if cluster.lease_holder().startswith("node-1") else (b, a)
         assert leader.agent.elector is not None and follower.agent.elector is not None
-        await until(cluster, lambda: bool(leader.agent.elector and leader.agent.elector.is_leader))
+        await cluster.view.until(
+            lambda: bool(leader.agent.elector and leader.agent.elector.is_leader)
+        )
         assert not follower.agent.elector.is_leader
 
-        on_node_3 = [p for p in pods(cluster, app="web") if p["spec"]["nodeName"] == "node-3"]
-        nm_type = cluster.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-        cluster.store.create(nm_type, None, MAINTENANCE)
+        on_node_3 = on_node(cluster.pods(app="web"), "node-3")
+        await cluster.kube.create(NODEMAINTENANCES, MAINTENANCE)
         # the drain has begun: node-3 is cordoned by the leader's NodeMaintenance controller
-        nodes = cluster.store.resource("", "v1", "nodes")
-        await until(cluster, lambda: bool(
-            cluster.store.get(nodes, None, "node-3")["spec"].get("unschedulable")))
+        await cluster.view.until(lambda: cluster.cordoned("node-3"))
 
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         await stop(leader)
-        await until(cluster, lambda: lease_holder(cluster).startswith(
-            follower.agent.node_name or "?"), timeout=10)
+        await cluster.view.until(
+            lambda: cluster.lease_holder().startswith(follower.agent.node_name or "?"),
+            timeout=10,
+        )
         assert loop.time() - t0 < 2.0 + 0.5  # within the Lease duration
 
-        await until(cluster, lambda: drained(cluster), timeout=60)
-        left = [p for p in pods(cluster, app="web") if p["spec"]["nodeName"] == "node-3"]
-        assert on_node_3 == [] or not left
+        await cluster.view.until(cluster.drained, timeout=60)
+        # (the pods' watch may lag the maintenance's)
+        await cluster.view.until(
+            lambda: on_node_3 == [] or not on_node(cluster.pods(app="web"), "node-3")
+        )
     finally:
         for r in (a, b):
             await stop(r)
