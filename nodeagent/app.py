@@ -12,8 +12,10 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -22,6 +24,7 @@ from nodeagent.controllers.cluster import ClusterControllers
 from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
+from nodeagent.logind.fdstore import FdStore, inherited_fds
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.identity import resolve_node_name
@@ -47,6 +50,9 @@ class Agent:
     node_name: str | None = None
     guard: ShutdownGuard | None = None
     elector: LeaderElector | None = None
+    # the service manager's fd store, and the locks an earlier run of the agent left in it
+    fdstore: FdStore | None = None
+    inherited_locks: list[tuple[int, str]] = field(default_factory=list)
 
     async def run(self) -> None:
         cfg = self.config
@@ -61,13 +67,18 @@ class Agent:
             request_timeout=cfg.kube.request_timeout,
             field_manager="nodeagent",
         ) as client:
-            self.node_name, how = await resolve_node_name(cfg.node_name, self.env, client)
-            log.info("running on node %s (from the %s)", self.node_name, how)
             runner = await serve(cfg.observability.listen, self.health, self.registry)
             try:
                 async with asyncio.TaskGroup() as tg:
-                    self._start_parts(tg, client, boot_id, static)
+                    # the guard first: a shutdown under way (an agent restarted during one)
+                    # must not wait for the API server to tell us our node's name
+                    flow = self._start_guard(tg, client, boot_id)
                     tg.create_task(self._announce(), name="sd-notify")
+                    self.node_name, how = await resolve_node_name(cfg.node_name, self.env, client)
+                    log.info("running on node %s (from the %s)", self.node_name, how)
+                    if flow is not None:
+                        flow.set_node_name(self.node_name)
+                    self._start_parts(tg, client, boot_id, static)
             finally:
                 self.health.alive = False
                 await runner.cleanup()
@@ -83,6 +94,30 @@ class Agent:
         restore_after_reboot(paths.manifest_dir, paths.stash_dir, boot_id=boot_id)
         return paths
 
+    def _start_guard(
+        self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str
+    ) -> ShutdownFlow | None:
+        cfg = self.config
+        if not cfg.shutdown.enabled:
+            return None
+        flow = ShutdownFlow(
+            client,
+            self.config.node_name or self.env.get("NODE_NAME") or None,
+            boot_id,
+            cfg.shutdown,
+            delay_max=lambda: (
+                (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
+            ),
+            record_file=cfg.shutdown.record_file or _runtime_file(self.env, "shutdown.json"),
+        )
+        self.guard = ShutdownGuard(
+            cfg.shutdown, flow, fdstore=self.fdstore, inherited=self.inherited_locks
+        )
+        guard = self.guard
+        self.health.add("shutdown lock", lambda: guard.lock_held)
+        tg.create_task(guard.run(), name="shutdown-guard")
+        return flow
+
     def _start_parts(
         self,
         tg: asyncio.TaskGroup,
@@ -92,20 +127,6 @@ class Agent:
     ) -> None:
         cfg = self.config
         assert self.node_name is not None
-        if cfg.shutdown.enabled:
-            flow = ShutdownFlow(
-                client,
-                self.node_name,
-                boot_id,
-                cfg.shutdown,
-                delay_max=lambda: (
-                    (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
-                ),
-            )
-            self.guard = ShutdownGuard(cfg.shutdown, flow)
-            guard = self.guard
-            self.health.add("shutdown lock", lambda: guard.lock_held)
-            tg.create_task(guard.run(), name="shutdown-guard")
         if cfg.shutdown.complete_after_reboot:
             tg.create_task(
                 complete_previous_boots(client, self.node_name, boot_id),
@@ -136,35 +157,57 @@ class Agent:
             tg.create_task(self.elector.run(controllers.run), name="leader-election")
 
     async def _announce(self) -> None:
-        """READY once the lock is held (or at once without a guard); then the watchdog."""
-        if self.guard is not None:
-            guard = self.guard
-            manage = self.config.shutdown.manage_dropin
-            # ready once the lock is held and logind's delay limit is settled (raised, or
-            # reported as overridden): only then does the guard protect a shutdown fully
-            await guard.wait_until(
-                lambda: guard.lock_held and (not manage or guard.dropin_result is not None)
-            )
-            delay = guard.inhibit_delay_max
-            self.notifier.ready(
-                f"node {self.node_name}: shutdown lock held, logind waits up to {delay:.0f}s"
-                if delay is not None
-                else f"node {self.node_name}: shutdown lock held"
-            )
+        """READY once the guard is connected to logind, whatever it found (a shutdown under way,
+        a lock logind refuses, a drop-in that does not take); the status line follows the
+        guard. Without a guard, READY at once. Then the watchdog."""
+        guard = self.guard
+        if guard is None:
+            self.notifier.ready("running without a shutdown guard")
         else:
-            self.notifier.ready(f"node {self.node_name}: running without a shutdown guard")
+            await guard.wait_until(lambda: guard.connected)
+            self.notifier.ready(self._guard_status(guard))
+        async with asyncio.TaskGroup() as tg:
+            if guard is not None:
+                tg.create_task(self._follow(guard), name="sd-notify-status")
+            tg.create_task(self._watchdog(), name="sd-notify-watchdog")
+
+    async def _watchdog(self) -> None:
         interval = self.notifier.watchdog_interval
-        if interval is None:
-            return
-        while True:
+        while interval is not None:
             # the event loop answering is what the watchdog asks about
             self.notifier.watchdog()
             await asyncio.sleep(interval)
 
+    async def _follow(self, guard: ShutdownGuard) -> None:
+        shown = [self._guard_status(guard)]
+
+        def changed() -> bool:
+            return self._guard_status(guard) != shown[0]
+
+        while True:
+            await guard.wait_until(changed)
+            shown[0] = self._guard_status(guard)
+            self.notifier.status(shown[0])
+
+    def _guard_status(self, guard: ShutdownGuard) -> str:
+        node = f"node {self.node_name}: " if self.node_name else ""
+        held = "held" if guard.lock_held else "NOT held"
+        if not guard.connected:
+            return f"{node}reconnecting to logind (lock {held})"
+        if guard.preparing_for_shutdown:
+            return f"{node}shutdown under way: draining before it may proceed"
+        if not guard.lock_held:
+            return f"{node}connected to logind, but the shutdown lock is NOT held"
+        delay = guard.inhibit_delay_max
+        limit = f", logind waits up to {delay:.0f}s" if delay is not None else ""
+        return f"{node}shutdown lock held{limit}"
+
 
 def run(config: Config) -> int:
     """Run until SIGTERM/SIGINT; returns the exit code."""
-    agent = Agent(config)
+    # locks a crashed or restarted agent left with systemd (and the LISTEN_* variables off
+    # the environment, so no child takes them for its own)
+    agent = Agent(config, fdstore=FdStore(), inherited_locks=inherited_fds(os.environ))
 
     async def main() -> None:
         task = asyncio.current_task()
@@ -177,4 +220,23 @@ def run(config: Config) -> int:
         agent.notifier.stopping()
 
     asyncio.run(main())
-    return 0
+    return _exit_without_waiting(0)
+
+
+def _runtime_file(env: Mapping[str, str], name: str) -> Path | None:
+    """A file in systemd's RuntimeDirectory= ($RUNTIME_DIRECTORY), when there is one."""
+    directory = (env.get("RUNTIME_DIRECTORY") or "").split(":")[0]
+    return Path(directory) / name if directory else None
+
+
+def _exit_without_waiting(code: int) -> int:
+    """Stopping never waits on API requests in flight: their threads would hold the process
+    until their timeout (the interpreter joins them at exit), past systemd's stop timeout."""
+    stuck = [
+        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+    ]
+    if not stuck:
+        return code
+    log.warning("exiting with %d requests still in flight", len(stuck))
+    logging.shutdown()
+    os._exit(code)

@@ -46,6 +46,9 @@ class ShutdownConfig:
     dbus_address: str | None = None  # None: the system bus
     # spec.drainPlan of the shutdown maintenance (KEP-4212 entries); the defaults fill the rest
     drain_plan: tuple[Mapping[str, Any], ...] = ()
+    # when this boot's shutdown began, for an agent restarted during it (on /run: per boot);
+    # None: shutdown.json in $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), if set
+    record_file: Path | None = None
 
 
 @dataclass(frozen=True)

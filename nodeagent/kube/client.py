@@ -24,6 +24,7 @@ from typing import Any, Literal
 import kubernetes.client
 import kubernetes.config
 from kubernetes.config.config_exception import ConfigException
+from urllib3.util.retry import Retry
 
 from nodeagent.kube.errors import (
     ConfigError,
@@ -88,6 +89,10 @@ def load_api_client(
         raise ConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
     if connection_pool_maxsize is not None:
         config.connection_pool_maxsize = connection_pool_maxsize
+    # no hidden retries of a request the server received: one that hangs must fail after its
+    # own timeout, not three times that (urllib3 retries reads by default); a refused or
+    # broken connection is retried once at once
+    config.retries = Retry(total=1, connect=1, read=0, redirect=0, status=0, other=0)
     return kubernetes.client.ApiClient(configuration=config)
 
 
@@ -165,13 +170,12 @@ class KubeClient:
         await self.close()
 
     async def close(self) -> None:
-        """Close open watches and stop the request threads (in-flight requests finish)."""
+        """Close open watches and stop the request threads. Never waits for a request in
+        flight: one that hangs ends with its own timeout, in the background."""
         self._closed = True
         for stream in list(self._watches):
             stream.close()
-        await asyncio.get_running_loop().run_in_executor(
-            None, lambda: self._executor.shutdown(wait=True, cancel_futures=True)
-        )
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- reads --------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +37,7 @@ from nodeagent.config import ShutdownConfig
 from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusClosed, BusError, CallFailed
 from nodeagent.logind.dropin import DropinResult, ensure_dropin
+from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import InhibitorInfo, Logind, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
@@ -81,13 +82,20 @@ class ShutdownGuard:
         *,
         why: str = DEFAULT_WHY,
         reconnect: Backoff = RECONNECT,
+        fdstore: FdStore | None = None,
+        inherited: Sequence[tuple[int, str]] = (),
     ) -> None:
+        """`fdstore`: where a copy of each lock is kept so it outlives the process;
+        `inherited`: (fd, name) of the locks an earlier run left there (fdstore.inherited_fds),
+        taken back at start."""
         self._address = config.dbus_address
         self._budget = config.budget
         self._dropin: Path | None = config.logind_dropin if config.manage_dropin else None
         self._handler = handler
         self._why = why
         self._reconnect = reconnect
+        self._fdstore = fdstore
+        self._inherited = list(inherited)
 
         self._lock: InhibitorLock | None = None
         self._logind: Logind | None = None
@@ -147,6 +155,7 @@ class ShutdownGuard:
 
     async def run(self) -> None:
         """Run until cancelled; on the way out cancel the handler and release the lock."""
+        self._adopt_inherited()
         attempt = 0
         try:
             while True:
@@ -172,12 +181,25 @@ class ShutdownGuard:
         finally:
             await self._stop()
 
+    def _adopt_inherited(self) -> None:
+        """Locks from the fd store: a crash or restart of the agent did not let a shutdown go;
+        keep one (the session then replaces it, or keeps it while logind takes no new lock)."""
+        if not self._inherited or self._fdstore is None:
+            return
+        locks = [InhibitorLock.adopt(fd, name, self._fdstore) for fd, name in self._inherited]
+        self._inherited.clear()
+        *extra, self._lock = locks
+        for lock in extra:
+            lock.release()
+        self._update_events()
+
     async def _stop(self) -> None:
         flows = list(self._flows)
         for t in flows:
             t.cancel()
-        # release before waiting: a second cancellation must not leave the lock behind
-        self._release("the shutdown guard stops")
+        # release before waiting: a second cancellation must not leave the lock behind. The fd
+        # store keeps its copy: a restart takes it back, a stop for good lets systemd close it
+        self._release("the shutdown guard stops", keep_stored=True)
         if flows:
             await asyncio.wait(flows)
 
@@ -336,16 +358,18 @@ class ShutdownGuard:
                 )
                 return
             raise
+        if self._fdstore is not None:
+            new.keep_in_store(self._fdstore)
         old, self._lock = self._lock, new
         self._update_events()
         if old is not None:
             old.release()
 
-    def _release(self, reason: str) -> None:
+    def _release(self, reason: str, keep_stored: bool = False) -> None:
         lock, self._lock = self._lock, None
         if lock is not None and lock.held:
             log.info("releasing the shutdown delay lock: %s", reason)
-            lock.release()
+            lock.release(keep_stored)
         self._update_events()
 
     def _update_events(self) -> None:

@@ -12,6 +12,7 @@ import os
 import time
 
 from nodeagent.logind.bus import Bus, BusError
+from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.names import LOGIND_MANAGER, LOGIND_NAME, LOGIND_PATH
 
 __all__ = ["InhibitorLock", "take_inhibitor"]
@@ -20,15 +21,44 @@ log = logging.getLogger(__name__)
 
 
 class InhibitorLock:
-    """Owns the fd of one logind inhibitor. `release()` closes it exactly once."""
+    """Owns the fd of one logind inhibitor. `release()` closes it exactly once, and removes the
+    copy kept in the service manager's fd store, if any."""
 
-    def __init__(self, fd: int, what: str, who: str, why: str, mode: str) -> None:
+    def __init__(
+        self,
+        fd: int,
+        what: str,
+        who: str,
+        why: str,
+        mode: str,
+        store: FdStore | None = None,
+        stored_as: str | None = None,
+    ) -> None:
         self._fd: int | None = fd
         self.what = what
         self.who = who
         self.why = why
         self.mode = mode
         self.taken_at = time.monotonic()
+        self._store = store
+        self.stored_as = stored_as  # its name in the fd store, while a copy is kept there
+
+    @classmethod
+    def adopt(cls, fd: int, name: str, store: FdStore) -> InhibitorLock:
+        """A lock an earlier run of the agent left in the fd store (what it inhibits is not
+        known here: we only ever store our shutdown delay locks)."""
+        log.info("took back inhibitor fd %d (%s) from the service manager's fd store", fd, name)
+        return cls(fd, "shutdown", "nodeagent", "adopted from the fd store", "delay", store, name)
+
+    def keep_in_store(self, store: FdStore) -> bool:
+        """Hand a copy of the fd to the service manager, so the lock outlives this process."""
+        if self._fd is None or not store.enabled:
+            return False
+        name = store.new_name()
+        if not store.store(self._fd, name):
+            return False
+        self._store, self.stored_as = store, name
+        return True
 
     @property
     def held(self) -> bool:
@@ -38,8 +68,11 @@ class InhibitorLock:
     def fd(self) -> int | None:
         return self._fd
 
-    def release(self) -> bool:
+    def release(self, keep_stored: bool = False) -> bool:
         """Close the fd, letting logind drop the inhibitor. Idempotent.
+
+        With `keep_stored`, the copy in the fd store stays: the service manager hands it to
+        the agent's next start, or closes it when the unit stops for good.
 
         Returns True when this call released the lock. A failing close(2) is logged as an
         error (on Linux the fd is gone even then, so the lock counts as released).
@@ -47,6 +80,15 @@ class InhibitorLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return False
+        # the stored copy first: while it is kept, closing ours releases nothing
+        if self._store is not None and self.stored_as is not None and not keep_stored:
+            if not self._store.remove(self.stored_as):
+                log.error(
+                    "the fd store still holds inhibitor %s: logind waits for it until its "
+                    "InhibitDelayMaxSec",
+                    self.stored_as,
+                )
+            self.stored_as = None
         try:
             os.close(fd)
         except OSError as e:
@@ -59,7 +101,8 @@ class InhibitorLock:
             )
         else:
             log.info(
-                "released the %s inhibitor lock for %s after %.1fs",
+                "%s the %s inhibitor lock for %s after %.1fs",
+                f"closed (the fd store keeps {self.stored_as})" if self.stored_as else "released",
                 self.mode,
                 self.what,
                 time.monotonic() - self.taken_at,
@@ -68,6 +111,8 @@ class InhibitorLock:
 
     def __repr__(self) -> str:
         state = f"fd={self._fd}" if self._fd is not None else "released"
+        if self.stored_as:
+            state += f" stored as {self.stored_as}"
         return f"<InhibitorLock {self.mode} {self.what} by {self.who!r} {state}>"
 
 

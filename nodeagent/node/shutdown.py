@@ -4,6 +4,13 @@ The logind guard calls `on_shutdown(kind)` when logind announces a shutdown and 
 delay lock when that returns; `on_cancel()` when the shutdown is called off. The decision of when
 to let go is `nodeagent.model.shutdown.release_reason`: drained, budget nearly spent, or the API
 server unreachable for too long. Nothing here can hold a shutdown past the budget.
+
+Every bound is measured from the shutdown's start (recorded on /run, so an agent restarted
+during the shutdown keeps it) and holds whatever the API server does: the decision loop never
+waits on a request. "Unreachable" means no answer since `apiUnreachableReleaseAfter` seconds: a
+request that hangs counts like one refused. While the maintenance drains, a watch may be quiet
+for minutes, so a cheap GET of the maintenance checks every few seconds that the API server
+still answers; it runs only during a shutdown.
 """
 
 from __future__ import annotations
@@ -12,8 +19,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from nodeagent.config import ShutdownConfig
 from nodeagent.kube.client import KubeClient
@@ -21,6 +29,9 @@ from nodeagent.kube.errors import AlreadyExists, Gone, KubeError, NotFound
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.model import shutdown as model
+from nodeagent.node.shutdown_record import clear, shutdown_started
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -29,34 +40,63 @@ class ShutdownFlow:
     def __init__(
         self,
         client: KubeClient,
-        node_name: str,
+        node_name: str | None,
         boot_id: str,
         config: ShutdownConfig,
         delay_max: Callable[[], float] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        record_file: Path | None = None,
     ) -> None:
-        """`delay_max`: what logind actually grants (InhibitDelayMaxUSec, in seconds); the
-        configured budget when not known."""
+        """`node_name`: None until `set_node_name` (the agent may have to ask the API server,
+        and a shutdown must not wait for that); `delay_max`: what logind actually grants
+        (InhibitDelayMaxUSec, in seconds), the configured budget when not known;
+        `record_file`: where the shutdown's start is kept for a restarted agent."""
         self.client = client
-        self.node = node_name
+        self.node = node_name or ""
+        self._node_known = asyncio.Event()
+        if node_name:
+            self._node_known.set()
         self.boot_id = boot_id
         self.config = config
         self.delay_max = delay_max or (lambda: config.budget)
         self.clock = clock
+        self.record_file = record_file
         self.backoff = JitteredBackoff(base=0.2, cap=5.0)
         self.maintenance: str | None = None  # the name of this boot's shutdown maintenance
         self.last_reason: str | None = None
+        self._last_answer = 0.0  # when the API server last answered during this shutdown
+
+    def set_node_name(self, name: str) -> None:
+        self.node = name
+        self._node_known.set()
+
+    @property
+    def _bound(self) -> float:
+        return self.config.api_unreachable_release_after
 
     # --- shutdown ----------------------------------------------------------------------------
 
     async def on_shutdown(self, kind: str) -> str:
         """Create or adopt this boot's maintenance and wait until the lock may go; returns why."""
         now = self.clock()
+        started = shutdown_started(self.record_file, self.boot_id, now)
         budget = min(self.config.budget, self.delay_max())
+        usable = budget - self.config.safety_margin
+        if usable <= 0:
+            log.warning(
+                "logind grants only %.0fs for a shutdown, no more than shutdown.safetyMargin "
+                "(%.0fs): nodeagent starts the drain but lets go at once; raise "
+                "InhibitDelayMaxSec (its drop-in %s is overridden by a later one in "
+                "/etc/systemd/logind.conf.d or /usr/lib/systemd/logind.conf.d)",
+                budget,
+                self.config.safety_margin,
+                self.config.logind_dropin,
+            )
         state = model.ReleaseState(
-            deadline=now + max(0.0, budget - self.config.safety_margin),
-            unreachable_bound=self.config.api_unreachable_release_after,
+            deadline=started + max(0.0, usable),
+            unreachable_bound=self._bound,
         )
+        self._last_answer = now
         changed = asyncio.Event()
         log.info(
             "shutdown (%s) of %s: draining through a NodeMaintenance, at most %.0fs",
@@ -82,30 +122,62 @@ class ShutdownFlow:
                 await worker
 
     async def _drive(self, kind: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        await self._node_known.wait()
         attempt = 0
         while True:
             try:
-                name = await self._ensure_maintenance(kind)
-                self._reachable(state, changed)
-                await self._wait_drained(name, state, changed)
+                name = await self._ensure_maintenance(kind, state, changed)
+                async with asyncio.TaskGroup() as tg:
+                    probe = tg.create_task(self._probe(name, state, changed))
+                    await self._wait_drained(name, state, changed)
+                    probe.cancel()
                 return
-            except KubeError as e:
-                log.warning("shutdown of %s: API request failed: %s", self.node, e)
-                if state.unreachable_since is None:
-                    state.unreachable_since = self.clock()
-                    changed.set()
+            except* (KubeError, TimeoutError) as group:
+                e = group.exceptions[0]
+                log.warning("shutdown of %s: API request failed: %s", self.node, e or "timeout")
+                self._unreachable(state, changed)
             # pacing between retries against a failing API server
             attempt += 1
             await asyncio.sleep(self.backoff.delay(attempt))
 
-    def _reachable(self, state: model.ReleaseState, changed: asyncio.Event) -> None:
+    async def _request(
+        self, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
+    ) -> T:
+        """One API call with a deadline: a request that hangs fails like one refused."""
+        async with asyncio.timeout(self._bound):
+            result = await call
+        self._last_answer = self.clock()
         if state.unreachable_since is not None:
             state.unreachable_since = None
             changed.set()
+        return result
 
-    async def _ensure_maintenance(self, kind: str) -> str:
-        existing = await self.client.list(
-            NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
+    def _unreachable(self, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        if state.unreachable_since is None:
+            # measured from the last answer: a hung request costs no extra time
+            state.unreachable_since = self._last_answer
+            changed.set()
+
+    async def _probe(self, name: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        """While waiting on a possibly quiet watch, check the API server still answers."""
+        interval = max(0.5, min(5.0, self._bound / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._request(self.client.get(NODEMAINTENANCES, name), state, changed)
+            except (KubeError, TimeoutError) as e:
+                log.warning("shutdown of %s: the API server did not answer: %s", self.node, e)
+                self._unreachable(state, changed)
+
+    async def _ensure_maintenance(
+        self, kind: str, state: model.ReleaseState, changed: asyncio.Event
+    ) -> str:
+        existing = await self._request(
+            self.client.list(
+                NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
+            ),
+            state,
+            changed,
         )
         found, attempt = model.adoptable(existing["items"], self.node, self.boot_id)
         if found is not None:
@@ -118,7 +190,7 @@ class ShutdownFlow:
             )
             name = body["metadata"]["name"]
             try:
-                await self.client.create(NODEMAINTENANCES, body)
+                await self._request(self.client.create(NODEMAINTENANCES, body), state, changed)
                 log.info("created shutdown maintenance %s", name)
             except AlreadyExists:
                 log.info("shutdown maintenance %s exists already; adopting it", name)
@@ -130,7 +202,9 @@ class ShutdownFlow:
     ) -> None:
         field = f"metadata.name={name}"
         while True:
-            listed = await self.client.list(NODEMAINTENANCES, field_selector=field)
+            listed = await self._request(
+                self.client.list(NODEMAINTENANCES, field_selector=field), state, changed
+            )
             if not listed["items"]:
                 raise NotFound(f"NodeMaintenance {name} disappeared", status=404)
             if model.is_drained(listed["items"][0]):
@@ -148,6 +222,7 @@ class ShutdownFlow:
                     )
                 ) as events:
                     async for ev in events:
+                        self._last_answer = self.clock()
                         obj: dict[str, Any] = ev["object"]
                         if ev["type"] == "DELETED":
                             raise NotFound(f"NodeMaintenance {name} was deleted", status=404)
@@ -162,6 +237,7 @@ class ShutdownFlow:
 
     async def on_cancel(self) -> None:
         """The shutdown was called off: complete this boot's live shutdown maintenance."""
+        clear(self.record_file)
         deadline = self.clock() + max(self.config.api_unreachable_release_after, 30.0)
         attempt = 0
         while True:
