@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from nodeagent.sim.errors import ApiError, invalid
+from nodeagent.sim.qos import default_requests, qos_class
 from nodeagent.sim.resources import CRDError, ResourceType, types_from_crd
 from nodeagent.sim.schema import admit_custom, validate_crd_schema
 from nodeagent.sim.store import Change, Obj, Store, now_iso
@@ -75,7 +76,8 @@ def admit_pod(store: Store, rt: ResourceType, pod: Obj, old: Obj | None) -> None
         if not any(x.get("key") == t["key"] for x in tolerations):
             tolerations.append(dict(t))
     _admit_priority(store, name, spec)
-    pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    default_requests(spec)
+    pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
 
 
 def _admit_priority(store: Store, pod_name: str, spec: dict[str, Any]) -> None:
@@ -134,6 +136,19 @@ def admit_workload(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) ->
         )
 
 
+def admit_pdb(store: Store, rt: ResourceType, pdb: Obj, old: Obj | None) -> None:
+    """ValidatePodDisruptionBudgetStatusUpdate for policy/v1: the counts are not negative (so
+    no client can store the negative disruptionsAllowed the eviction subresource refuses)."""
+    status = pdb.get("status") or {}
+    causes = [
+        (f"status.{f}", f"Invalid value: {status[f]}: must be greater than or equal to 0")
+        for f in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
+        if isinstance(status.get(f), int) and status[f] < 0
+    ]
+    if causes:
+        raise invalid("PodDisruptionBudget", pdb["metadata"]["name"], causes, rt.group)
+
+
 def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None:
     name = crd["metadata"]["name"]
     try:
@@ -180,7 +195,7 @@ class CRDRegistrar:
         self.store.unregister_group_plural(group, plural)
         if kind == "DELETED":
             # the real server deletes the custom objects with the definition
-            self.store.objects.pop((group, plural), None)
+            self.store.drop_resource(group, plural)
             return
         for t in types_from_crd(new):
             self.store.register(t)
@@ -234,6 +249,7 @@ def install(store: Store) -> None:
     store.add_admission("", "pods", admit_pod)
     for plural in ("deployments", "replicasets", "statefulsets", "daemonsets"):
         store.add_admission("apps", plural, admit_workload)
+    store.add_admission("policy", "poddisruptionbudgets", admit_pdb)
     store.add_admission("apiextensions.k8s.io", "customresourcedefinitions", admit_crd)
     registrar = CRDRegistrar(store)
     store.on_commit.append(registrar.on_commit)

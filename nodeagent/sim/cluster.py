@@ -18,7 +18,7 @@ from nodeagent.sim.actors import build_actors
 from nodeagent.sim.actors.kubelet import Kubelet, KubeletRouter
 from nodeagent.sim.faults import Faults, Stats
 from nodeagent.sim.server import DEFAULT_BOOKMARK_INTERVAL, ApiServer
-from nodeagent.sim.store import Store
+from nodeagent.sim.store import HISTORY_MAX, Store
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class SimCluster:
         port: int = 0,
         kubeconfig: Path | None = None,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
-        history_size: int = 200_000,
+        history_size: int = HISTORY_MAX,
     ) -> None:
         self.store = Store(history_size=history_size)
         admission.install(self.store)

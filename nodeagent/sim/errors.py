@@ -25,23 +25,32 @@ class ApiError(Exception):
         message: str,
         reason: str | None = None,
         details: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.reason = reason or REASONS.get(code, "Unknown")
+        # "" for none at all, as a Status an API handler returns itself has none
+        self.reason = REASONS.get(code, "Unknown") if reason is None else reason
         self.details = details
+        self.metadata = metadata or {}
+
+    @property
+    def retry_after(self) -> int:
+        """details.retryAfterSeconds, which the server also sends as a Retry-After header."""
+        return int((self.details or {}).get("retryAfterSeconds", 0))
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            out["reason"] = self.reason
         if self.details is not None:
             out["details"] = self.details
         return out

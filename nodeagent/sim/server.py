@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import itertools
 import json
 import logging
@@ -27,7 +28,7 @@ from nodeagent.sim import eviction, protobuf
 from nodeagent.sim.errors import ApiError
 from nodeagent.sim.faults import Faults, Stats
 from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
-from nodeagent.sim.resources import ResourceType
+from nodeagent.sim.resources import BUILTIN, ResourceType
 from nodeagent.sim.store import INITIAL_EVENTS_END, Obj, Store
 from nodeagent.sim.tables import table
 
@@ -112,7 +113,8 @@ class ApiServer:
         # paged lists: the full result of each recent first page, so that the next pages are
         # slices of it (a consistent snapshot, as the real server serves them from etcd at the
         # first page's revision) instead of listing and sorting everything again per page
-        self._snapshots: OrderedDict[int, tuple[str, list[Obj]]] = OrderedDict()
+        # (resourceVersion, items, compactions when taken); a token of an older one is expired
+        self._snapshots: OrderedDict[int, tuple[str, list[Obj], int]] = OrderedDict()
         self._snapshot_ids = itertools.count(1)
 
     def app(self) -> web.Application:
@@ -149,6 +151,8 @@ class ApiServer:
             resp: web.StreamResponse = await handler(request)
         except ApiError as e:
             resp = web.json_response(e.status(), status=e.code)
+            if e.retry_after > 0:
+                resp.headers["Retry-After"] = str(e.retry_after)
         if counted is not None:
             self.stats.count_response(*counted, resp.status)
         return resp
@@ -407,21 +411,10 @@ class ApiServer:
         token = request.query.get("continue")
         snapshot_id: int | None = None
         if token:
-            try:
-                # [snapshot id, offset, sort key of the last item sent]; older tokens: the key
-                decoded = json.loads(base64.b64decode(token))
-                if len(decoded) == 3:
-                    snapshot_id, offset, after = int(decoded[0]), int(decoded[1]), decoded[2]
-                else:
-                    offset, after = 0, decoded
-                after = tuple(after)
-            except (ValueError, TypeError) as e:
-                raise ApiError(400, "invalid continue token") from e
-            snapshot = self._snapshots.get(snapshot_id) if snapshot_id is not None else None
-            if snapshot is not None:
-                meta["resourceVersion"], everything = snapshot
-                items = everything[offset:]
-            else:  # gone from the cache: the current state after the last key sent
+            # [snapshot id, offset, sort key of the last item sent]; snapshot id LATEST: go on
+            # with the current state after that key (what the Status of an expired token offers)
+            snapshot_id, offset, after = _decode_continue(token)
+            if snapshot_id == _LATEST:
                 snapshot_id = None
                 items = [
                     o
@@ -429,6 +422,20 @@ class ApiServer:
                     if _sort_key(o) > after
                 ]
                 offset = 0
+            else:
+                snapshot = self._snapshots.get(snapshot_id)
+                if snapshot is None or snapshot[2] != self.store.compactions:
+                    # as kube-apiserver after an etcd compaction: 410, and a token to go on with
+                    # an inconsistent list
+                    self._snapshots.pop(snapshot_id, None)
+                    raise ApiError(
+                        410,
+                        _INCONSISTENT_CONTINUE,
+                        reason="Expired",
+                        metadata={"continue": _encode_continue(_LATEST, 0, after)},
+                    )
+                meta["resourceVersion"], everything, _ = snapshot
+                items = everything[offset:]
         else:
             items = self.store.list(t.rt, t.namespace, labels, fields)
             offset = 0
@@ -436,15 +443,16 @@ class ApiServer:
         if limit and len(items) > limit:
             if snapshot_id is None:
                 snapshot_id = next(self._snapshot_ids)
-                self._snapshots[snapshot_id] = (meta["resourceVersion"], items)
+                self._snapshots[snapshot_id] = (
+                    meta["resourceVersion"],
+                    items,
+                    self.store.compactions,
+                )
                 while len(self._snapshots) > _SNAPSHOTS:
                     self._snapshots.popitem(last=False)
             meta["remainingItemCount"] = len(items) - limit
             items = items[:limit]
-            next_token = [snapshot_id, offset + limit, list(_sort_key(items[-1]))]
-            meta["continue"] = base64.b64encode(json.dumps(next_token).encode()).decode()
-        elif snapshot_id is not None:
-            self._snapshots.pop(snapshot_id, None)  # the last page: done with it
+            meta["continue"] = _encode_continue(snapshot_id, offset + limit, _sort_key(items[-1]))
         if _wants_table(request):
             out = table(
                 t.rt,
@@ -589,29 +597,28 @@ class ApiServer:
         except (ValueError, yaml.YAMLError) as e:
             raise ApiError(400, f"unable to decode the request body: {e}") from e
 
-    def _reject_dry_run(self, request: web.Request) -> None:
-        if request.query.get("dryRun"):
-            raise ApiError(400, "dryRun is not supported by the simulated API server")
-
     async def _post(self, request: web.Request, t: Target) -> web.Response:
-        self._reject_dry_run(request)
+        dry_run = request.query.getall("dryRun", [])
+        dry = _dry_run(dry_run)
         body = await self._body(request)
         if not isinstance(body, dict):
             raise ApiError(400, "the request body must be an object")
         if t.subresource == "eviction":
             assert t.name is not None and t.namespace is not None
-            return _json(eviction.evict(self.store, t.namespace, t.name, body), 201)
+            status = eviction.evict(self.store, t.namespace, t.name, body, dry_run)
+            return _json(status, status["code"])
         if t.subresource == "binding":
             assert t.name is not None
             node = (body.get("target") or {}).get("name")
             if not node:
                 raise ApiError(422, "target.name: Required value")
-            self.store.mutate(
-                t.rt,
-                t.namespace,
-                t.name,
-                lambda p: p.setdefault("spec", {}).__setitem__("nodeName", node),
-            )
+            if not dry:
+                self.store.mutate(
+                    t.rt,
+                    t.namespace,
+                    t.name,
+                    lambda p: p.setdefault("spec", {}).__setitem__("nodeName", node),
+                )
             return _json(
                 {
                     "kind": "Status",
@@ -624,22 +631,26 @@ class ApiServer:
             )
         if t.name is not None:
             raise ApiError(405, "POST to a named resource is not allowed")
-        obj = self.store.create(t.rt, t.namespace, body)
+        _check_custom_kind(t.rt, body)
+        obj = self.store.create(t.rt, t.namespace, body, dry_run=dry)
         return self._respond(request, t.rt, obj, 201)
 
     async def _put(self, request: web.Request, t: Target) -> web.Response:
-        self._reject_dry_run(request)
+        dry = _dry_run(request.query.getall("dryRun", []))
         if t.name is None:
             raise ApiError(405, "PUT needs a named resource")
         body = await self._body(request)
         if t.subresource == "scale":
-            obj = self._set_scale(t, body)
+            obj = self._set_scale(t, body, dry)
             return _json(_scale(obj))
-        obj = self.store.update(t.rt, t.namespace, t.name, body, t.subresource, owned=True)
+        _check_custom_kind(t.rt, body)
+        obj = self.store.update(
+            t.rt, t.namespace, t.name, body, t.subresource, owned=True, dry_run=dry
+        )
         return self._respond(request, t.rt, obj)
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
-        self._reject_dry_run(request)
+        dry = _dry_run(request.query.getall("dryRun", []))
         if t.name is None:
             raise ApiError(405, "PATCH needs a named resource")
         body = await self._body(request)
@@ -672,37 +683,49 @@ class ApiServer:
         if not isinstance(new, dict):
             raise ApiError(422, "the patch did not produce an object")
         if t.subresource == "scale":
-            return _json(_scale(self._set_scale(t, new)))
+            return _json(_scale(self._set_scale(t, new, dry)))
         # only a patch that names a resourceVersion asks for optimistic concurrency
         named_rv = isinstance(body, dict) and (body.get("metadata") or {}).get("resourceVersion")
         if not named_rv:
             new.setdefault("metadata", {}).pop("resourceVersion", None)
-        obj = self.store.update(t.rt, t.namespace, t.name, new, t.subresource)
+        obj = self.store.update(t.rt, t.namespace, t.name, new, t.subresource, dry_run=dry)
         return self._respond(request, t.rt, obj)
 
-    def _set_scale(self, t: Target, scale: Obj) -> Obj:
+    def _set_scale(self, t: Target, scale: Obj, dry_run: bool) -> Obj:
         assert t.name is not None
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
             raise ApiError(422, "spec.replicas: must be a non-negative integer")
-
-        def set_replicas(o: Obj) -> None:
-            o.setdefault("spec", {})["replicas"] = replicas
-
-        return self.store.mutate(t.rt, t.namespace, t.name, set_replicas)
+        obj = copy.deepcopy(self.store.get(t.rt, t.namespace, t.name))
+        obj.setdefault("spec", {})["replicas"] = replicas
+        obj["metadata"].pop("resourceVersion", None)
+        return self.store.update(t.rt, t.namespace, t.name, obj, owned=True, dry_run=dry_run)
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
-        self._reject_dry_run(request)
         body = await self._body(request)
-        grace_q = request.query.get("gracePeriodSeconds")
-        grace = body.get("gracePeriodSeconds", int(grace_q) if grace_q is not None else None)
+        if not isinstance(body, dict):
+            raise ApiError(400, "the request body must be DeleteOptions")
+        if not body:
+            # as kube-apiserver: DeleteOptions come from the body, or from the query if none
+            q = request.query
+            body = {k: q[k] for k in ("propagationPolicy", "orphanDependents") if k in q}
+            if "orphanDependents" in body:
+                body["orphanDependents"] = body["orphanDependents"] in ("true", "1")
+            if "gracePeriodSeconds" in q:
+                try:
+                    body["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+                except ValueError as e:
+                    raise ApiError(400, f"gracePeriodSeconds: {e}") from e
+            body["dryRun"] = q.getall("dryRun", [])
+        dry = _dry_run(body.get("dryRun") or [])
+        grace = body.get("gracePeriodSeconds")
         pre = body.get("preconditions")
         if t.name is None:
             labels, fields = self._selectors(request, t.rt)
             for o in self.store.list(t.rt, t.namespace, labels, fields):
                 m = o["metadata"]
                 with contextlib.suppress(ApiError):
-                    self.store.delete(t.rt, m.get("namespace"), m["name"], grace)
+                    self.store.delete(t.rt, m.get("namespace"), m["name"], grace, dry_run=dry)
             return _json(
                 {
                     "kind": "Status",
@@ -712,14 +735,14 @@ class ApiServer:
                     "code": 200,
                 }
             )
-        propagation = body.get("propagationPolicy") or request.query.get("propagationPolicy")
+        propagation = body.get("propagationPolicy")
         if body.get("orphanDependents") is True:
             propagation = "Orphan"
         finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(propagation or "")
-        if finalizer is not None:
+        if finalizer is not None and not dry:
             # the garbage collector does the rest, as it does behind the real API server
             self.store.mutate(t.rt, t.namespace, t.name, lambda o: _add_finalizer(o, finalizer))
-        obj = self.store.delete(t.rt, t.namespace, t.name, grace, pre)
+        obj = self.store.delete(t.rt, t.namespace, t.name, grace, pre, dry_run=dry)
         return self._respond(request, t.rt, obj)
 
     # --- simulator control -----------------------------------------------------------------------
@@ -743,10 +766,57 @@ class ApiServer:
         return web.json_response({"requests": self.stats.as_json()})
 
 
+_BUILTIN_KEYS = {rt.key for rt in BUILTIN}
+
+
+def _check_custom_kind(rt: ResourceType, body: Any) -> None:
+    """A custom object sent whole must say its kind: kube-apiserver decodes it as unstructured,
+    with no type to take the kind from."""
+    if rt.key not in _BUILTIN_KEYS and isinstance(body, dict) and not body.get("kind"):
+        raise ApiError(
+            400,
+            f"the object provided is unrecognized (must be of type {rt.kind}): Object 'Kind' is "
+            f"missing in '{json.dumps(body)}'",
+        )
+
+
+def _dry_run(values: list[str]) -> bool:
+    """Whether a request's dryRun values (["All"] or none) ask for a dry run."""
+    for v in values:
+        if v != "All":
+            raise ApiError(400, f'dryRun: Unsupported value: "{v}": supported values: "All"')
+    return bool(values)
+
+
 def _add_finalizer(obj: Obj, finalizer: str) -> None:
     finalizers = obj["metadata"].setdefault("finalizers", [])
     if finalizer not in finalizers:
         finalizers.append(finalizer)
+
+
+_LATEST = -1
+_INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _encode_continue(snapshot_id: int, offset: int, after: tuple[str, str]) -> str:
+    return base64.b64encode(json.dumps([snapshot_id, offset, list(after)]).encode()).decode()
+
+
+def _decode_continue(token: str) -> tuple[int, int, tuple[str, str]]:
+    try:
+        snapshot_id, offset, after = json.loads(base64.b64decode(token, validate=True))
+        namespace, name = after
+        if not isinstance(namespace, str) or not isinstance(name, str):
+            raise ValueError("the last key is not two strings")
+        return int(snapshot_id), int(offset), (namespace, name)
+    except (ValueError, TypeError) as e:
+        raise ApiError(400, f"invalid continue token: continue key is not valid: {e}") from e
 
 
 def _sort_key(o: Obj) -> tuple[str, str]:

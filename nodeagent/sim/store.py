@@ -1,9 +1,10 @@
 """In-memory object storage with the semantics of the real API server.
 
 One global, monotonically increasing resourceVersion; optimistic concurrency; generation;
-finalizers and deletionTimestamp; graceful pod deletion; a bounded event history so that a watch
-from a too-old resourceVersion gets 410 Gone; watches filtered by namespace and selectors that see
-an object leaving their selection as DELETED, as the real watch cache does.
+finalizers and deletionTimestamp; graceful pod deletion; per resource a window of recent events
+sized as kube-apiserver's watch cache sizes it, so that a watch from a resourceVersion before the
+window gets 410 Expired; watches filtered by namespace and selectors that see an object leaving
+their selection as DELETED, as the real watch cache does; dry runs that change nothing.
 
 Committed objects are never mutated: every write stores a new dict, so readers may serialise what
 they get without copying. Code that wants to change an object deep-copies it first.
@@ -32,6 +33,11 @@ Change = tuple[str, tuple[str, str], Obj | None, Obj]
 Admission = Callable[["Store", ResourceType, Obj, Obj | None], None]
 
 INITIAL_EVENTS_END = "INITIAL_EVENTS_END"
+# kube-apiserver's watch cache: it keeps at least HISTORY_MIN events of a resource, and grows up to
+# HISTORY_MAX while all of them are younger than FRESH_SECONDS (DefaultEventFreshDuration)
+HISTORY_MIN = 100
+HISTORY_MAX = 100 * 1024
+FRESH_SECONDS = 75.0
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -74,6 +80,36 @@ def selected(
 
 
 @dataclass(eq=False)
+class History:
+    """The recent events of one resource (watchCacheHistory): a watch can resume from any
+    resourceVersion from `floor` on; before it, the events are gone."""
+
+    floor: int  # every event of the resource after this resourceVersion is in `events`
+    upper: int = HISTORY_MAX
+    capacity: int = HISTORY_MIN
+    # (resourceVersion, event type, old, new, when)
+    events: deque[tuple[int, str, Obj | None, Obj, float]] = field(default_factory=deque)
+
+    def add(self, rv: int, kind: str, old: Obj | None, new: Obj, now: float) -> None:
+        full = len(self.events) >= self.capacity
+        if full and now - self.events[0][4] < FRESH_SECONDS:
+            self.capacity = min(self.capacity * 2, self.upper)  # all fresh: keep them
+        elif full and now - self.events[-(self.capacity // 4)][4] > FRESH_SECONDS:
+            self.capacity = max(self.capacity // 2, HISTORY_MIN)  # long quiet: shrink
+        dropped = False
+        while self.events and len(self.events) >= self.capacity:
+            self.events.popleft()
+            dropped = True
+        self.events.append((rv, kind, old, new, now))
+        if dropped:
+            self.floor = self.events[0][0] - 1
+
+    def clear(self, rv: int) -> None:
+        self.events.clear()
+        self.floor = rv
+
+
+@dataclass(eq=False)
 class Watch:
     """One open watch: the server drains `queue` and writes the events to the client."""
 
@@ -101,15 +137,19 @@ class Watch:
 
 
 class Store:
-    def __init__(self, history_size: int = 200_000) -> None:
+    def __init__(
+        self, history_size: int = HISTORY_MAX, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rv = 1
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self.objects: dict[tuple[str, str], dict[Key, Obj]] = {}
-        self.history: deque[tuple[int, tuple[str, str], str, Obj | None, Obj]] = deque(
-            maxlen=history_size
-        )
-        # every resourceVersion above this one is still in the history
-        self.history_floor = 1
+        # per resource, from when it is first served (its watch cache's start)
+        self.histories: dict[tuple[str, str], History] = {}
+        self.history_size = history_size
+        self.clock = clock
+        # compactions so far (fault injection): the continue tokens of lists from before the
+        # last one are expired, as after an etcd compaction
+        self.compactions = 0
         self.watches: set[Watch] = set()
         self.listeners: list[Callable[[Change], None]] = []
         self.admission: dict[tuple[str, str], list[Admission]] = {}
@@ -124,10 +164,17 @@ class Store:
     def register(self, rt: ResourceType) -> None:
         self.types[(rt.group, rt.version, rt.plural)] = rt
         self.objects.setdefault(rt.key, {})
+        if rt.key not in self.histories:
+            self.histories[rt.key] = History(floor=self.rv, upper=self.history_size)
 
     def unregister_group_plural(self, group: str, plural: str) -> None:
         for k in [k for k in self.types if k[0] == group and k[2] == plural]:
             del self.types[k]
+
+    def drop_resource(self, group: str, plural: str) -> None:
+        """A resource no longer served (its CRD deleted): its objects and history go."""
+        self.objects.pop((group, plural), None)
+        self.histories.pop((group, plural), None)
 
     def resource(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.types.get((group, version, plural))
@@ -171,7 +218,10 @@ class Store:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: str | None, obj: Obj) -> Obj:
+    def create(
+        self, rt: ResourceType, namespace: str | None, obj: Obj, *, dry_run: bool = False
+    ) -> Obj:
+        """Store a new object; `dry_run`: only say what would be stored."""
         obj = copy.deepcopy(obj)
         m = meta(obj)
         self._check_kind(rt, obj)
@@ -206,9 +256,10 @@ class Store:
         for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
             m.pop(k, None)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
-        if rt.has_status and rt.group not in ("", "apps", "policy"):
-            obj.pop("status", None)  # custom resources: status only through the subresource
+        _status_on_create(rt, obj)
         self._admit(rt, obj, None)
+        if dry_run:
+            return obj
         return self._commit(rt, "ADDED", None, obj)
 
     def update(
@@ -220,9 +271,10 @@ class Store:
         subresource: str | None = None,
         *,
         owned: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
         """Replace an object (PUT). `owned`: the caller hands over `obj` and keeps no reference,
-        so it need not be copied."""
+        so it need not be copied. `dry_run`: only say what would be stored."""
         cur = self.get(rt, namespace, name)
         if not owned:
             obj = copy.deepcopy(obj)
@@ -281,6 +333,9 @@ class Store:
         self._admit(rt, new, cur)
         if _without_volatile(new) == _without_volatile(cur):
             return cur  # a no-op write does not bump the resourceVersion
+        if dry_run:
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            return new
         finished = not new["metadata"].get("finalizers") and not (
             rt.kind == "Pod" and _pod_still_running(new)
         )
@@ -309,7 +364,11 @@ class Store:
         name: str,
         grace_period: int | None = None,
         preconditions: dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> Obj:
+        """Delete an object, gracefully for a running pod or one with finalizers; `dry_run`:
+        only say what the object would become."""
         cur = self.get(rt, namespace, name)
         cm = cur["metadata"]
         pre = preconditions or {}
@@ -325,7 +384,7 @@ class Store:
         if rt.kind == "Pod":
             grace = self._pod_grace(cur, grace_period)
         if grace == 0 and not cm.get("finalizers"):
-            return self._remove(rt, cur)
+            return cur if dry_run else self._remove(rt, cur)
         new = copy.deepcopy(cur)
         nm = new["metadata"]
         deadline = time.time() + grace
@@ -336,6 +395,8 @@ class Store:
         nm["deletionGracePeriodSeconds"] = grace
         if rt.kind == "Pod":
             new.setdefault("spec", {})
+        if dry_run:
+            return new
         return self._commit(rt, "MODIFIED", cur, new)
 
     def remove_now(self, rt: ResourceType, namespace: str | None, name: str) -> None:
@@ -385,9 +446,7 @@ class Store:
         m = new["metadata"]
         if store:
             self.objects[rt.key][(m.get("namespace", ""), m["name"])] = new
-        if len(self.history) == self.history.maxlen:
-            self.history_floor = self.history[0][0]
-        self.history.append((self.rv, rt.key, kind, old, new))
+        self.histories[rt.key].add(self.rv, kind, old, new, self.clock())
         for w in self.watches:
             if w.rt.key == rt.key:
                 ev = w.event_for(kind, old, new)
@@ -439,14 +498,15 @@ class Store:
                 since = int(resource_version)
             except ValueError as e:
                 raise ApiError(400, f"invalid resource version: {resource_version!r}") from e
-            if since < self.history_floor:
+            history = self.histories[rt.key]
+            if since < history.floor:
                 raise ApiError(
                     410,
-                    f"too old resource version: {since} ({self.history_floor})",
+                    f"too old resource version: {since} ({history.floor})",
                     reason="Expired",
                 )
-            for rv, key, kind, old, new in self.history:
-                if rv > since and key == rt.key:
+            for rv, kind, old, new, _ in history.events:
+                if rv > since:
                     ev = w.event_for(kind, old, new)
                     if ev is not None:
                         w.queue.put_nowait(ev)
@@ -465,9 +525,41 @@ class Store:
         return n
 
     def compact(self) -> None:
-        """Fault injection: forget the history, so any watch from an older version gets 410."""
-        self.history.clear()
-        self.history_floor = self.rv
+        """Fault injection: forget the history, so any watch from an older version gets 410,
+        and expire the continue tokens of earlier lists, as an etcd compaction would."""
+        for history in self.histories.values():
+            history.clear(self.rv)
+        self.compactions += 1
+
+
+# The status kube-apiserver's strategies (PrepareForCreate) give the built-in types with a status
+# subresource whatever the create sent; pods get theirs in admission, nodes keep what they send.
+_CREATED_STATUS: dict[tuple[str, str], Obj] = {
+    ("", "namespaces"): {"phase": "Active"},
+    ("", "services"): {"loadBalancer": {}},
+    ("apps", "deployments"): {},
+    ("apps", "replicasets"): {"replicas": 0},
+    ("apps", "statefulsets"): {"replicas": 0, "availableReplicas": 0},
+    ("apps", "daemonsets"): {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    ("policy", "poddisruptionbudgets"): {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+}
+
+
+def _status_on_create(rt: ResourceType, obj: Obj) -> None:
+    if rt.key in _CREATED_STATUS:
+        obj["status"] = copy.deepcopy(_CREATED_STATUS[rt.key])
+    elif rt.has_status and rt.group not in ("", "apps", "policy"):
+        obj.pop("status", None)  # CRDs and custom resources: status only through the subresource
 
 
 def _pod_still_running(pod: Obj) -> bool:

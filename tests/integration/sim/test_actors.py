@@ -581,7 +581,7 @@ async def test_pdb_counts_evictions_until_the_pod_terminates(sim: Sim) -> None:
     sim.create("pdbs", pdb("db", "db", maxUnavailable=1))
     await sim.until(lambda: counts(pdb_status(sim, "db")) == (3, 3, 2, 1))
 
-    evict(sim.store, "default", "db-0", {})
+    evict(sim.store, "default", "db-0", {"metadata": {"name": "db-0"}})
     st = pdb_status(sim, "db")
     assert st["disruptionsAllowed"] == 0
     # the pod is terminating now: the entry is pruned, and it is not healthy

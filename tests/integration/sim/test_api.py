@@ -10,8 +10,10 @@ import aiohttp
 import pytest
 
 from nodeagent.sim.cluster import SimCluster
+from nodeagent.sim.store import FRESH_SECONDS, HISTORY_MIN
 from tests.simutil import pods, running, until
 
+MERGE = "application/merge-patch+json"
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -102,6 +104,25 @@ async def test_watch_from_a_compacted_version_is_gone(
     assert status["kind"] == "Status" and status["code"] == 410
     assert status["reason"] == "Expired"
     assert status["message"].startswith("too old resource version")
+
+
+async def test_churn_expires_the_watch_window_by_itself(
+    sim: SimCluster, http: aiohttp.ClientSession
+) -> None:
+    """Like kube-apiserver's watch cache: once a resource's window is full and its oldest events
+    are stale, they go, and a watch from before them gets the 410 ERROR event."""
+    now = [0.0]
+    sim.store.clock = lambda: now[0]
+    path = "/api/v1/namespaces/default/configmaps"
+    for i in range(HISTORY_MIN):
+        await call(http, "POST", path, {"metadata": {"name": f"cm-{i}"}})
+    now[0] += FRESH_SECONDS + 1
+    for i in range(HISTORY_MIN // 2):
+        await call(http, "PATCH", f"{path}/cm-{i}", {"data": {"v": "1"}}, MERGE)
+    async with http.get("/api/v1/configmaps?watch=true&resourceVersion=1") as r:
+        assert r.status == 200
+        lines = [json.loads(line) for line in (await r.read()).splitlines() if line.strip()]
+    assert [(ev["type"], ev["object"]["code"]) for ev in lines] == [("ERROR", 410)]
 
 
 async def test_watch_replays_history_and_reports_selection_changes(
