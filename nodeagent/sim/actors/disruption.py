@@ -111,7 +111,8 @@ class DisruptionController(Controller[Key]):
             for p in pods
             if pod_ready(p) and not terminating(p) and p["metadata"]["name"] not in disrupted
         )
-        allowed = max(0, healthy - desired)
+        # no pods expected (yet): no disruption, whatever is healthy
+        allowed = max(0, healthy - desired) if expected > 0 else 0
         old = pdb.get("status") or {}
         generation = pdb["metadata"].get("generation", 1)
         status: dict[str, Any] = {
@@ -156,12 +157,13 @@ class DisruptionController(Controller[Key]):
 
     def _expected_scale(self, pods: list[Obj]) -> int:
         """The sum of spec.replicas of the controllers of `pods`, each counted once (pods of
-        all the ReplicaSets of a Deployment count the Deployment once)."""
+        all the ReplicaSets of a Deployment count the Deployment once); pods of no controller
+        count for nothing (the real controller only warns of them)."""
         scales: dict[str, int] = {}
         for pod in pods:
             ref = controller_ref(pod)
             if ref is None:
-                raise BudgetError(f'found no controller ref for pod "{pod["metadata"]["name"]}"')
+                continue
             owner = self._scaled_owner(pod["metadata"]["namespace"], ref)
             if owner is None:
                 raise BudgetError(f'found no controllers for pod "{pod["metadata"]["name"]}"')

@@ -29,6 +29,7 @@ TYPES = {
     "statefulsets": ("apps", "statefulsets"),
     "daemonsets": ("apps", "daemonsets"),
     "pdbs": ("policy", "poddisruptionbudgets"),
+    "configmaps": ("", "configmaps"),
 }
 
 
@@ -625,19 +626,43 @@ async def test_pdb_counts_a_deployment_once_during_a_rollout(sim: Sim) -> None:
     await sim.until(lambda: counts(pdb_status(sim, "web")) == (2, 2, 1, 1))
 
 
-async def test_pdb_without_controller_fails_safe(sim: Sim) -> None:
+async def test_pdb_over_pods_of_no_controller_expects_none(sim: Sim) -> None:
+    # as kube-controller-manager 1.37: such pods are only warned of, and no pods expected
+    # means no disruption allowed
     await sim.start(nodes=1)
     p = pod("lonely")
     p["metadata"]["labels"] = {"app": "lonely"}
     sim.create("pods", p)
     sim.create("pdbs", pdb("lonely", "lonely", maxUnavailable=1))
+    await sim.until(lambda: pdb_status(sim, "lonely").get("observedGeneration") == 1)
+    st = pdb_status(sim, "lonely")
+    assert (st["expectedPods"], st["disruptionsAllowed"]) == (0, 0)
+    assert [c["reason"] for c in st["conditions"]] == ["InsufficientPods"]
+
+
+async def test_pdb_over_a_pod_of_an_unscalable_controller_fails_safe(sim: Sim) -> None:
+    await sim.start(nodes=1)
+    owner = sim.create("configmaps", {"metadata": {"name": "owner", "namespace": "default"}})
+    p = pod("owned")
+    p["metadata"]["labels"] = {"app": "owned"}
+    p["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "owner",
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    sim.create("pods", p)
+    sim.create("pdbs", pdb("owned", "owned", maxUnavailable=1))
 
     def failed() -> bool:
-        conds = pdb_status(sim, "lonely").get("conditions") or []
+        conds = pdb_status(sim, "owned").get("conditions") or []
         return any(c["reason"] == "SyncFailed" for c in conds)
 
     await sim.until(failed)
-    assert pdb_status(sim, "lonely")["disruptionsAllowed"] == 0
+    assert pdb_status(sim, "owned")["disruptionsAllowed"] == 0
 
 
 # --- kubelet -----------------------------------------------------------------------------------
