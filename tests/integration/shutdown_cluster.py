@@ -68,10 +68,27 @@ class ShutdownCluster:
         await self.view.until(seen)
 
 
+async def warm_up(kube: KubeClient) -> None:
+    """Write one NodeMaintenance (and delete it) before the test starts. A fresh kube-apiserver
+    takes about 2 s over the first write to nodeagent.io after the CRDs are installed (later
+    writes take milliseconds); a long-running API server has paid that long before a shutdown,
+    and the tests' sub-second `apiUnreachableReleaseAfter` must not count it as no answer."""
+    body = {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": "test-warm-up"},
+        "spec": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["no-such-node"]}]}]}},
+    }  # fmt: skip
+    await kube.create(NODEMAINTENANCES, body)
+    await kube.delete(NODEMAINTENANCES, "test-warm-up")
+
+
 @pytest.fixture
 async def shutdown_cluster(backend: TestCluster) -> AsyncIterator[ShutdownCluster]:
     await backend.install_crds()
     kube = backend.client(max_workers=4)
+    await warm_up(kube)
     view = ClusterView(kube, [NODEMAINTENANCES])
     await view.start()
     account = await backend.service_account()
