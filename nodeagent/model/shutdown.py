@@ -124,6 +124,15 @@ class ReleaseState:
     drained: bool = False
 
 
+def usable_budget(granted: float, margin: float) -> float:
+    """How long to hold a shutdown logind grants `granted` seconds: all but the safety margin;
+    when the margin would take half or more, all but a fifth, so the maintenance is still
+    created and the node cordoned before the lock goes."""
+    if granted - margin >= granted / 2:
+        return granted - margin
+    return granted * 0.8
+
+
 def release_reason(s: ReleaseState, now: float) -> str | None:
     """Why the lock may go now, or None to keep holding it. Never blocks a shutdown forever:
     the budget and the unreachable bound always end the wait."""

@@ -81,19 +81,21 @@ class ShutdownFlow:
         now = self.clock()
         started = shutdown_started(self.record_file, self.boot_id, now)
         budget = min(self.config.budget, self.delay_max())
-        usable = budget - self.config.safety_margin
-        if usable <= 0:
+        usable = model.usable_budget(budget, self.config.safety_margin)
+        if budget < self.config.budget:
             log.warning(
-                "logind grants only %.0fs for a shutdown, no more than shutdown.safetyMargin "
-                "(%.0fs): nodeagent starts the drain but lets go at once; raise "
-                "InhibitDelayMaxSec (its drop-in %s is overridden by a later one in "
-                "/etc/systemd/logind.conf.d or /usr/lib/systemd/logind.conf.d)",
+                "logind grants %.0fs for a shutdown (shutdown.budget %.0fs, safetyMargin %.0fs):"
+                " nodeagent drains for %.1fs and then lets go; if that is too short, raise "
+                "InhibitDelayMaxSec (nodeagent's drop-in %s may be overridden by one that sorts "
+                "later in /etc/systemd/logind.conf.d or /usr/lib/systemd/logind.conf.d)",
                 budget,
+                self.config.budget,
                 self.config.safety_margin,
+                usable,
                 self.config.logind_dropin,
             )
         state = model.ReleaseState(
-            deadline=started + max(0.0, usable),
+            deadline=started + usable,
             unreachable_bound=self._bound,
         )
         self._last_answer = now
@@ -134,18 +136,21 @@ class ShutdownFlow:
                 return
             except* (KubeError, TimeoutError) as group:
                 e = group.exceptions[0]
-                log.warning("shutdown of %s: API request failed: %s", self.node, e or "timeout")
+                log.warning("shutdown of %s: API request failed: %s", self.node, e)
                 self._unreachable(state, changed)
             # pacing between retries against a failing API server
             attempt += 1
             await asyncio.sleep(self.backoff.delay(attempt))
 
     async def _request(
-        self, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
+        self, what: str, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
     ) -> T:
         """One API call with a deadline: a request that hangs fails like one refused."""
-        async with asyncio.timeout(self._bound):
-            result = await call
+        try:
+            async with asyncio.timeout(self._bound):
+                result = await call
+        except TimeoutError:
+            raise TimeoutError(f"{what}: no answer within {self._bound:.1f}s") from None
         self._last_answer = self.clock()
         if state.unreachable_since is not None:
             state.unreachable_since = None
@@ -164,7 +169,9 @@ class ShutdownFlow:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self._request(self.client.get(NODEMAINTENANCES, name), state, changed)
+                await self._request(
+                    "get the maintenance", self.client.get(NODEMAINTENANCES, name), state, changed
+                )
             except (KubeError, TimeoutError) as e:
                 log.warning("shutdown of %s: the API server did not answer: %s", self.node, e)
                 self._unreachable(state, changed)
@@ -173,6 +180,7 @@ class ShutdownFlow:
         self, kind: str, state: model.ReleaseState, changed: asyncio.Event
     ) -> str:
         existing = await self._request(
+            "list this boot's maintenances",
             self.client.list(
                 NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
             ),
@@ -190,7 +198,12 @@ class ShutdownFlow:
             )
             name = body["metadata"]["name"]
             try:
-                await self._request(self.client.create(NODEMAINTENANCES, body), state, changed)
+                await self._request(
+                    "create the maintenance",
+                    self.client.create(NODEMAINTENANCES, body),
+                    state,
+                    changed,
+                )
                 log.info("created shutdown maintenance %s", name)
             except AlreadyExists:
                 log.info("shutdown maintenance %s exists already; adopting it", name)
@@ -203,7 +216,10 @@ class ShutdownFlow:
         field = f"metadata.name={name}"
         while True:
             listed = await self._request(
-                self.client.list(NODEMAINTENANCES, field_selector=field), state, changed
+                "read the maintenance",
+                self.client.list(NODEMAINTENANCES, field_selector=field),
+                state,
+                changed,
             )
             if not listed["items"]:
                 raise NotFound(f"NodeMaintenance {name} disappeared", status=404)
