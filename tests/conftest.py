@@ -58,6 +58,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         chosen = selected_backends(metafunc.config)
+        only = metafunc.definition.get_closest_marker("backends")
+        if only is not None:  # a test that needs what one backend has (a process to stop)
+            chosen = tuple(b for b in chosen if b in only.args)
         metafunc.parametrize("backend", chosen, indirect=True, ids=list(chosen))
 
 

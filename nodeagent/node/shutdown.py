@@ -145,12 +145,14 @@ class ShutdownFlow:
     async def _request(
         self, what: str, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
     ) -> T:
-        """One API call with a deadline: a request that hangs fails like one refused."""
+        """One API call with a deadline: `apiUnreachableReleaseAfter` after the last answer, so
+        a request that hangs ends exactly when the API server counts as unreachable."""
+        wait = max(0.05, self._last_answer + self._bound - self.clock())
         try:
-            async with asyncio.timeout(self._bound):
+            async with asyncio.timeout(wait):
                 result = await call
         except TimeoutError:
-            raise TimeoutError(f"{what}: no answer within {self._bound:.1f}s") from None
+            raise TimeoutError(f"{what}: no answer within {wait:.1f}s") from None
         self._last_answer = self.clock()
         if state.unreachable_since is not None:
             state.unreachable_since = None

@@ -1,0 +1,153 @@
+"""A node for the end-to-end tests: the agent installed from the Debian package in a Debian
+container with real systemd and logind (systemd-nspawn), its node `node-1` on the test's cluster
+backend, static pod manifests in the container's /etc/kubernetes/manifests."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.resources import DAEMONSETS, DEPLOYMENTS, NODEMAINTENANCES, NODES, PDBS, PODS
+from tests.clusters import ClusterView, TestCluster
+from tests.e2e.container import Container, agent_kubeconfig, require_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST_DIR = "/etc/kubernetes/manifests"
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_tools()
+    out = tmp_path_factory.mktemp("deb")
+    subprocess.run([str(ROOT / "packaging/debian/build-deb"), str(out)], check=True)
+    (package,) = out.glob("nodeagent_*.deb")
+    return package
+
+
+def install_package(
+    c: Container, deb: Path, kubeconfig: Path, settings: Mapping[str, Any] | None = None
+) -> None:
+    """dpkg -i in the container, with an agent configuration for node-1; `settings`: sections
+    merged over the defaults here."""
+    c.run_offline("dpkg", "-i", f"/pkg/{deb.name}", binds=(f"{deb.parent}:/pkg",))
+    etc = c.path("/etc/nodeagent")
+    (etc / "kubeconfig").write_text(yaml.safe_dump(agent_kubeconfig(kubeconfig)))
+    config: dict[str, Any] = {
+        "nodeName": "node-1",
+        "kube": {"kubeconfig": "/etc/nodeagent/kubeconfig"},
+        "shutdown": {"budget": 120, "safetyMargin": 5},
+        "staticPods": {"manifestDir": MANIFEST_DIR},
+        "leader": {"leaseDuration": 4, "renewDeadline": 3, "retryPeriod": 0.5},
+        "eviction": {"backoffBase": 0.5, "backoffCap": 2},
+        "observability": {"listen": "127.0.0.1:0"},
+    }
+    for section, values in (settings or {}).items():
+        config[section] = {**config.get(section, {}), **values}
+    (etc / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+@pytest.fixture
+def static_pods() -> dict[str, bytes]:
+    """File name -> manifest in node-1's manifest directory at boot (override per module)."""
+    return {}
+
+
+@pytest.fixture
+def agent_settings() -> dict[str, Any]:
+    """Configuration sections over install_package's defaults (override per module)."""
+    return {}
+
+
+@pytest.fixture
+async def container(
+    tmp_path: Path, deb: Path, static_pods: dict[str, bytes]
+) -> AsyncIterator[Container]:
+    c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-reboot")
+    manifests = c.path(MANIFEST_DIR)
+    manifests.mkdir(parents=True)
+    for name, content in static_pods.items():
+        (manifests / name).write_bytes(content)
+    # a persistent journal: the agent's log outlives the container for a failed test
+    c.path("/var/log/journal").mkdir(parents=True, exist_ok=True)
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+@pytest.fixture
+def manifests(container: Container) -> Path:
+    """node-1's static pod directory is the container's: the simulated kubelet (or, on the real
+    backend, the mirror pod maker) reads what the agent inside moves."""
+    return container.path(MANIFEST_DIR)
+
+
+@dataclass
+class Node:
+    backend: TestCluster
+    container: Container
+    kube: KubeClient
+    view: ClusterView
+
+
+@pytest.fixture
+async def node(
+    backend: TestCluster, container: Container, deb: Path, agent_settings: dict[str, Any]
+) -> AsyncIterator[Node]:
+    await backend.install_crds()
+    agent_config = await backend.service_account()
+    await asyncio.to_thread(install_package, container, deb, agent_config, agent_settings)
+    kube = backend.client()
+    view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])
+    await view.start()
+    try:
+        yield Node(backend, container, kube, view)
+    finally:
+        await view.stop()
+
+
+KINDS = {"Deployment": DEPLOYMENTS, "DaemonSet": DAEMONSETS, "PodDisruptionBudget": PDBS}
+
+
+async def schedule_on_node_1(n: Node, workloads: str) -> None:
+    """Create `workloads` (YAML) with node-2 and node-3 cordoned, so their pods land on node-1
+    (uncordon them afterwards, for the replacements)."""
+    for name in ("node-2", "node-3"):
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": True}})
+    await n.view.until(lambda: all(
+        (n.view.get(NODES, x) or {}).get("spec", {}).get("unschedulable")
+        for x in ("node-2", "node-3")))
+    for doc in yaml.safe_load_all(workloads):
+        await n.kube.create(KINDS[doc["kind"]], doc)
+
+
+async def uncordon(n: Node, *names: str) -> None:
+    for name in names:
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": None}})
+
+
+def kind_of(pod: dict[str, Any]) -> str:
+    if "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {}):
+        return "static"
+    owners = pod["metadata"].get("ownerReferences") or []
+    if any(o["kind"] == "DaemonSet" for o in owners):
+        return "daemonset"
+    return str((pod["metadata"].get("labels") or {}).get("app"))
+
+
+def running(p: dict[str, Any]) -> bool:
+    return (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get(
+        "deletionTimestamp"
+    )
+
+
+def node_1_pods(n: Node) -> list[dict[str, Any]]:
+    return [p for p in n.view.list(PODS) if p["spec"].get("nodeName") == "node-1"]
