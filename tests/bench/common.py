@@ -3,6 +3,7 @@ waiting on the simulated store, request counting."""
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import os
@@ -46,7 +47,8 @@ async def until(sim: SimCluster, cond: Callable[[], bool], timeout: float = 60) 
                 changed.clear()
                 # also re-check now and then: some conditions depend on things besides the store
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), 0.5)
+                    async with asyncio.timeout(0.5):
+                        await changed.wait()
     finally:
         sim.store.listeners.remove(wake)
 
@@ -158,36 +160,92 @@ def agent_config(
     return cfg
 
 
+class NotifySocket:
+    """The service manager's end of $NOTIFY_SOCKET, as much of systemd's as the agent uses:
+    READY=1, and the file descriptor store (FDSTORE=1 keeps the fds sent with a name,
+    FDSTOREREMOVE=1 closes them). The agent keeps its logind inhibitor fd there, so the lock
+    is released only once the stored copy is gone too, as under systemd."""
+
+    def __init__(self, path: Path) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.setblocking(False)
+        self.ready = asyncio.Event()
+        self.stored: dict[str, list[int]] = {}
+        self.messages: list[str] = []
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self.sock.fileno(), self._read)
+
+    def _read(self) -> None:
+        space = socket.CMSG_SPACE(16 * array.array("i").itemsize)
+        while True:
+            try:
+                data, ancillary, _flags, _addr = self.sock.recvmsg(65536, space)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            fds = array.array("i")
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+            self._handle(data.decode(errors="replace"), list(fds))
+
+    def _handle(self, text: str, fds: list[int]) -> None:
+        fields = dict(line.split("=", 1) for line in text.split("\n") if "=" in line)
+        self.messages.append(text)
+        name = fields.get("FDNAME", "stored")
+        if fields.get("FDSTORE") == "1":
+            self.stored.setdefault(name, []).extend(fds)
+            fds = []
+        if fields.get("FDSTOREREMOVE") == "1":
+            for fd in self.stored.pop(name, []):
+                os.close(fd)
+        for fd in fds:  # sent without FDSTORE=1: systemd closes them
+            os.close(fd)
+        if fields.get("READY") == "1":
+            self.ready.set()
+
+    def close(self) -> None:
+        """The service stopped for good: systemd closes what it stored."""
+        self._loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+        for fds in self.stored.values():
+            for fd in fds:
+                os.close(fd)
+        self.stored.clear()
+
+
 @dataclass
 class AgentProcess:
     """`nodeagent run` as a real subprocess."""
 
     proc: asyncio.subprocess.Process
     log: Path
-    notify: socket.socket | None = None
+    notify: NotifySocket | None = None
     ps: psutil.Process = field(init=False)
 
     def __post_init__(self) -> None:
         self.ps = psutil.Process(self.proc.pid)
 
     async def wait_ready(self, timeout: float = 60) -> None:
-        """READY=1 on $NOTIFY_SOCKET (sent once the agent is up; with a shutdown guard, once the
-        lock is held)."""
+        """READY=1 on $NOTIFY_SOCKET (sent once the agent is up; with a shutdown guard, once it
+        is connected to logind)."""
         assert self.notify is not None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            if self.proc.returncode is not None:
-                raise RuntimeError(f"nodeagent run exited {self.proc.returncode}: {self.tail()}")
-            left = deadline - loop.time()
-            if left <= 0:
-                raise TimeoutError(f"nodeagent run not ready: {self.tail()}")
-            try:
-                data = await asyncio.wait_for(loop.sock_recv(self.notify, 4096), min(left, 0.5))
-            except TimeoutError:
-                continue
-            if b"READY=1" in data.split(b"\n"):
-                return
+        try:
+            async with asyncio.timeout(timeout):
+                while not self.notify.ready.is_set():
+                    if self.proc.returncode is not None:
+                        raise RuntimeError(
+                            f"nodeagent run exited {self.proc.returncode}: {self.tail()}"
+                        )
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(0.5):
+                            await self.notify.ready.wait()
+        except TimeoutError:
+            raise TimeoutError(f"nodeagent run not ready: {self.tail()}") from None
 
     def tail(self, n: int = 3000) -> str:
         try:
@@ -199,7 +257,8 @@ class AgentProcess:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                await asyncio.wait_for(self.proc.wait(), 20)
+                async with asyncio.timeout(20):
+                    await self.proc.wait()
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
@@ -217,11 +276,7 @@ async def run_agent(
     cfg_path = workdir / f"{name}.yaml"
     cfg_path.write_text(yaml.safe_dump(config, sort_keys=False))
     sock_path = workdir / f"{name}.notify"
-    with contextlib.suppress(FileNotFoundError):
-        sock_path.unlink()
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(str(sock_path))
-    notify.setblocking(False)
+    notify = NotifySocket(sock_path)
     log = workdir / f"{name}.log"
     env = {k: v for k, v in os.environ.items() if k not in ("NODE_NAME", "KUBECONFIG")}
     env["NOTIFY_SOCKET"] = str(sock_path)
@@ -270,7 +325,8 @@ async def py_spy(pid: int, out: Path, enabled: bool = True) -> AsyncIterator[Non
     finally:
         proc.send_signal(signal.SIGINT)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 30)
+            async with asyncio.timeout(30):
+                await proc.wait()
 
 
 class Sampler:

@@ -94,7 +94,8 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
     fake: FakeLogind | None = None
     try:
         assert serve.stdout is not None
-        line = (await asyncio.wait_for(serve.stdout.readline(), 60)).decode()
+        async with asyncio.timeout(60):
+            line = (await serve.stdout.readline()).decode()
         if not line.startswith("serving "):
             raise RuntimeError(f"nodeagent sim serve: {line!r}")
         url = line.split()[1]
@@ -153,7 +154,8 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
         await daemon.close()
         if serve.returncode is None:
             serve.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(serve.wait(), 30)
+            async with asyncio.timeout(30):
+                await serve.wait()
     requests: dict[str, int] = {}
     for key, n in after.items():
         if key[0] == common.PYTHON_CLIENT and n - before.get(key, 0):

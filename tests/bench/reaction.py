@@ -3,7 +3,9 @@
 * `PrepareForShutdown` -> NodeMaintenance created: from the moment the simulated logind emits
   the signal to the moment the simulated API server commits the agent's NodeMaintenance.
 * `Drained=True` -> lock released: from the moment the Drained condition is committed to the
-  moment the simulated logind sees the last copy of the inhibitor fd closed (EOF on its pipe).
+  moment the simulated logind sees the last copy of the inhibitor fd closed (EOF on its pipe):
+  the agent's own and the one it keeps in the service manager's fd store (the harness plays
+  systemd's end of $NOTIFY_SOCKET, common.NotifySocket).
 
 The agent is a real `nodeagent run` subprocess with the shutdown guard on a private
 dbus-daemon (nodeagent.logind.fake) and `runControllers: false`: the node-local agent as it runs
@@ -72,7 +74,8 @@ async def _one(
     await asyncio.sleep(0.2)
     t1 = time.monotonic()
     sim.store.mutate(nms, None, name, _drained, "status")
-    await lock.released.wait()
+    async with asyncio.timeout(60):
+        await lock.released.wait()
     t_released = time.monotonic()
     # the shutdown is called off: the agent completes its maintenance and locks again
     fake.emit_shutdown(False, "reboot")
