@@ -1,5 +1,7 @@
 """Shared pieces of the benchmarks: subprocesses (nodeagent run, kubectl), process sampling,
-waiting on the simulated store, request counting."""
+statistics; and, for the shutdown reaction (simulated cluster only), waiting on and
+timestamping the simulated store's commits. The cluster backends and the request counting
+per client are in backends.py."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import socket
 import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +24,12 @@ import psutil
 import yaml
 
 from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Change, Obj
+from nodeagent.sim.store import Change
 
 PYTHON_CLIENT = "OpenAPI-Generator"  # the kubernetes Python client's User-Agent, first word
-KUBECTL = "kubectl"
-REPO = Path(__file__).resolve().parents[2]
 
 
-# --- waiting ------------------------------------------------------------------------------------
+# --- waiting on the simulated store (the shutdown reaction) --------------------------------------
 
 
 async def until(sim: SimCluster, cond: Callable[[], bool], timeout: float = 60) -> None:
@@ -69,56 +68,6 @@ class Recorder:
 
     def _on(self, change: Change) -> None:
         self.fn(time.monotonic(), change)
-
-
-def condition_true(obj: Obj | None, type_: str) -> bool:
-    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == type_ and c.get("status") == "True":
-            return True
-    return False
-
-
-# --- request counting ---------------------------------------------------------------------------
-
-
-def snapshot(sim: SimCluster) -> Counter[tuple[str, str, str]]:
-    return Counter(sim.stats.requests)
-
-
-def requests_since(
-    sim: SimCluster, before: Counter[tuple[str, str, str]], agent: str
-) -> dict[str, Any]:
-    """Requests by `agent` since `before`: total and by 'verb resource'."""
-    now = Counter(sim.stats.requests)
-    by: Counter[str] = Counter()
-    for (a, verb, resource), n in now.items():
-        if a != agent:
-            continue
-        d = n - before.get((a, verb, resource), 0)
-        if d:
-            by[f"{verb} {resource}"] += d
-    return {"total": sum(by.values()), "by": dict(sorted(by.items(), key=lambda kv: -kv[1]))}
-
-
-async def eviction_requests_gone(sim: SimCluster, timeout: float) -> float | None:
-    """Wait until no EvictionRequest is left (the controller deletes them once Evicted);
-    seconds waited, or None if some were still there after `timeout`."""
-    rt = sim.store.resource("nodeagent.io", "v1alpha1", "evictionrequests")
-    t0 = time.monotonic()
-    try:
-        await until(sim, lambda: not sim.store.iter_kind(rt), timeout=timeout)
-    except TimeoutError:
-        return None
-    return round(time.monotonic() - t0, 2)
-
-
-def refused_evictions(sim: SimCluster, before: int | None = 0) -> int | None:
-    """Evictions answered 429 so far (minus `before`), when the simulated API server counts
-    responses by status; None when it does not."""
-    responded = getattr(sim.stats, "responded", None)
-    if responded is None or before is None:
-        return None
-    return int(responded("evict", "pods", 429)) - before
 
 
 # --- subprocesses -------------------------------------------------------------------------------

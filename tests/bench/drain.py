@@ -1,9 +1,10 @@
 """Figures 1 and 2: draining one node with 110 pods, nodeagent vs `kubectl drain`, and the API
-requests each needs per drained pod.
+requests each needs per drained pod, on the simulated cluster and on a real control plane.
 
-Both tools get an identical fresh simulated cluster (same seed, same exit times). The simulated
-cluster runs in this process (its store is read directly for exact timestamps); nodeagent runs
-as a real `nodeagent run` subprocess with production defaults, kubectl as the real binary.
+Every drain gets an identical fresh cluster (same seed, same exit times). nodeagent runs as a
+real `nodeagent run` subprocess with production defaults, kubectl as the real binary. Timestamps
+come from the harness's watch (ClusterView.listen) on both backends; requests are counted per
+client by the backend (tests/bench/backends.py).
 """
 
 from __future__ import annotations
@@ -11,14 +12,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Change, Obj
+from nodeagent.kube.errors import AlreadyExists
+from nodeagent.kube.resources import (
+    DEPLOYMENTS,
+    EVICTIONREQUESTS,
+    LEASES,
+    NODEMAINTENANCES,
+    NODES,
+    PDBS,
+    PODS,
+    STATEFULSETS,
+    Obj,
+    Resource,
+)
 from tests.bench import common
+from tests.bench.backends import (
+    KUBECTL,
+    LEADER_LEASE,
+    PYTHON_CLIENT,
+    Backend,
+    condition_true,
+    open_backend,
+)
 from tests.bench.workload import (
     DRAIN_PLAN,
     DRAINED_NODE,
@@ -28,19 +49,29 @@ from tests.bench.workload import (
     Workload,
     group_of,
 )
-from tests.simutil import install_crds
+from tests.clusters import NAMESPACE as AGENT_NAMESPACE
+from tests.clusters import PRIORITY_CLASSES, ClusterView, create_pod
+from tests.controlplane.build import Binaries
 
-NODES = 4  # node-1 is drained; the others take the replacements
+NODES_COUNT = 4  # node-1 is drained; the others take the replacements
 MAINTENANCE = "bench-drain"
 TIMEOUT = 900.0
+KINDS: dict[str, Resource] = {
+    "PriorityClass": PRIORITY_CLASSES,
+    "Deployment": DEPLOYMENTS,
+    "StatefulSet": STATEFULSETS,
+    "PodDisruptionBudget": PDBS,
+    "Pod": PODS,
+}
+WATCHED = [PODS, NODES, PDBS, NODEMAINTENANCES, EVICTIONREQUESTS, LEASES]
 
 
-def _pods(sim: SimCluster) -> list[Obj]:
-    return sim.store.list(sim.store.resource("", "v1", "pods"), NAMESPACE)
-
-
-def _on_node(sim: SimCluster) -> list[Obj]:
-    return [p for p in _pods(sim) if (p.get("spec") or {}).get("nodeName") == DRAINED_NODE]
+def _on_node(view: ClusterView) -> list[Obj]:
+    return [
+        p
+        for p in view.list(PODS, NAMESPACE)
+        if (p.get("spec") or {}).get("nodeName") == DRAINED_NODE
+    ]
 
 
 def _running(p: Obj) -> bool:
@@ -49,60 +80,54 @@ def _running(p: Obj) -> bool:
     )
 
 
-def _set_unschedulable(sim: SimCluster, node: str, value: bool) -> None:
-    nodes = sim.store.resource("", "v1", "nodes")
-
-    def fn(o: Obj) -> None:
-        spec = o.setdefault("spec", {})
-        if value:
-            spec["unschedulable"] = True
-        else:
-            spec.pop("unschedulable", None)
-
-    sim.store.mutate(nodes, None, node, fn)
+async def _set_unschedulable(b: Backend, node: str, value: bool) -> None:
+    await b.kube.patch(NODES, node, {"spec": {"unschedulable": True if value else None}})
 
 
-async def prepare(sim: SimCluster, workload: Workload) -> None:
+async def prepare(b: Backend, view: ClusterView, workload: Workload) -> None:
     """All 110 pods Running on node-1 with their exit times, the other nodes schedulable, every
-    budget's status current."""
-    install_crds(sim)
-    store = sim.store
-    others = [n for n in sim.node_names if n != DRAINED_NODE]
+    budget's status current. Through the API on both backends (the real scheduler places the
+    Deployments' and the StatefulSet's pods: the other nodes are cordoned meanwhile)."""
+    others = [n for n in b.node_names if n != DRAINED_NODE]
     for n in others:
-        _set_unschedulable(sim, n, True)
-    for doc in workload.manifests():
-        rt = store.type_of(doc["apiVersion"], doc["kind"])
-        store.create(rt, doc["metadata"].get("namespace"), doc)
-    await common.until(
-        sim, lambda: sum(_running(p) for p in _on_node(sim)) == POD_COUNT, timeout=120
-    )
-    pods_rt = store.resource("", "v1", "pods")
+        await _set_unschedulable(b, n, True)
+    docs = workload.manifests()
+    for doc in sorted(docs, key=lambda d: d["kind"] != "PriorityClass"):
+        with contextlib.suppress(AlreadyExists):
+            if doc["kind"] == "Pod":
+                # admission may not have seen the PriorityClass yet: retried
+                await create_pod(b.kube, doc, timeout=30)
+            else:
+                await b.kube.create(KINDS[doc["kind"]], doc)
+    await view.until(lambda: sum(_running(p) for p in _on_node(view)) == POD_COUNT, timeout=180)
     by_group: dict[str, list[Obj]] = {}
-    for p in _on_node(sim):
+    for p in _on_node(view):
         by_group.setdefault(str(group_of(p)), []).append(p)
     for g in workload.groups:
         pods = sorted(by_group[g.name], key=lambda p: p["metadata"]["name"])
         assert len(pods) == g.count, (g.name, len(pods))
         for p, seconds in zip(pods, workload.exit_times[g.name], strict=True):
-
-            def annotate(o: Obj, s: float = seconds) -> None:
-                o["metadata"].setdefault("annotations", {})[EXIT_ANNOTATION] = str(s)
-
-            store.mutate(pods_rt, NAMESPACE, p["metadata"]["name"], annotate)
+            patch = {"metadata": {"annotations": {EXIT_ANNOTATION: str(seconds)}}}
+            await b.kube.patch(PODS, p["metadata"]["name"], patch, NAMESPACE)
     for n in others:
-        _set_unschedulable(sim, n, False)
-    pdbs = store.resource("policy", "v1", "poddisruptionbudgets")
+        await _set_unschedulable(b, n, False)
 
     def settled() -> bool:
-        for pdb in store.list(pdbs, NAMESPACE):
+        pdbs = view.list(PDBS, NAMESPACE)
+        if len(pdbs) != sum(1 for g in workload.groups if g.pdb is not None):
+            return False
+        for pdb in pdbs:
             st = pdb.get("status") or {}
             if st.get("observedGeneration") != pdb["metadata"].get("generation"):
                 return False
             if st.get("currentHealthy") != st.get("expectedPods"):
                 return False
-        return True
+        annotated = [
+            p for p in _on_node(view) if EXIT_ANNOTATION in p["metadata"].get("annotations", {})
+        ]
+        return len(annotated) == POD_COUNT
 
-    await common.until(sim, settled, timeout=60)
+    await view.until(settled, timeout=120)
 
 
 def maintenance_body(drain_plan: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -129,7 +154,7 @@ def maintenance_body(drain_plan: list[dict[str, Any]] | None) -> dict[str, Any]:
 
 
 class Progress:
-    """Timestamps of the drain as the store commits it."""
+    """Timestamps of the drain as the harness's watch sees it (ClusterView.listen)."""
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
@@ -138,71 +163,96 @@ class Progress:
         self.entries: list[tuple[float, str]] = []  # (t, drainTargets' last entry)
         self.cordoned_at: float | None = None
 
-    def __call__(self, t: float, change: Change) -> None:
-        kind, rkey, _, new = change
-        if rkey == ("", "pods"):
-            if kind == "DELETED" and (new.get("spec") or {}).get("nodeName") == DRAINED_NODE:
-                self.pods_gone.append(t - self.t0)
-        elif rkey == ("", "nodes"):
+    def __call__(self, event: str, resource: Resource, obj: Obj) -> None:
+        t = time.monotonic() - self.t0
+        if resource == PODS:
+            if event == "DELETED" and (obj.get("spec") or {}).get("nodeName") == DRAINED_NODE:
+                self.pods_gone.append(t)
+        elif resource == NODES:
             if (
                 self.cordoned_at is None
-                and new["metadata"]["name"] == DRAINED_NODE
-                and (new.get("spec") or {}).get("unschedulable")
+                and obj["metadata"]["name"] == DRAINED_NODE
+                and (obj.get("spec") or {}).get("unschedulable")
             ):
-                self.cordoned_at = t - self.t0
-        elif rkey == ("nodeagent.io", "nodemaintenances"):
-            if self.drained_at is None and common.condition_true(new, "Drained"):
-                self.drained_at = t - self.t0
-            for ns in (new.get("status") or {}).get("nodeStatuses") or []:
+                self.cordoned_at = round(t, 3)
+        elif resource == NODEMAINTENANCES:
+            if self.drained_at is None and condition_true(obj, "Drained"):
+                self.drained_at = t
+            for ns in (obj.get("status") or {}).get("nodeStatuses") or []:
                 targets = ns.get("drainTargets") or []
                 if targets:
                     last = f"{targets[-1].get('podType')}<={targets[-1].get('podPriority')}"
                     if not self.entries or self.entries[-1][1] != last:
-                        self.entries.append((round(t - self.t0, 3), last))
+                        self.entries.append((round(t, 3), last))
 
 
-async def _wait_agent_leading(sim: SimCluster, timeout: float = 60) -> None:
-    leases = sim.store.resource("coordination.k8s.io", "v1", "leases")
+async def wait_agent_leading(b: Backend, view: ClusterView, timeout: float = 120) -> None:
+    """The agent holds the controllers' Lease and its informers watch (their lists are in)."""
     wanted = {"pods", "nodes", "nodemaintenances", "evictionrequests"}
+    async with asyncio.timeout(timeout):
+        while True:
+            lease = view.get(LEASES, LEADER_LEASE, AGENT_NAMESPACE)
+            held = bool(((lease or {}).get("spec") or {}).get("holderIdentity"))
+            if held and wanted <= await b.watches_opened(PYTHON_CLIENT):
+                break
+            await asyncio.sleep(0.1)
 
-    def ready() -> bool:
-        lease = sim.store.find(leases, "kube-system", "nodeagent-controllers")
-        if lease is None or not (lease.get("spec") or {}).get("holderIdentity"):
-            return False
-        return wanted <= {w.rt.plural for w in sim.store.watches}
 
-    await common.until(sim, ready, timeout=timeout)
-    await asyncio.sleep(1.0)  # the controllers start their workers once the informers synced
+def agent_config(kubeconfig: Path, node: str) -> dict[str, Any]:
+    """Production defaults; the leader Lease where packaging/kubernetes puts it (its RBAC
+    allows that one on the real server)."""
+    return common.agent_config(
+        kubeconfig,
+        node,
+        extra={"leader": {"namespace": AGENT_NAMESPACE, "leaseName": LEADER_LEASE}},
+    )
+
+
+async def eviction_requests_gone(view: ClusterView, timeout: float) -> float | None:
+    """Wait until no EvictionRequest is left (the controller deletes them once Evicted);
+    seconds waited, or None if some were still there after `timeout`."""
+    t0 = time.monotonic()
+    try:
+        await view.until(lambda: not view.list(EVICTIONREQUESTS), timeout=timeout)
+    except TimeoutError:
+        return None
+    return round(time.monotonic() - t0, 2)
 
 
 async def drain_nodeagent(
-    workload: Workload, workdir: Path, drain_plan: list[dict[str, Any]] | None
+    backend: str,
+    workload: Workload,
+    workdir: Path,
+    drain_plan: list[dict[str, Any]] | None,
+    binaries: Binaries | None,
 ) -> dict[str, Any]:
     """`drain_plan`: the NodeMaintenance's spec.drainPlan (None: KEP-4212's default entries
     only, where every pod of this workload falls into the first entry)."""
-    async with SimCluster(nodes=NODES, kubeconfig=workdir / "kubeconfig") as sim:
-        await prepare(sim, workload)
-        assert sim.kubeconfig is not None
-        cfg = common.agent_config(sim.kubeconfig, "node-2")
-        async with common.run_agent(workdir, cfg, "agent") as agent:
-            await _wait_agent_leading(sim)
-            sampler = common.Sampler(agent.ps).start()
-            before = common.snapshot(sim)
-            before_refused = common.refused_evictions(sim)
-            nms = sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-            t0 = time.monotonic()
-            progress = Progress(t0)
-            with common.Recorder(sim, progress):
-                sim.store.create(nms, None, maintenance_body(drain_plan))
-                await common.until(sim, lambda: progress.drained_at is not None, timeout=TIMEOUT)
-            await sampler.stop()
-            requests = common.requests_since(sim, before, common.PYTHON_CLIENT)
-            refused = common.refused_evictions(sim, before_refused)
-            left = len(_on_node(sim))
-            # the EvictionRequests are deleted once Evicted, some after Drained: that is
-            # work of the drain too
-            cleanup = await common.eviction_requests_gone(sim, timeout=60)
-            with_cleanup = common.requests_since(sim, before, common.PYTHON_CLIENT)
+    async with open_backend(backend, NODES_COUNT, workdir, binaries) as b:
+        view = b.view(WATCHED)
+        await view.start()
+        try:
+            await prepare(b, view, workload)
+            cfg = agent_config(await b.agent_kubeconfig(), "node-2")
+            async with common.run_agent(workdir, cfg, "agent") as agent:
+                await wait_agent_leading(b, view)
+                await asyncio.sleep(1.0)  # the controllers start their workers once synced
+                sampler = common.Sampler(agent.ps).start()
+                mark = b.mark()
+                t0 = time.monotonic()
+                progress = Progress(t0)
+                view.listen(progress)
+                await b.kube.create(NODEMAINTENANCES, maintenance_body(drain_plan))
+                await view.until(lambda: progress.drained_at is not None, timeout=TIMEOUT)
+                await sampler.stop()
+                requests = await b.requests_since(mark, PYTHON_CLIENT)
+                left = len(_on_node(view))
+                # the EvictionRequests are deleted once Evicted, some after Drained: that is
+                # work of the drain too
+                cleanup = await eviction_requests_gone(view, timeout=60)
+                with_cleanup = await b.requests_since(mark, PYTHON_CLIENT)
+        finally:
+            await view.stop()
     assert progress.drained_at is not None
     return {
         "seconds": round(progress.drained_at, 3),
@@ -215,7 +265,7 @@ async def drain_nodeagent(
         "cleanup_seconds_after_drained": cleanup,
         "requests_with_cleanup": with_cleanup,
         "requests_per_pod_with_cleanup": round(with_cleanup["total"] / POD_COUNT, 2),
-        "evictions_refused": refused,
+        "evictions_refused": requests["evictions_refused"],
         "entries_started_at": progress.entries,
         "agent_cpu_seconds": round(sampler.cpu_seconds, 2),
         "agent_peak_rss_mib": common.mib(max(sampler.rss, default=None)),
@@ -223,42 +273,48 @@ async def drain_nodeagent(
     }
 
 
-async def drain_kubectl(workload: Workload, workdir: Path) -> dict[str, Any]:
+async def drain_kubectl(
+    backend: str, workload: Workload, workdir: Path, binaries: Binaries | None
+) -> dict[str, Any]:
     kubectl = common.kubectl_path()
     home = workdir / "kubectl-home"
     home.mkdir(parents=True, exist_ok=True)
-    async with SimCluster(nodes=NODES, kubeconfig=workdir / "kubeconfig") as sim:
-        await prepare(sim, workload)
-        env = {**os.environ, "KUBECONFIG": str(sim.kubeconfig), "HOME": str(home)}
-        base = [kubectl, "--cache-dir", str(home / "cache")]
-        # a warm discovery cache, as on any machine that used kubectl before
-        warm = await asyncio.create_subprocess_exec(
-            *base, "get", "nodes", env=env, stdout=asyncio.subprocess.DEVNULL
-        )
-        await warm.wait()
-        before = common.snapshot(sim)
-        before_refused = common.refused_evictions(sim)
-        log = workdir / "kubectl-drain.log"
-        t0 = time.monotonic()
-        progress = Progress(t0)
-        with common.Recorder(sim, progress), log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                *base,
-                "drain",
-                DRAINED_NODE,
-                "--ignore-daemonsets",
-                "--delete-emptydir-data",
-                "--force",
-                f"--timeout={int(TIMEOUT)}s",
-                env=env,
-                stdout=out,
-                stderr=out,
+    async with open_backend(backend, NODES_COUNT, workdir, binaries) as b:
+        view = b.view(WATCHED)
+        await view.start()
+        try:
+            await prepare(b, view, workload)
+            env = {**os.environ, "KUBECONFIG": str(b.kubeconfig), "HOME": str(home)}
+            base = [kubectl, "--cache-dir", str(home / "cache")]
+            # a warm discovery cache, as on any machine that used kubectl before
+            warm = await asyncio.create_subprocess_exec(
+                *base, "get", "nodes", env=env, stdout=asyncio.subprocess.DEVNULL
             )
-            code = await proc.wait()
-            t_exit = time.monotonic() - t0
-        requests = common.requests_since(sim, before, common.KUBECTL)
-        refused = common.refused_evictions(sim, before_refused)
-        left = len(_on_node(sim))
+            await warm.wait()
+            mark = b.mark()
+            log = workdir / "kubectl-drain.log"
+            t0 = time.monotonic()
+            progress = Progress(t0)
+            view.listen(progress)
+            with log.open("wb") as out:
+                proc = await asyncio.create_subprocess_exec(
+                    *base,
+                    "drain",
+                    DRAINED_NODE,
+                    "--ignore-daemonsets",
+                    "--delete-emptydir-data",
+                    "--force",
+                    f"--timeout={int(TIMEOUT)}s",
+                    env=env,
+                    stdout=out,
+                    stderr=out,
+                )
+                code = await proc.wait()
+                t_exit = time.monotonic() - t0
+            requests = await b.requests_since(mark, KUBECTL)
+            left = len(_on_node(view))
+        finally:
+            await view.stop()
     text = log.read_text()
     return {
         "seconds": round(t_exit, 3),
@@ -269,24 +325,48 @@ async def drain_kubectl(workload: Workload, workdir: Path) -> dict[str, Any]:
         "pods_left_on_node": left,
         "requests": requests,
         "requests_per_pod": round(requests["total"] / POD_COUNT, 2),
-        "evictions_refused": refused,
+        "evictions_refused": requests["evictions_refused"],
         "refusals_logged": text.count("would violate the pod's disruption budget"),
         "client_side_throttling_logged": text.count("client-side throttling"),
         "log_tail": text[-1500:] if code else "",
     }
 
 
-async def run(seed: int, workdir: Path | None = None) -> dict[str, Any]:
-    workload = Workload.generate(seed)
-    with contextlib.ExitStack() as stack:
-        if workdir is None:
-            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="na-bench-")))
-        ordered = await drain_nodeagent(workload, workdir / "nodeagent-ordered", DRAIN_PLAN)
-        default = await drain_nodeagent(workload, workdir / "nodeagent-default", None)
-        kubectl = await drain_kubectl(workload, workdir / "kubectl")
+async def run_backend(
+    backend: str, workload: Workload, workdir: Path, binaries: Binaries | None
+) -> dict[str, Any]:
+    ordered = await drain_nodeagent(
+        backend, workload, workdir / "nodeagent-ordered", DRAIN_PLAN, binaries
+    )
+    default = await drain_nodeagent(
+        backend, workload, workdir / "nodeagent-default", None, binaries
+    )
+    kubectl = await drain_kubectl(backend, workload, workdir / "kubectl", binaries)
     cp = workload.critical_path()
     flat = workload.flat_bound()
     return {
+        "nodeagent": ordered,
+        "nodeagent_default_plan": default,
+        "kubectl": kubectl,
+        "ratios": {
+            "nodeagent_vs_critical_path": round(ordered["seconds"] / cp, 3),
+            "nodeagent_vs_kubectl": round(ordered["seconds"] / kubectl["seconds"], 3),
+            "nodeagent_default_plan_vs_flat_bound": round(default["seconds"] / flat, 3),
+            "nodeagent_default_plan_vs_kubectl": round(default["seconds"] / kubectl["seconds"], 3),
+            "kubectl_vs_flat_bound": round(kubectl["seconds"] / flat, 3),
+        },
+    }
+
+
+async def run(
+    seed: int,
+    workdir: Path | None = None,
+    backends: tuple[str, ...] = ("sim",),
+    binaries: Binaries | None = None,
+) -> dict[str, Any]:
+    """The workload and its bounds, and per backend the three drains and their ratios."""
+    workload = Workload.generate(seed)
+    out: dict[str, Any] = {
         "seed": seed,
         "pods": POD_COUNT,
         "groups": [
@@ -303,16 +383,18 @@ async def run(seed: int, workdir: Path | None = None) -> dict[str, Any]:
         ],
         "drain_plan": DRAIN_PLAN,
         "drain_plan_entries": workload.describe_entries(),
-        "critical_path_seconds": round(cp, 3),
-        "flat_bound_seconds": round(flat, 3),
-        "nodeagent": ordered,
-        "nodeagent_default_plan": default,
-        "kubectl": kubectl,
-        "ratios": {
-            "nodeagent_vs_critical_path": round(ordered["seconds"] / cp, 3),
-            "nodeagent_vs_kubectl": round(ordered["seconds"] / kubectl["seconds"], 3),
-            "nodeagent_default_plan_vs_flat_bound": round(default["seconds"] / flat, 3),
-            "nodeagent_default_plan_vs_kubectl": round(default["seconds"] / kubectl["seconds"], 3),
-            "kubectl_vs_flat_bound": round(kubectl["seconds"] / flat, 3),
-        },
+        "critical_path_seconds": round(workload.critical_path(), 3),
+        "flat_bound_seconds": round(workload.flat_bound(), 3),
     }
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="na-bench-")))
+        for backend in backends:
+            try:
+                out[backend] = await run_backend(backend, workload, workdir / backend, binaries)
+            except Exception as e:  # reported: the other backend's figures stand
+                out[backend] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+                print(
+                    f"[bench] drain on {backend} failed: {out[backend]['error']}", file=sys.stderr
+                )
+    return out

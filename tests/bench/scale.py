@@ -1,10 +1,13 @@
 """Figure 5: the controllers at scale. N nodes x 30 pods, one NodeMaintenance over 100 of them:
 the agent's start-up (informers synced), time to `Drained`, its CPU and peak RSS, API requests,
-and the simulated cluster's own CPU in the same window (is the simulation the bottleneck?).
+and the API server's own CPU in the same window (is the server the bottleneck?), on the
+simulated cluster and on a real control plane with kwok nodes.
 
 Pods are bare pods bound to their nodes at creation (no scheduling, nothing recreates them), so
 the drain's work is exactly 3,000 evictions whatever the cluster size; what grows with N is
 what the agent caches and watches. Exit times are seeded (log-normal, median 0.5 s, at most 3 s).
+The harness watches only the NodeMaintenance, the EvictionRequests and the Lease: it does not
+cache the cluster's pods itself.
 """
 
 from __future__ import annotations
@@ -12,30 +15,36 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Change, Obj
+from nodeagent.kube.resources import EVICTIONREQUESTS, LEASES, NODEMAINTENANCES, NODES, PODS, Obj
 from tests.bench import common
-from tests.simutil import install_crds
+from tests.bench.backends import PYTHON_CLIENT, Backend, condition_true, open_backend
+from tests.bench.drain import agent_config, eviction_requests_gone, wait_agent_leading
+from tests.controlplane.build import Binaries
 
 POOL_LABEL = "bench.nodeagent.io/pool"
 MAINTENANCE = "bench-scale"
 NAMESPACE = "default"
+REST_WINDOW = 5.0  # seconds the servers' own load is sampled before the agent starts
 
 
-def _pod(name: str, node: str, exit_seconds: float) -> Obj:
+def _pod(name: str, node: str, exit_seconds: float, maintained: bool) -> Obj:
+    labels = {"app": "scale"}
+    if maintained:
+        labels[POOL_LABEL] = "maint"
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": name,
             "namespace": NAMESPACE,
-            "labels": {"app": "scale"},
+            "labels": labels,
             "annotations": {"sim.nodeagent.io/exit-seconds": str(exit_seconds)},
         },
         "spec": {
@@ -47,45 +56,26 @@ def _pod(name: str, node: str, exit_seconds: float) -> Obj:
 
 
 async def prepare(
-    sim: SimCluster, pods_per_node: int, maintained: int, seed: int
+    b: Backend, pods_per_node: int, maintained: int, seed: int
 ) -> tuple[list[str], float]:
     """Returns the names of the maintained nodes and the slowest exit time among their pods."""
-    install_crds(sim)
-    store = sim.store
     rng = random.Random(seed)
-    nodes_rt = store.resource("", "v1", "nodes")
-    pods_rt = store.resource("", "v1", "pods")
-    maintained_nodes = sim.node_names[:maintained]
+    b.progress["stage"] = "pods"
+    maintained_nodes = b.node_names[:maintained]
     for n in maintained_nodes:
-        store.mutate(
-            nodes_rt,
-            None,
-            n,
-            lambda o: o["metadata"].setdefault("labels", {}).__setitem__(POOL_LABEL, "maint"),
-        )
+        await b.kube.patch(NODES, n, {"metadata": {"labels": {POOL_LABEL: "maint"}}})
     slowest = 0.0
     chosen = set(maintained_nodes)
-    for i, node in enumerate(sim.node_names):
+    bodies = []
+    for i, node in enumerate(b.node_names):
         for j in range(pods_per_node):
             exit_seconds = round(min(3.0, max(0.05, rng.lognormvariate(-0.69, 0.8))), 2)
             if node in chosen:
                 slowest = max(slowest, exit_seconds)
-            store.create(pods_rt, NAMESPACE, _pod(f"app-{i + 1}-{j}", node, exit_seconds))
-        if i % 20 == 0:
-            await asyncio.sleep(0)  # let the kubelets start what is there
-    total = len(sim.node_names) * pods_per_node
-
-    def all_running() -> bool:
-        return (
-            sum(
-                1
-                for p in store.iter_kind(pods_rt)
-                if (p.get("status") or {}).get("phase") == "Running"
-            )
-            == total
-        )
-
-    await common.until(sim, all_running, timeout=600)
+            bodies.append(_pod(f"app-{i + 1}-{j}", node, exit_seconds, node in chosen))
+    await b.create_pods(bodies)
+    b.progress["stage"] = "pods running"
+    await b.wait_pods_running(len(bodies), timeout=3600)
     return maintained_nodes, slowest
 
 
@@ -110,83 +100,108 @@ def _maintenance() -> Obj:
     }
 
 
-async def _wait_synced(sim: SimCluster, timeout: float) -> None:
-    leases = sim.store.resource("coordination.k8s.io", "v1", "leases")
-    wanted = {"pods", "nodes", "nodemaintenances", "evictionrequests"}
+def _cpu(procs: dict[str, psutil.Process]) -> dict[str, float]:
+    out = {}
+    for name, p in procs.items():
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        out[name] = float(t.user + t.system)
+    return out
 
-    def ready() -> bool:
-        lease = sim.store.find(leases, "kube-system", "nodeagent-controllers")
-        if lease is None or not (lease.get("spec") or {}).get("holderIdentity"):
-            return False
-        # an informer's watch opens once its list is in: all of them open means synced
-        return wanted <= {w.rt.plural for w in sim.store.watches}
 
-    await common.until(sim, ready, timeout=timeout)
+def _rss_mib(procs: dict[str, psutil.Process]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, p in procs.items():
+        try:
+            out[name] = common.mib(p.memory_info().rss)
+        except psutil.Error:
+            out[name] = None
+    return out
 
 
 async def run_one(
+    backend: str,
     nodes: int,
     workdir: Path,
     pods_per_node: int = 30,
     maintained: int = 100,
     seed: int = 1,
     profile: bool = False,
+    binaries: Binaries | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`profile`: record the agent with py-spy during the drain (collapsed stacks in workdir)."""
-    me = psutil.Process()
+    """`profile`: record the agent with py-spy during the drain (collapsed stacks in workdir).
+    `progress`: how far it got, for the report if it fails."""
+    maintained = min(maintained, nodes)
+    progress = {} if progress is None else progress
     t_setup = time.monotonic()
-    async with SimCluster(nodes=nodes, kubeconfig=workdir / "kubeconfig") as sim:
-        maintained_nodes, slowest = await prepare(sim, pods_per_node, maintained, seed)
+    async with open_backend(backend, nodes, workdir, binaries, progress) as b:
+        _, slowest = await prepare(b, pods_per_node, maintained, seed)
         setup_seconds = time.monotonic() - t_setup
-        assert sim.kubeconfig is not None
-        cfg = common.agent_config(sim.kubeconfig, sim.node_names[-1])
-        t_start = time.monotonic()
-        async with common.run_agent(workdir, cfg, f"agent-{nodes}") as agent:
-            sampler = common.Sampler(agent.ps, interval=0.2).start()
-            await _wait_synced(sim, timeout=600)
-            synced = time.monotonic() - t_start
-            await asyncio.sleep(2.0)  # the informers' first events, the workers start
-            rss_synced = agent.ps.memory_info().rss
-            cpu_sync = sampler._cpu()
-            sim_cpu0 = sum(me.cpu_times()[:2])
-            before = common.snapshot(sim)
-            drained_at: float | None = None
-            pods_gone = 0
-            chosen = set(maintained_nodes)
-            t0 = time.monotonic()
+        # the servers' own load with everything in place and no agent (on the real server:
+        # kwok renewing every node's Lease every 10 s, as kubelets do)
+        servers = b.server_processes()
+        rest0, t_rest = _cpu(servers), time.monotonic()
+        await asyncio.sleep(REST_WINDOW)
+        rest1, rest_seconds = _cpu(servers), time.monotonic() - t_rest
+        server_rest = sum(rest1[k] - v for k, v in rest0.items() if k in rest1) / rest_seconds
+        progress["stage"] = "agent start"
+        view = b.view([NODEMAINTENANCES, EVICTIONREQUESTS, LEASES])
+        await view.start()
+        try:
+            cfg = agent_config(await b.agent_kubeconfig(), b.node_names[-1])
+            t_start = time.monotonic()
+            async with common.run_agent(workdir, cfg, f"agent-{nodes}") as agent:
+                sampler = common.Sampler(agent.ps, interval=0.2).start()
+                await wait_agent_leading(b, view, timeout=1800)
+                synced = time.monotonic() - t_start
+                progress["stage"] = "drain"
+                await asyncio.sleep(2.0)  # the informers' first events, the workers start
+                rss_synced = agent.ps.memory_info().rss
+                cpu_sync = sampler._cpu()
+                server_cpu0 = _cpu(servers)
+                mark = b.mark()
+                drained_at: float | None = None
+                t0 = time.monotonic()
 
-            def on(t: float, change: Change) -> None:
-                nonlocal drained_at, pods_gone
-                kind, rkey, _, new = change
-                if rkey == ("", "pods") and kind == "DELETED":
-                    if (new.get("spec") or {}).get("nodeName") in chosen:
-                        pods_gone += 1
-                elif (
-                    rkey == ("nodeagent.io", "nodemaintenances")
-                    and drained_at is None
-                    and common.condition_true(new, "Drained")
-                ):
-                    drained_at = t - t0
+                def on(_event: str, resource: Any, obj: Obj) -> None:
+                    nonlocal drained_at
+                    if (
+                        resource == NODEMAINTENANCES
+                        and drained_at is None
+                        and condition_true(obj, "Drained")
+                    ):
+                        drained_at = time.monotonic() - t0
 
-            nms = sim.store.resource("nodeagent.io", "v1alpha1", "nodemaintenances")
-            async with common.py_spy(agent.proc.pid, workdir / f"agent-{nodes}.stacks", profile):
-                with common.Recorder(sim, on):
-                    sim.store.create(nms, None, _maintenance())
-                    await common.until(sim, lambda: drained_at is not None, timeout=1800)
-            sim_cpu = sum(me.cpu_times()[:2]) - sim_cpu0
-            await sampler.stop()
-            agent_drain_cpu = sampler.cpu1 - cpu_sync
-            requests = common.requests_since(sim, before, common.PYTHON_CLIENT)
-            cleanup = await common.eviction_requests_gone(sim, timeout=300)
-            with_cleanup = common.requests_since(sim, before, common.PYTHON_CLIENT)
-            peak = common.peak_rss(agent.proc.pid)
+                view.listen(on)
+                stacks = workdir / f"agent-{nodes}.stacks"
+                async with common.py_spy(agent.proc.pid, stacks, profile):
+                    await b.kube.create(NODEMAINTENANCES, _maintenance())
+                    await view.until(lambda: drained_at is not None, timeout=1800)
+                server_cpu1 = _cpu(servers)
+                await sampler.stop()
+                agent_drain_cpu = sampler.cpu1 - cpu_sync
+                requests = await b.requests_since(mark, PYTHON_CLIENT)
+                left = await b.kube.list(PODS, NAMESPACE, label_selector=f"{POOL_LABEL}=maint")
+                cleanup = await eviction_requests_gone(view, timeout=300)
+                with_cleanup = await b.requests_since(mark, PYTHON_CLIENT)
+                peak = common.peak_rss(agent.proc.pid)
+                server_rss = _rss_mib(servers)
+        finally:
+            await view.stop()
     assert drained_at is not None
     drained_pods = maintained * pods_per_node
+    server_cpu = {
+        k: round(server_cpu1[k] - v, 2) for k, v in server_cpu0.items() if k in server_cpu1
+    }
     return {
+        "backend": backend,
         "nodes": nodes,
         "pods": nodes * pods_per_node,
         "maintained_nodes": maintained,
-        "drained_pods": pods_gone,
+        "drained_pods": drained_pods - len(left["items"]),
         "setup_seconds": round(setup_seconds, 1),
         "agent_sync_seconds": round(synced, 2),
         "agent_rss_synced_mib": common.mib(rss_synced),
@@ -196,8 +211,12 @@ async def run_one(
         "slowest_exit_seconds": slowest,
         "agent_cpu_drain_seconds": round(agent_drain_cpu, 2),
         "agent_cpu_drain_share": round(agent_drain_cpu / drained_at, 2),
-        "sim_cpu_drain_seconds": round(sim_cpu, 2),
-        "sim_cpu_drain_share": round(sim_cpu / drained_at, 2),
+        # sim: this process (the simulated cluster and the harness); real: the control plane
+        "server_cpu_drain_seconds": round(sum(server_cpu.values()), 2),
+        "server_cpu_drain_share": round(sum(server_cpu.values()) / drained_at, 2),
+        "server_cpu_drain_seconds_by_process": server_cpu,
+        "server_cpu_share_at_rest": round(server_rest, 3),
+        "server_rss_mib_after_drain": server_rss,
         "requests": requests,
         "requests_per_pod": round(requests["total"] / drained_pods, 2),
         "cleanup_seconds_after_drained": cleanup,
@@ -214,22 +233,71 @@ def growth(rows: list[dict[str, Any]], field: str) -> float | None:
     return round(math.log(b[field] / a[field]) / math.log(b["nodes"] / a["nodes"]), 2)
 
 
-async def run(
-    sizes: list[int], workdir: Path, seed: int = 1, profile: bool = False
+FIELDS = (
+    "agent_sync_seconds",
+    "agent_rss_synced_mib",
+    "agent_peak_rss_mib",
+    "agent_cpu_sync_seconds",
+    "drained_seconds",
+    "agent_cpu_drain_seconds",
+    "server_cpu_drain_seconds",
+)
+
+
+async def run_backend(
+    backend: str,
+    sizes: list[int],
+    workdir: Path,
+    seed: int = 1,
+    profile: bool = False,
+    binaries: Binaries | None = None,
 ) -> dict[str, Any]:
-    rows = []
-    for n in sizes:
-        rows.append(await run_one(n, workdir / f"n{n}", seed=seed, profile=profile))
-    fields = (
-        "agent_sync_seconds",
-        "agent_rss_synced_mib",
-        "agent_peak_rss_mib",
-        "agent_cpu_sync_seconds",
-        "drained_seconds",
-        "agent_cpu_drain_seconds",
-        "sim_cpu_drain_seconds",
-    )
-    return {
+    """The sizes in order; a size that fails (e.g. a set-up that does not fit this machine) is
+    reported with its error and ends the series (larger ones would fail too)."""
+    rows: list[dict[str, Any]] = []
+    failed: dict[str, Any] | None = None
+    for n in sorted(sizes):
+        t = time.monotonic()
+        progress: dict[str, Any] = {}
+        try:
+            rows.append(
+                await run_one(
+                    backend,
+                    n,
+                    workdir / f"n{n}",
+                    seed=seed,
+                    profile=profile,
+                    binaries=binaries,
+                    progress=progress,
+                )
+            )
+        except Exception as e:  # reported, not raised: the figures so far stand
+            failed = {
+                "nodes": n,
+                "error": f"{type(e).__name__}: {e}"[:500],
+                "after_seconds": round(time.monotonic() - t, 1),
+                "progress": progress,
+            }
+            print(f"[bench] scale on {backend} at {n} nodes failed: {failed}", file=sys.stderr)
+            break
+    out: dict[str, Any] = {
         "runs": rows,
-        "growth_exponent": {f: growth(rows, f) for f in fields} if len(rows) > 1 else {},
+        "growth_exponent": {f: growth(rows, f) for f in FIELDS} if len(rows) > 1 else {},
+    }
+    if failed is not None:
+        out["failed"] = failed
+    return out
+
+
+async def run(
+    sizes: dict[str, list[int]],
+    workdir: Path,
+    seed: int = 1,
+    profile: bool = False,
+    binaries: Binaries | None = None,
+) -> dict[str, Any]:
+    """`sizes`: the node counts per backend."""
+    return {
+        backend: await run_backend(backend, ns, workdir / backend, seed, profile, binaries)
+        for backend, ns in sizes.items()
     }
