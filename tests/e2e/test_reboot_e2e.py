@@ -15,6 +15,7 @@ from tests.e2e.container import REBOOT_EXIT
 from tests.e2e.node import (
     MANIFEST_DIR,
     Node,
+    agent_settings,
     container,
     deb,
     kind_of,
@@ -28,7 +29,8 @@ from tests.e2e.node import (
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["container", "deb", "manifests", "node"]  # fixtures
+__all__ = ["agent_settings", "container", "deb", "manifests", "node"]  # fixtures
+
 ETCD = b"""apiVersion: v1
 kind: Pod
 metadata:
@@ -81,11 +83,21 @@ spec:
 """
 
 
+@pytest.fixture
+def static_pods() -> dict[str, bytes]:
+    return {"etcd.yaml": ETCD}
+
+
 async def test_reboot_drains_in_plan_order_and_comes_back(node: Node) -> None:
     n, c = node, node.container
     await schedule_on_node_1(n, WORKLOADS)
-    await n.view.until(lambda: sorted(kind_of(p) for p in node_1_pods(n) if running(p))
-                       == ["daemonset", "high", "high", "low", "low", "static"], timeout=30)
+    await n.view.until(
+        lambda: (
+            sorted(kind_of(p) for p in node_1_pods(n) if running(p))
+            == ["daemonset", "high", "high", "low", "low", "static"]
+        ),
+        timeout=30,
+    )
     await uncordon(n, "node-2", "node-3")
     etcd_file = c.path(MANIFEST_DIR) / "etcd.yaml"
 
@@ -120,8 +132,10 @@ async def test_reboot_drains_in_plan_order_and_comes_back(node: Node) -> None:
     # the reboot: the manifest is back before anything else, the maintenance completes
     await c.boot()
     assert etcd_file.read_bytes() == ETCD
-    await n.view.until(lambda: not (n.view.get(NODES, "node-1") or {})["spec"].get(
-        "unschedulable"), timeout=60)
-    await n.view.until(lambda: any(kind_of(p) == "static" and running(p)
-                                   for p in node_1_pods(n)), timeout=30)
+    await n.view.until(
+        lambda: not (n.view.get(NODES, "node-1") or {})["spec"].get("unschedulable"), timeout=60
+    )
+    await n.view.until(
+        lambda: any(kind_of(p) == "static" and running(p) for p in node_1_pods(n)), timeout=30
+    )
     await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=30)
