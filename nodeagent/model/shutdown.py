@@ -65,7 +65,7 @@ def shutdown_maintenance(
                 ]
             },
             "stage": "Drain",
-            "reason": f"Node {kind} requested through systemd-logind on {node}",
+            "reason": shutdown_reason(node, kind),
         },
     }
     if drain_plan:
@@ -122,6 +122,17 @@ class ReleaseState:
     unreachable_bound: float
     unreachable_since: float | None = None
     drained: bool = False
+
+
+def shutdown_reason(node: str, kind: str) -> str:
+    """The maintenance's reason. logind before v255 sends no shutdown type, and during its delay
+    nothing else tells (systemd queues the reboot or power-off job only once the delay ends)."""
+    if kind == "unknown":
+        return (
+            f"Shutdown or reboot of {node} requested through systemd-logind "
+            "(logind did not say which)"
+        )
+    return f"Node {kind} requested through systemd-logind on {node}"
 
 
 def usable_budget(granted: float, margin: float) -> float:

@@ -53,3 +53,14 @@ def test_the_configured_drain_plan_goes_into_the_maintenance() -> None:
     planned = model.shutdown_maintenance("node-1", "b00t", "reboot", drain_plan=[
         {"podPriority": 100}])
     assert planned["spec"]["drainPlan"] == [{"podPriority": 100}]
+
+
+def test_the_reason_says_what_logind_said() -> None:
+    from nodeagent.model.shutdown import shutdown_reason
+
+    assert shutdown_reason("node-1", "reboot") == (
+        "Node reboot requested through systemd-logind on node-1"
+    )
+    assert shutdown_reason("node-1", "unknown") == (
+        "Shutdown or reboot of node-1 requested through systemd-logind (logind did not say which)"
+    )
