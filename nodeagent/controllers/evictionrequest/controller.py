@@ -228,9 +228,12 @@ class EvictionRequestController(Controller):
     async def _evict(self, view: EvictionRequestView, plan: Plan) -> EvictionOutcome:
         try:
             await self._client.evict(view.namespace, view.target_name, uid=view.target_uid)
-        except (NotFound, Conflict) as exc:
-            # 404: already gone; 409: the UID precondition failed, the pod was replaced.
+        except NotFound as exc:
             result = EvictionOutcome("gone", refusal_detail(exc))
+        except Conflict as exc:
+            # 409: the UID precondition failed (the pod was replaced), or kube-apiserver met a
+            # conflict updating the budget or the pod: only the pod itself tells which
+            result = await self._after_conflict(view, exc)
         except (TooManyRequests, ServerError) as exc:
             result = EvictionOutcome("refused", refusal_detail(exc))
         except KubeError as exc:
@@ -248,6 +251,19 @@ class EvictionRequestController(Controller):
         if self._metrics is not None:
             self._metrics.eviction_attempt(view.namespace, view.name, view.target_name, result.kind)
         return result
+
+    async def _after_conflict(
+        self, view: EvictionRequestView, exc: Conflict
+    ) -> EvictionOutcome:
+        try:
+            pod = await self._client.get(PODS, view.target_name, view.namespace)
+        except NotFound:
+            return EvictionOutcome("gone", refusal_detail(exc))
+        except KubeError as err:
+            return EvictionOutcome("error", refusal_detail(err))
+        if (pod.get("metadata") or {}).get("uid") != view.target_uid:
+            return EvictionOutcome("gone", refusal_detail(exc))
+        return EvictionOutcome("refused", refusal_detail(exc))  # same pod: try again later
 
     async def _apply(self, key: str, request: Obj, view: EvictionRequestView, plan: Plan) -> None:
         if plan.imperative is not None:

@@ -69,9 +69,10 @@ class ImperativeState:
 
 @dataclass(frozen=True)
 class EvictionOutcome:
-    """What the Eviction API answered. ``gone``: 404, or the UID precondition failed (the pod
-    was replaced); ``refused``: 429 (a PodDisruptionBudget) or a 5xx such as the one for a pod
-    under two budgets; ``error``: anything else."""
+    """What the Eviction API answered. ``gone``: 404, or a 409 for a pod since replaced;
+    ``refused``: 429 (a PodDisruptionBudget), a 5xx such as the one for a pod under two budgets,
+    or a 409 for the same pod (a conflict on the server's side: tried again with backoff);
+    ``error``: anything else."""
 
     kind: Literal["evicted", "gone", "refused", "error"]
     detail: str = ""
@@ -406,7 +407,7 @@ def _imperative(
         b.events.append(EventNote("Normal", "EvictingPod", f"Evicted pod {b.pod_ref}{after}."))
         return
     if outcome.kind == "gone":
-        # 404, or 409 for the UID precondition: no point in calling again.
+        # 404, or a 409 for a pod replaced under the same name: no point in calling again.
         message = "The pod was gone when the Eviction API was called."
         report(message)
         b.imperative = ImperativeState(state.retries, message=message, evicted=True)

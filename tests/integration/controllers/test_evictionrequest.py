@@ -323,3 +323,18 @@ async def test_pod_created_together_with_its_request_is_not_mistaken_for_missing
     uid = created["metadata"]["uid"]
     await env.until(lambda: env.evicted(uid) or env.canceled(uid))
     assert env.evicted(uid), env.condition(uid, "Canceled")
+
+
+@pytest.mark.backends("sim")  # the 409 is injected: only the simulated server can be told to
+async def test_a_conflict_from_the_eviction_api_is_retried_for_the_same_pod(env: Env) -> None:
+    """kube-apiserver answers 409 for a replaced pod (UID precondition) and also for a conflict
+    on its own side (updating the budget or the pod): the pod still there with its UID means
+    the latter, so the eviction is tried again instead of the pod being taken for gone."""
+    pod = await running_pod(env, "web")
+    assert env.backend.sim is not None
+    env.backend.sim.faults.error_burst(409, 1, verb="evict", resource="pods")
+    await env.start(fast_settings())
+    await env.request_for(pod)
+    uid = pod["metadata"]["uid"]
+    await env.until(lambda: env.evicted(uid) and env.get(PODS, "web") is None)
+    assert env.calls.evictions(409) == 1 and env.calls.evictions() == 2
