@@ -141,6 +141,8 @@ def parse_manifest(path: Path, content: bytes, file_id: FileId) -> Manifest:
         raise ManifestError(path, f"not valid YAML or JSON: {_one_line(e)}") from e
     except UnicodeDecodeError as e:
         raise ManifestError(path, f"not valid UTF-8 text: {e}") from e
+    except RecursionError as e:
+        raise ManifestError(path, "nested too deeply to be a Pod") from e
     if not isinstance(pod, dict):
         raise ManifestError(path, "does not hold a Pod object")
     if pod.get("apiVersion") != "v1" or pod.get("kind") != "Pod":
@@ -240,4 +242,6 @@ def scan_manifest_dir(directory: DirHandle) -> ScanResult:
             manifests.append(read_manifest(directory, name))
         except ManifestError as e:
             problems.append(ManifestProblem(path, e.reason))
+        except Exception as e:  # one file never stops the others: whatever it is, report it
+            problems.append(ManifestProblem(path, f"cannot be used: {type(e).__name__}: {e}"))
     return ScanResult(directory.path, tuple(manifests), tuple(problems))

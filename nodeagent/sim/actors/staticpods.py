@@ -45,6 +45,8 @@ def parse_manifest(content: bytes, node_name: str, path: Path) -> Manifest:
         pod = yaml.safe_load(content)
     except yaml.YAMLError as e:
         raise ManifestError(f"not YAML or JSON: {e}") from e
+    except (RecursionError, UnicodeDecodeError) as e:
+        raise ManifestError(f"not a usable manifest: {type(e).__name__}") from e
     if not isinstance(pod, dict):
         raise ManifestError("the file does not hold an object")
     if pod.get("apiVersion") != "v1" or pod.get("kind") != "Pod":

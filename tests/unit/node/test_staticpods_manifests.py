@@ -108,6 +108,18 @@ def test_binary_garbage_is_reported(tmp_path: Path) -> None:
     assert result.problems[0].path.name == "bad.yaml"
 
 
+@pytest.mark.parametrize("nested", [b"[" * 1000 + b"]" * 1000, b"{a: " * 600 + b"1" + b"}" * 600])
+def test_a_manifest_nested_too_deeply_is_reported_and_others_survive(
+    tmp_path: Path, nested: bytes
+) -> None:
+    """~1 KB of nesting raised RecursionError out of the scan: no static pod could be stopped."""
+    (tmp_path / "deep.yaml").write_bytes(nested)
+    (tmp_path / "good.yaml").write_text(pod_yaml("good"))
+    result = scan(tmp_path)
+    assert [m.name for m in result.manifests] == ["good"]
+    assert [p.path.name for p in result.problems] == ["deep.yaml"]
+
+
 def test_symlink_is_an_error_naming_the_file_and_its_pod(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
