@@ -42,6 +42,8 @@ class InterceptorClient(Protocol):
 
     async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
 
+    async def list(self, resource: Resource, namespace: str | None = ...) -> Obj: ...
+
     async def patch(
         self,
         resource: Resource,

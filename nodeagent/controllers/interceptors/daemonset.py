@@ -36,7 +36,13 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.drainplan import PodType, classify
+from nodeagent.model.drainplan import (
+    InvalidPlan,
+    PodType,
+    classify,
+    entries_from_dicts,
+    targets_cover,
+)
 from nodeagent.model.interceptors import (
     DAEMONSET_INTERCEPTOR,
     EvictionRequestView,
@@ -46,7 +52,12 @@ from nodeagent.model.interceptors import (
 )
 from nodeagent.model.selectors import node_selector_matches, tolerates
 
-__all__ = ["MAINTENANCE_TAINT", "DaemonSetInterceptor", "maintenance_covers"]
+__all__ = [
+    "MAINTENANCE_TAINT",
+    "DaemonSetInterceptor",
+    "draining_maintenance",
+    "maintenance_covers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +95,28 @@ def maintenance_covers(maintenance: Mapping[str, Any], node: Mapping[str, Any]) 
         return False
     selector = spec.get("nodeSelector")
     return isinstance(selector, Mapping) and node_selector_matches(selector, node)
+
+
+def draining_maintenance(
+    maintenances: Iterable[Mapping[str, Any]], node_name: str, pod: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The NodeMaintenance, if any, whose drainTargets for ``node_name`` target ``pod`` now
+    (stage Drain, not being deleted). KEP-4212: the DaemonSet interceptor acts only then; an
+    EvictionRequest from anyone else (a descheduler, say) is declined."""
+    for nm in maintenances:
+        md, spec = nm.get("metadata") or {}, nm.get("spec") or {}
+        if spec.get("stage") != "Drain" or md.get("deletionTimestamp"):
+            continue
+        for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
+            if not isinstance(ns, Mapping) or (ns.get("nodeRef") or {}).get("name") != node_name:
+                continue
+            try:
+                targets = entries_from_dicts(ns.get("drainTargets"), "drainTargets")
+            except InvalidPlan:
+                continue
+            if targets_cover(targets, pod):
+                return nm
+    return None
 
 
 class DaemonSetInterceptor(Controller):
@@ -156,8 +189,20 @@ class DaemonSetInterceptor(Controller):
             )
             return
         node_name = (pod.get("spec") or {}).get("nodeName")
+        if not isinstance(node_name, str) or not node_name:
+            node_name = ""
+        if await self._maintenance_for(node_name, pod) is None:
+            message = (
+                f"Declined: no NodeMaintenance drains the DaemonSet pods of node "
+                f"{node_name or '(unscheduled)'} now (the pod is in no drainTargets); nothing "
+                "was tainted or deleted."
+            )
+            await report(
+                self._client, request, DAEMONSET_INTERCEPTOR, lambda e: e.complete(now, message)
+            )
+            return
         message = ""
-        if isinstance(node_name, str) and node_name:
+        if node_name:
             await self._taint(node_name)
             message = f"Tainted node {node_name} with {_TAINT_TEXT}; "
         await self._delete(pod)
@@ -173,6 +218,14 @@ class DaemonSetInterceptor(Controller):
         )
         if stored is not None:
             self.enqueue_after(_REQUEST + key, next_heartbeat_in(stored, now, self._deadline))
+
+    async def _maintenance_for(self, node_name: str, pod: Obj) -> Mapping[str, Any] | None:
+        found = draining_maintenance(self.maintenances.store.list(), node_name, pod)
+        if found is None:
+            # the cache may lag behind the maintenance that asked for this eviction
+            listed = await self._client.list(NODEMAINTENANCES)
+            found = draining_maintenance(listed.get("items") or [], node_name, pod)
+        return found
 
     async def _taint(self, node_name: str) -> None:
         node = self.nodes.store.get(node_name)

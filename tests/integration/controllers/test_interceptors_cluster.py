@@ -170,6 +170,17 @@ def maintenance(name: str, node: str) -> Obj:
     }
 
 
+async def draining_daemonsets(env: Env, name: str, node: str) -> None:
+    """What the NodeMaintenance controller (not running here) reports once the plan reaches the
+    DaemonSet entries: drainTargets that cover DaemonSet pods of `node`."""
+    targets = [
+        {"podType": "Default", "podPriority": 2147483647},
+        {"podType": "DaemonSet", "podPriority": 2147483647},
+    ]
+    status = {"nodeStatuses": [{"nodeRef": {"name": node}, "drainTargets": targets}]}
+    await env.kube.patch_status(NODEMAINTENANCES, name, {"status": status})
+
+
 def tainted(env: Env, node: str) -> bool:
     taints = (env.get(NODES, node, None) or {}).get("spec", {}).get("taints") or []
     return any(t.get("key") == MAINTENANCE_TAINT["key"] for t in taints)
@@ -201,6 +212,7 @@ async def test_daemonset_pods_stay_off_the_node_until_the_maintenance_completes(
     await env.create(DAEMONSETS, daemonset("agent"))
     await env.until(lambda: sum(running(p) for p in env.pods(app="agent")) == 3)
     await env.create(NODEMAINTENANCES, maintenance("fix-node-1", "node-1"))
+    await draining_daemonsets(env, "fix-node-1", "node-1")
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "agent", "node-1")
     uid = victim["metadata"]["uid"]
@@ -248,6 +260,7 @@ async def test_taint_goes_when_the_maintenance_is_deleted(env: Env) -> None:
     await env.create(DAEMONSETS, daemonset("agent"))
     await env.until(lambda: sum(running(p) for p in env.pods(app="agent")) == 3)
     await env.create(NODEMAINTENANCES, maintenance("fix-node-2", "node-2"))
+    await draining_daemonsets(env, "fix-node-2", "node-2")
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "agent", "node-2")
     await env.request_for(victim)
@@ -262,6 +275,7 @@ async def test_daemonset_pod_that_tolerates_the_taint_is_reported(env: Env) -> N
     await env.create(DAEMONSETS, daemonset("stubborn", tolerations=[{"operator": "Exists"}]))
     await env.until(lambda: sum(running(p) for p in env.pods(app="stubborn")) == 3)
     await env.create(NODEMAINTENANCES, maintenance("fix-node-3", "node-3"))
+    await draining_daemonsets(env, "fix-node-3", "node-3")
     await env.start(fast_settings(), daemonset=True)
     [victim] = on_node(env, "stubborn", "node-3")
     uid = victim["metadata"]["uid"]
@@ -271,3 +285,22 @@ async def test_daemonset_pod_that_tolerates_the_taint_is_reported(env: Env) -> N
     assert "The pod tolerates nodeagent.io/maintenance:NoSchedule" in message, message
     # as warned: its DaemonSet puts it back on the tainted node
     await env.until(lambda: any(running(p) for p in on_node(env, "stubborn", "node-3")))
+
+
+async def test_daemonset_pod_outside_any_maintenance_is_declined(env: Env) -> None:
+    """An EvictionRequest for a DaemonSet pod that no maintenance drains (a descheduler's, say):
+    KEP-4212's DaemonSet interceptor does not act, nothing is tainted or deleted."""
+    await env.create(DAEMONSETS, daemonset("agent"))
+    await env.until(lambda: sum(running(p) for p in env.pods(app="agent")) == 3)
+    await env.create(NODEMAINTENANCES, maintenance("idle", "node-1"))  # drains nothing yet
+    await env.start(fast_settings(), daemonset=True)
+    [victim] = on_node(env, "agent", "node-1")
+    uid = victim["metadata"]["uid"]
+    await env.request_for(victim)
+    await env.until(lambda: env.entry(uid, DAEMONSET_INTERCEPTOR).get("completionTime"))
+    assert env.entry(uid, DAEMONSET_INTERCEPTOR)["message"].startswith(
+        "Declined: no NodeMaintenance drains the DaemonSet pods of node node-1 now"
+    )
+    assert not tainted(env, "node-1")
+    pod = env.get(PODS, victim["metadata"]["name"])
+    assert pod is not None and not pod["metadata"].get("deletionTimestamp")
