@@ -42,6 +42,7 @@ __all__ = [
     "Selection",
     "SelectorInterceptor",
     "activation_annotation",
+    "default_interceptors",
     "eviction_backoff",
     "format_time",
     "heartbeat_due",
@@ -204,6 +205,13 @@ def target_interceptors(
         except InvalidInterceptors as exc:
             raise InvalidInterceptors(f"annotation {INTERCEPTORS_ANNOTATION}: {exc}") from None
         return (*names, IMPERATIVE_INTERCEPTOR)
+    return default_interceptors(pod, configured)
+
+
+def default_interceptors(
+    pod: Mapping[str, Any], configured: Sequence[SelectorInterceptor] = ()
+) -> tuple[str, ...]:
+    """The interceptors a pod gets without (or despite) its annotation, imperative last."""
     labels = pod_labels(pod)
     defaults: list[str] = []
     for interceptor in configured:

@@ -29,6 +29,7 @@ from nodeagent.model.interceptors import (
     InterceptorStatus,
     InvalidInterceptors,
     activation_annotation,
+    default_interceptors,
     eviction_backoff,
     imperative_refusal_message,
     parse_retries,
@@ -301,8 +302,17 @@ def plan_request(
         try:
             targets = target_interceptors(target, settings.configured)
         except InvalidInterceptors as exc:
-            b.cancel("ValidationFailed", f"Pod {b.pod_ref}: {exc}.")
-            return b.plan(finished=True)
+            # A pod owner's bad annotation must not stall a drain (a canceled request is made
+            # again by its requester, over and over): the defaults take its place, once, said.
+            targets = default_interceptors(target, settings.configured)
+            b.events.append(
+                EventNote(
+                    "Warning",
+                    "InvalidInterceptors",
+                    f"Pod {b.pod_ref}: {exc}; the annotation is ignored and the default "
+                    f"interceptors take turns: {', '.join(targets)}.",
+                )
+            )
         b.status["targetInterceptors"] = [{"name": n} for n in targets]
         entries = [e for e in b.status.get("interceptors") or () if isinstance(e, Mapping)]
         named = {e.get("name") for e in entries}

@@ -218,15 +218,36 @@ def test_pod_of_that_name_with_another_uid_is_not_the_target() -> None:
     assert "with UID u1 was not found (the pod of that name has UID u2)" in message
 
 
-def test_bad_interceptor_annotation_cancels_and_says_why() -> None:
+def test_bad_interceptor_annotation_falls_back_to_the_defaults_and_says_why() -> None:
+    """Canceling made the requester create the request again, 125-280 times a second, and the
+    drain never moved: a pod owner's bad annotation is ignored instead, with one Warning."""
     pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "a.example.com,a.example.com"})
     plan = plan_request(make_request(), pod, T0, SETTINGS)
-    canceled = condition(plan, "Canceled")
-    assert canceled["reason"] == "ValidationFailed"
-    assert canceled["message"] == (
-        f"Pod ns/web-1: annotation {INTERCEPTORS_ANNOTATION}: item 2 ('a.example.com'): "
-        "repeats item 1."
+    assert plan.status is not None
+    assert not plan.finished
+    assert plan.status["targetInterceptors"] == [{"name": IMPERATIVE_INTERCEPTOR}]
+    assert plan.status["activeInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    assert not any(
+        c["type"] == "Canceled" and c["status"] == "True"
+        for c in plan.status.get("conditions") or []
     )
+    (event,) = [e for e in plan.events if e.reason == "InvalidInterceptors"]
+    assert event.type == "Warning"
+    assert event.message == (
+        f"Pod ns/web-1: annotation {INTERCEPTORS_ANNOTATION}: item 2 ('a.example.com'): "
+        f"repeats item 1; the annotation is ignored and the default interceptors take turns: "
+        f"{IMPERATIVE_INTERCEPTOR}."
+    )
+
+
+def test_a_request_whose_interceptors_are_set_does_not_warn_again() -> None:
+    pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "a.example.com,a.example.com"})
+    first = plan_request(make_request(), pod, T0, SETTINGS)
+    assert first.status is not None
+    request = make_request()
+    request["status"] = first.status
+    again = plan_request(request, pod, T0, SETTINGS)
+    assert not [e for e in again.events if e.reason == "InvalidInterceptors"]
 
 
 # --- evicted and canceled --------------------------------------------------------------------
