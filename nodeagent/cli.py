@@ -100,13 +100,19 @@ def _run(config_path: Path | None) -> int:
     from nodeagent.config import ConfigError, load
     from nodeagent.observability import logs
 
+    from nodeagent.kube.errors import ConfigError as KubeConfigError
+
     try:
         cfg = load(config_path)
     except ConfigError as e:
         print(f"nodeagent: {e}", file=sys.stderr)
         return 2
     logs.setup(cfg.observability.log_level, cfg.observability.log_format)
-    return app.run(cfg)
+    try:
+        return app.run(cfg)
+    except KubeConfigError as e:  # a missing or broken kubeconfig: one line, not a traceback
+        print(f"nodeagent: kube.kubeconfig: {e}", file=sys.stderr)
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

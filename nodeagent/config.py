@@ -7,6 +7,8 @@ typo never silently falls back to a default. Durations are seconds (int or float
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -104,6 +106,8 @@ class Config:
 
 
 T = TypeVar("T")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MAX_CONCURRENT_REQUESTS = 256
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SECTIONS: dict[str, type[Any]] = {
     "kube": KubeConfig,
@@ -113,6 +117,11 @@ _SECTIONS: dict[str, type[Any]] = {
     "static_pods": StaticPodConfig,
     "observability": ObservabilityConfig,
 }
+
+
+def _snake_to_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
 
 
 def _camel_to_snake(name: str) -> str:
@@ -134,6 +143,8 @@ def _coerce(where: str, value: Any, default: Any, annotation: str) -> Any:
     if "float" in annotation:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where}: must be a number of seconds, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: must be a finite number of seconds, got {value!r}")
         return float(value)
     if "int" in annotation:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -159,7 +170,7 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         name = _camel_to_snake(str(key))
         f = fields.get(name)
         if f is None:
-            known = ", ".join(sorted(fields))
+            known = ", ".join(sorted(_snake_to_camel(n) for n in fields))
             raise ConfigError(f"{where}.{key}: unknown setting (known: {known})")
         if name == "annotate_interceptors":
             kwargs[name] = _interceptors(value, f"{where}.{key}")
@@ -227,16 +238,55 @@ def validate(cfg: Config) -> None:
             "leader: must have 0 < retryPeriod < renewDeadline < leaseDuration "
             f"(got {ld.retry_period}, {ld.renew_deadline}, {ld.lease_duration})"
         )
-    if cfg.kube.max_concurrent_requests < 1:
-        raise ConfigError("kube.maxConcurrentRequests: must be at least 1")
+    if not 1 <= cfg.kube.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
+        raise ConfigError(
+            f"kube.maxConcurrentRequests: must be from 1 to {MAX_CONCURRENT_REQUESTS}"
+        )
+    if cfg.kube.request_timeout <= 0:
+        raise ConfigError("kube.requestTimeout: must be positive")
     if cfg.eviction.heartbeat_deadline <= 0:
         raise ConfigError("eviction.heartbeatDeadline: must be positive")
     if not 0 < cfg.eviction.backoff_base <= cfg.eviction.backoff_cap:
         raise ConfigError("eviction: must have 0 < backoffBase <= backoffCap")
     if cfg.observability.log_format not in ("text", "json"):
         raise ConfigError("observability.logFormat: must be text or json")
+    if cfg.observability.log_level.upper() not in LOG_LEVELS:
+        raise ConfigError(
+            f"observability.logLevel: {cfg.observability.log_level!r} is not one of "
+            f"{', '.join(LOG_LEVELS)}"
+        )
+    _listen_address(cfg.observability.listen)
     if cfg.node_name is not None and not _DNS_SUBDOMAIN.match(cfg.node_name):
         raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
+
+
+def _listen_address(value: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(
+            f"observability.listen: {value!r} is not HOST:PORT with a port from 0 to 65535"
+        )
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        if not _DNS_SUBDOMAIN.match(host.lower()):
+            raise ConfigError(
+                f"observability.listen: {host!r} is neither an IP address nor a host name"
+            ) from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key given twice in one mapping (the second would
+    silently win)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(f"line {key_node.start_mark.line + 1}: {key!r} is given twice")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def from_mapping(raw: Any, source: str = "configuration") -> Config:
@@ -272,11 +322,17 @@ def load(path: Path | None, env: Mapping[str, str] | None = None) -> Config:
     if path is not None:
         source = str(path)
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
+            raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
         except OSError as e:
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not a text file ({e.reason} at byte {e.start})") from e
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from e
+            raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from e
+        except RecursionError as e:
+            raise ConfigError(f"{path}: nested too deeply to be a configuration") from e
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from e
     cfg = from_mapping(raw, source)
     if cfg.node_name is None and env.get("NODE_NAME"):
         cfg = dataclasses.replace(cfg, node_name=env["NODE_NAME"])

@@ -64,3 +64,29 @@ def test_shutdown_drain_plan_is_validated_with_the_entry_named() -> None:
     assert [e["podPriority"] for e in cfg.shutdown.drain_plan] == [100, 1000]
     with pytest.raises(ConfigError, match=r"shutdown.drainPlan\[1\]"):
         from_mapping({"shutdown": {"drainPlan": [{"podPriority": 1000}, {"podPriority": 100}]}})
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe\x00\x01binary", "not a text file"),
+        (b"a: " + b"[" * 2000 + b"]" * 2000, "nested too deeply"),
+        (b"kube:\n  requestTimeout: 5\n  requestTimeout: 6\n", "'requestTimeout' is given twice"),
+        (b"observability:\n  logLevel: LOUD\n", "observability.logLevel: 'LOUD' is not one of"),
+        (b"observability:\n  listen: not-an-address\n", "is not HOST:PORT"),
+        (b"observability:\n  listen: 127.0.0.1:99999\n", "a port from 0 to 65535"),
+        (b"shutdown:\n  budget: .inf\n", "shutdown.budget: must be a finite number"),
+        (b"kube:\n  requestTimeout: 0\n", "kube.requestTimeout: must be positive"),
+        (b"kube:\n  maxConcurrentRequests: 100000\n", "must be from 1 to 256"),
+        (b"kube:\n  requestTimout: 5\n", "(known: kubeconfig, maxConcurrentRequests, "),
+    ],
+)
+def test_bad_files_are_one_line_errors_naming_the_setting(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_bytes(content)
+    with pytest.raises(ConfigError) as info:
+        load(f, env={})
+    text = str(info.value)
+    assert message in text and "\n" not in text and text.startswith(str(f))
