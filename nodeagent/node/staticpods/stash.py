@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 
 LOCK_NAME = ".lock"
 _TMP = ".tmp"
+_PROBE_PREFIX = ".probe-"  # a file made and removed to check the stash is writable
 
 
 class StashError(Exception):
@@ -298,7 +299,7 @@ class Stash:
 
     @staticmethod
     def _probe_writable(s: DirHandle) -> None:
-        probe = f".probe-{os.getpid()}-{secrets.token_hex(4)}"
+        probe = f"{_PROBE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         try:
             fd = os.open(
                 probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=s.fd
@@ -309,7 +310,8 @@ class Stash:
                 "moved or restored"
             ) from e
         os.close(fd)
-        s.unlink(probe)
+        with contextlib.suppress(FileNotFoundError):  # a recovery may have cleaned it up
+            s.unlink(probe)
 
     def _dirs(self) -> tuple[DirHandle, DirHandle]:
         if self._m is None or self._s is None:
@@ -396,7 +398,8 @@ class Stash:
         names = s.names()
         ids: set[str] = set()
         for name in names:
-            if name.endswith(_TMP):
+            # unfinished journal writes, and write probes a kill left behind
+            if name.endswith(_TMP) or name.startswith(_PROBE_PREFIX):
                 temporary.append(name)
             elif name.endswith(ENTRY_SUFFIX):
                 try:
@@ -444,7 +447,9 @@ class Stash:
                 self._step("recover.temporary-removed")
             actions.append(
                 RecoveryAction(
-                    "removed-temporary", s.path / name, f"removed unfinished journal write {name}"
+                    "removed-temporary",
+                    s.path / name,
+                    f"removed {name}, left behind by an interrupted write",
                 )
             )
         if temporary and not dry_run:

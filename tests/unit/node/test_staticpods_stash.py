@@ -530,3 +530,15 @@ def test_replaced_manifest_directory_is_noticed(dirs: tuple[Path, Path]) -> None
         "kube-apiserver.yaml",
         "kube-scheduler.json",
     ]
+
+
+def test_recovery_removes_a_write_probe_a_kill_left_behind(dirs: tuple[Path, Path]) -> None:
+    m, s = dirs
+    control_plane(m)
+    with Stash(m, s, boot_id=BOOT):
+        pass
+    (s / ".probe-4242-deadbeef").write_bytes(b"")  # killed between create and unlink
+    with Stash(m, s, boot_id=BOOT) as stash:
+        actions = stash.recover()
+    assert [a.action for a in actions] == ["removed-temporary"]
+    assert {p.name for p in s.iterdir()} == {".lock"}
