@@ -669,6 +669,19 @@ def _neighbour_statuses(
     return out
 
 
+def selects_every_node(
+    selected: frozenset[str], nodes: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """KEP-4212 asks for a warning when a maintenance selects every node of the cluster (a
+    cordon of all of them leaves nowhere to go); the message, or None."""
+    if len(nodes) > 1 and selected >= set(nodes):
+        return (
+            f"The maintenance selects every node of the cluster ({len(nodes)}): pods it drains "
+            "have nowhere to go until nodes come back"
+        )
+    return None
+
+
 def decide(inp: Inputs) -> Actions:
     """Decide what to do for ``inp.maintenance``."""
     nm = inp.maintenance
@@ -795,6 +808,10 @@ def decide(inp: Inputs) -> Actions:
                 events.append(
                     RecordedEvent("Normal", "StageStarted", f"Stage {act_stage.value} started{why}")
                 )
+            if act_stage in (Stage.CORDON, Stage.DRAIN) and not deleting:
+                everyone = selects_every_node(mine.selected, inp.nodes)
+                if everyone is not None:
+                    events.append(RecordedEvent("Warning", "SelectsEveryNode", everyone))
         status["stageStatuses"] = stage_statuses
         events.extend(cordon_events)
 

@@ -937,3 +937,16 @@ def test_random_drains_are_safe_and_finish(w: World, data: st.DataObject) -> Non
     w.settle()
     assert w.requested() == set()
     assert all(w.cordoned(n) == (False, None) for n in NODES)
+
+
+def test_a_maintenance_of_every_node_warns_once_per_stage() -> None:
+    w = World(nodes=("one", "two"))
+    w.maintenance("all", ["one", "two"], stage="Cordon")
+    w.maintenance("some", ["one"], stage="Cordon")
+    w.settle()
+    w.set_stage("all", "Drain")
+    w.settle()
+    warned = [(n, m) for n, t, r, m in w.events if r == "SelectsEveryNode"]
+    assert [n for n, _ in warned] == ["all", "all"]
+    assert warned[0][1].startswith("The maintenance selects every node of the cluster (2)")
+    assert all(t == "Warning" for _, t, r, _ in w.events if r == "SelectsEveryNode")
