@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from nodeagent.kube.ratelimit import RateLimiter, default_controller_rate_limiter
@@ -55,6 +56,18 @@ class WorkQueueMetrics(Protocol):
         """A key was re-added through the rate limiter."""
         ...
 
+    def observe_queue_duration(self, seconds: float) -> None:
+        """A key waited this long between entering the queue and being handed out."""
+        ...
+
+    def observe_work_duration(self, seconds: float) -> None:
+        """A key was processed (handed out until `done`) for this long."""
+        ...
+
+    def track_processing(self, running: Callable[[], list[float]]) -> None:
+        """How to read, when asked, how long each key now being processed has been so."""
+        ...
+
 
 class WorkQueue(Generic[K]):
     """Must be created and used on one running event loop."""
@@ -64,8 +77,12 @@ class WorkQueue(Generic[K]):
         name: str = "",
         rate_limiter: RateLimiter | None = None,
         metrics: WorkQueueMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
+        self._clock = clock
+        self._queued_at: dict[K, float] = {}  # when each waiting key entered the queue
+        self._started_at: dict[K, float] = {}  # when each key being processed was handed out
         self._limiter: RateLimiter = (
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
         )
@@ -77,6 +94,12 @@ class WorkQueue(Generic[K]):
         # Delayed adds: key -> (loop time it is due, timer)
         self._delayed: dict[K, tuple[float, asyncio.TimerHandle]] = {}
         self._shutting_down = False
+        if metrics is not None:
+            metrics.track_processing(self._running)
+
+    def _running(self) -> list[float]:
+        now = self._clock()
+        return [now - t for t in self._started_at.values()]
 
     def __len__(self) -> int:
         """Keys waiting to be handed out (not the ones being processed or delayed)."""
@@ -94,6 +117,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._queued_at.setdefault(key, self._clock())
         if self._metrics is not None:
             self._metrics.inc_adds()
         if key in self._processing:
@@ -126,6 +150,11 @@ class WorkQueue(Generic[K]):
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
+        now = self._clock()
+        queued = self._queued_at.pop(key, now)
+        self._started_at[key] = now
+        if self._metrics is not None:
+            self._metrics.observe_queue_duration(now - queued)
         self._depth_changed()
         return key
 
@@ -134,6 +163,10 @@ class WorkQueue(Generic[K]):
         if key not in self._processing:
             return
         self._processing.discard(key)
+        now = self._clock()
+        started = self._started_at.pop(key, now)
+        if self._metrics is not None:
+            self._metrics.observe_work_duration(now - started)
         if key in self._dirty:
             self._queue.append(key)
             self._depth_changed()

@@ -2,7 +2,9 @@
 global default registry), so tests and several agents in one process do not collide.
 
 - :class:`WorkQueueMetricsFactory`: client-go's workqueue metrics (``workqueue_depth``,
-  ``workqueue_adds_total``, ``workqueue_retries_total``, labelled by queue ``name``); its
+  ``workqueue_adds_total``, ``workqueue_retries_total``, ``workqueue_queue_duration_seconds``,
+  ``workqueue_work_duration_seconds``, ``workqueue_unfinished_work_seconds``,
+  ``workqueue_longest_running_processor_seconds``, labelled by queue ``name``); its
   :meth:`~WorkQueueMetricsFactory.for_queue` objects implement the ``WorkQueueMetrics`` protocol
   of :mod:`nodeagent.kube.workqueue`. Create one factory per registry and share it.
 - :class:`EvictionRequestMetrics`: the KEP-4563 metrics of the eviction request controller.
@@ -11,21 +13,51 @@ global default registry), so tests and several agents in one process do not coll
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["EvictionRequestMetrics", "QueueMetrics", "WorkQueueMetricsFactory"]
+
+
+# client-go's buckets: 1 us to 10 s, in powers of ten
+_DURATION_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+
+
+@dataclass
+class _QueueSeries:
+    depth: Gauge
+    adds: Counter
+    retries: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+    unfinished: Gauge
+    longest: Gauge
 
 
 class QueueMetrics:
     """The metrics of one work queue; a `nodeagent.kube.workqueue.WorkQueueMetrics`."""
 
-    def __init__(self, depth: Gauge, adds: Counter, retries: Counter) -> None:
-        self._depth = depth
-        self._adds = adds
-        self._retries = retries
+    def __init__(self, series: _QueueSeries) -> None:
+        self._depth = series.depth
+        self._adds = series.adds
+        self._retries = series.retries
+        self._queue_duration = series.queue_duration
+        self._work_duration = series.work_duration
+        self._unfinished = series.unfinished
+        self._longest = series.longest
+
+    def observe_queue_duration(self, seconds: float) -> None:
+        self._queue_duration.observe(seconds)
+
+    def observe_work_duration(self, seconds: float) -> None:
+        self._work_duration.observe(seconds)
+
+    def track_processing(self, running: Callable[[], list[float]]) -> None:
+        """`running()`: how long each key now being processed has been so, read at scrape."""
+        self._unfinished.set_function(lambda: sum(running()))
+        self._longest.set_function(lambda: max(running(), default=0.0))
 
     def inc_adds(self) -> None:
         self._adds.inc()
@@ -48,12 +80,44 @@ class WorkQueueMetricsFactory:
         self._retries = Counter(
             "workqueue_retries", "Retries handled by the work queue.", ["name"], registry=registry
         )
+        self._queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long a key waits in the work queue before it is handed out.",
+            ["name"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self._work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long processing a key from the work queue takes.",
+            ["name"],
+            buckets=_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self._unfinished = Gauge(
+            "workqueue_unfinished_work_seconds",
+            "Seconds of work in progress that no done() has reported yet (stuck workers).",
+            ["name"],
+            registry=registry,
+        )
+        self._longest = Gauge(
+            "workqueue_longest_running_processor_seconds",
+            "How long the longest-running processor of the work queue has been running.",
+            ["name"],
+            registry=registry,
+        )
 
     def for_queue(self, name: str) -> QueueMetrics:
         return QueueMetrics(
-            self._depth.labels(name=name),
-            self._adds.labels(name=name),
-            self._retries.labels(name=name),
+            _QueueSeries(
+                self._depth.labels(name=name),
+                self._adds.labels(name=name),
+                self._retries.labels(name=name),
+                self._queue_duration.labels(name=name),
+                self._work_duration.labels(name=name),
+                self._unfinished.labels(name=name),
+                self._longest.labels(name=name),
+            )
         )
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +18,18 @@ class RecordingMetrics:
         self.adds = 0
         self.retries = 0
         self.depths: list[int] = []
+        self.queued: list[float] = []
+        self.worked: list[float] = []
+        self.running: Callable[[], list[float]] = list
+
+    def observe_queue_duration(self, seconds: float) -> None:
+        self.queued.append(seconds)
+
+    def observe_work_duration(self, seconds: float) -> None:
+        self.worked.append(seconds)
+
+    def track_processing(self, running: Callable[[], list[float]]) -> None:
+        self.running = running
 
     def inc_adds(self) -> None:
         self.adds += 1
@@ -227,3 +239,25 @@ def test_burst_of_adds_while_waiting_runs_once() -> None:
         return seen
 
     assert asyncio.run(run()) == ["k"]
+
+
+async def test_queue_and_work_durations_and_unfinished_work() -> None:
+    """client-go's latency metrics, on a fake clock: waiting time from the first add, working
+    time until done, and the age of the keys being processed while they are."""
+    now = [100.0]
+    metrics = RecordingMetrics()
+    q: WorkQueue[str] = WorkQueue("t", metrics=metrics, clock=lambda: now[0])
+    q.add("a")
+    now[0] += 2
+    q.add("a")  # folded: the wait counts from the first add
+    now[0] += 1
+    assert await q.get() == "a"
+    assert metrics.queued == [3.0]
+    now[0] += 4
+    assert metrics.running() == [4.0]
+    q.add("a")  # added again while processing
+    now[0] += 1
+    q.done("a")
+    assert metrics.worked == [5.0] and metrics.running() == []
+    assert await q.get() == "a"
+    assert metrics.queued == [3.0, 1.0]
