@@ -710,8 +710,9 @@ def decide(inp: Inputs) -> Actions:
             selected=selected_nodes(obj, inp.nodes) if v.valid else frozenset(),
         )
     mine = others[me]
-    # Touch nothing while invalid, except that deletion always runs Complete.
-    acting = validity.valid or deleting
+    # Touch nothing while invalid, except that Complete (asked for, or by deletion) always
+    # undoes what the maintenance did: its cordons are known by the annotation, not the spec.
+    acting = validity.valid or deleting or stage == Stage.COMPLETE
     act_stage = stage if acting else None
 
     # -- cordon ownership --------------------------------------------------------------------

@@ -950,3 +950,20 @@ def test_a_maintenance_of_every_node_warns_once_per_stage() -> None:
     assert [n for n, _ in warned] == ["all", "all"]
     assert warned[0][1].startswith("The maintenance selects every node of the cluster (2)")
     assert all(t == "Warning" for _, t, r, _ in w.events if r == "SelectsEveryNode")
+
+
+def test_complete_undoes_the_cordon_even_after_an_invalid_plan_edit() -> None:
+    """Where CEL is not enforced, drainPlan can be changed; the maintenance is then invalid and
+    acts no more, but Complete must still uncordon what it cordoned."""
+    w = World(nodes=("one", "two"))
+    w.maintenance("m", ["one"], stage="Cordon", plan=[entry("Default", 10)])
+    w.settle()
+    assert w.cordoned("one") == (True, "m")
+    nm = w.nms["m"]
+    nm["spec"]["drainPlan"] = [entry("Default", 20)]
+    nm["metadata"]["generation"] += 1
+    w.settle()
+    assert (w.condition("m", "Valid") or {}).get("status") == "False"
+    w.set_stage("m", "Complete")
+    w.settle()
+    assert w.cordoned("one") == (False, None)
