@@ -570,7 +570,7 @@ def select_active(
             # Also when it completed before its turn came: its turn is over at once.
             reason = "Completed"
         elif following is not None:
-            last = _latest(status.last_report, since)
+            last = _latest(_trusted(status.last_report, now), since)
             if last is not None and now - last >= deadline:
                 reason = "HeartbeatDeadline"
         if reason is None:
@@ -583,7 +583,7 @@ def select_active(
     expiry: datetime | None = None
     if active is not None and _next_after(targets, active, done) is not None:
         status = statuses.get(active) or InterceptorStatus(active)
-        last = _latest(status.last_report, since)
+        last = _latest(_trusted(status.last_report, now), since)
         if last is not None:
             expiry = last + deadline
     return Selection(active, tuple(done), tuple(handovers), activated, expiry)
@@ -597,6 +597,18 @@ def _first_unprocessed(targets: Sequence[str], processed: Sequence[str]) -> str 
         if name not in processed:
             return name
     return None
+
+
+# how far ahead of our clock an interceptor's report may be and still count (clock skew)
+MAX_CLOCK_SKEW = timedelta(seconds=60)
+
+
+def _trusted(report: datetime | None, now: datetime) -> datetime | None:
+    """A report time from the future (beyond clock skew) is no sign of life: it would keep an
+    interceptor active past its deadline for as long as it likes."""
+    if report is not None and report > now + MAX_CLOCK_SKEW:
+        return None
+    return report
 
 
 def _latest(*times: datetime | None) -> datetime | None:

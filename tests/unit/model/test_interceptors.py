@@ -227,6 +227,21 @@ def test_deadline_from_the_latest_of_start_and_heartbeat() -> None:
     assert late.active == "b.example.com"
 
 
+def test_a_heartbeat_from_the_future_is_no_sign_of_life() -> None:
+    """An interceptor writing a heartbeatTime far ahead stayed active past its deadline (still
+    active after 21 s of a 6 s one); beyond clock skew, such a report does not count."""
+    future = st_("a.example.com", start_time=T0, heartbeat_time=T0 + 1000 * MIN)
+    statuses = {"a.example.com": future}
+    sel = select_active(TARGETS, "a.example.com", (), statuses, T0 + DEADLINE, DEADLINE, T0)
+    assert sel.active == "b.example.com"
+    assert sel.handovers[0].reason == "HeartbeatDeadline"
+    skewed = st_("a.example.com", start_time=T0, heartbeat_time=T0 + DEADLINE + MIN // 2)
+    near = select_active(
+        TARGETS, "a.example.com", (), {"a.example.com": skewed}, T0 + DEADLINE, DEADLINE, T0
+    )
+    assert near.active == "a.example.com"  # within a minute of skew it still counts
+
+
 def test_a_stale_report_before_the_turn_does_not_count() -> None:
     # b reported long ago (before its turn); its deadline runs from its activation.
     statuses = {
