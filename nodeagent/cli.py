@@ -98,9 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _run(config_path: Path | None) -> int:
     from nodeagent import app  # the agent's imports are not needed by the other commands
     from nodeagent.config import ConfigError, load
-    from nodeagent.observability import logs
-
     from nodeagent.kube.errors import ConfigError as KubeConfigError
+    from nodeagent.observability import logs
 
     try:
         cfg = load(config_path)
