@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -46,10 +47,25 @@ class State:
     pids: dict[str, int]
 
 
+# Below the kernel's ephemeral range (32768-60999 by default), so no outgoing connection takes
+# a port between our check and the component's bind; handed out once per process.
+_PORTS = range(20000, 32000)
+_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    for _ in range(200):
+        port = random.choice(_PORTS)
+        if port in _given:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
+        return port
+    raise ClusterError("no free port on 127.0.0.1 between 20000 and 32000")
 
 
 def kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str], name: str) -> Path:
@@ -173,7 +189,7 @@ class ControlPlane:
                     f"--root-ca-file={pki.ca}",
                     "--leader-elect=false",
                     "--bind-address=127.0.0.1",
-                    f"--secure-port={free_port()}",
+                    "--secure-port=0",  # nothing here scrapes it
                     "--concurrent-gc-syncs=5",
                     # take the not-ready taint off new kwok nodes promptly
                     "--node-monitor-period=1s",
@@ -197,8 +213,7 @@ class ControlPlane:
                         )
                     ),
                     "--leader-elect=false",
-                    "--bind-address=127.0.0.1",
-                    f"--secure-port={free_port()}",
+                    "--secure-port=0",  # nothing here scrapes it
                     "--v=1",
                 ],
             )
@@ -212,7 +227,6 @@ class ControlPlane:
                     f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
                     "--node-lease-duration-seconds=40",
                     f"--config={STAGES}",
-                    f"--server-address=127.0.0.1:{free_port()}",
                     "--v=INFO",
                 ],
             )
