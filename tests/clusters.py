@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import os
 import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
@@ -32,7 +30,7 @@ from nodeagent.kube.informer import Informer
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
 from nodeagent.manifests import crd_documents
-from nodeagent.sim.actors.staticpods import MIRROR, Manifest, mirror_pod, scan
+from nodeagent.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
 from nodeagent.sim.cluster import SimCluster
 
 log = logging.getLogger(__name__)
@@ -362,14 +360,6 @@ class MirrorPods:
             )
 
 
-def manifest_hash(content: bytes, node: str) -> str:
-    return hashlib.md5(content + b"\0" + node.encode(), usedforsecurity=False).hexdigest()
-
-
-def is_mirror(pod: Obj) -> bool:
-    return MIRROR in (pod["metadata"].get("annotations") or {})
-
-
 @contextlib.asynccontextmanager
 async def mirror_pods(
     backend: TestCluster, dirs: dict[str, Path]
@@ -389,7 +379,3 @@ async def mirror_pods(
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
-
-
-def real_requested(config_value: str | None) -> bool:
-    return (config_value or os.environ.get("NODEAGENT_TEST_CLUSTER", "")) in ("real", "both")

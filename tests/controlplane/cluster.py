@@ -135,6 +135,14 @@ class ControlPlane:
         server = f"https://127.0.0.1:{api_port}"
         state = State(server, bins.kubernetes_version, {})
         kubeconfig(self.kubeconfig, server, pki.ca, cert_user(admin), "nodeagent-admin")
+
+        def as_component(name: str) -> str:
+            """A kubeconfig with the client certificate of user system:<name>."""
+            pair = pki.client(name, f"system:{name}")
+            return str(
+                kubeconfig(self.dir / f"{name}.kubeconfig", server, pki.ca, cert_user(pair), name)
+            )
+
         try:
             if etcd_url is None:
                 etcd_url = self.start_etcd(state, bins)
@@ -171,47 +179,30 @@ class ControlPlane:
                     *(self._audit_flags() if audit else []),
                 ],
             )
-            kcm = pki.client("kube-controller-manager", "system:kube-controller-manager")
             self._start(
                 state,
                 "kube-controller-manager",
                 [
                     str(bins.path("kube-controller-manager")),
-                    "--kubeconfig="
-                    + str(
-                        kubeconfig(
-                            self.dir / "kcm.kubeconfig", server, pki.ca, cert_user(kcm), "kcm"
-                        )
-                    ),
+                    "--kubeconfig=" + as_component("kube-controller-manager"),
                     "--controllers=*,-nodeipam,-ttl,-bootstrapsigner,-tokencleaner",
                     "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={pki.sa_key}",
                     f"--root-ca-file={pki.ca}",
                     "--leader-elect=false",
-                    "--bind-address=127.0.0.1",
                     "--secure-port=0",  # nothing here scrapes it
                     "--concurrent-gc-syncs=5",
-                    # take the not-ready taint off new kwok nodes promptly
+                    # node changes (a cordon's taint) handled within a second
                     "--node-monitor-period=1s",
                     "--v=1",
                 ],
             )
-            sched = pki.client("kube-scheduler", "system:kube-scheduler")
             self._start(
                 state,
                 "kube-scheduler",
                 [
                     str(bins.path("kube-scheduler")),
-                    "--kubeconfig="
-                    + str(
-                        kubeconfig(
-                            self.dir / "scheduler.kubeconfig",
-                            server,
-                            pki.ca,
-                            cert_user(sched),
-                            "sched",
-                        )
-                    ),
+                    "--kubeconfig=" + as_component("kube-scheduler"),
                     "--leader-elect=false",
                     "--secure-port=0",  # nothing here scrapes it
                     "--v=1",
