@@ -210,6 +210,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
                     ),
                 )
             )
+            out.append(
+                _per_backend(
+                    per,
+                    "  duplicate EvictionRequest creates (409): nodeagent ordered / default plan",
+                    lambda r: (
+                        f"{r['nodeagent']['requests'].get('duplicate_creates', '-')} / "
+                        f"{r['nodeagent_default_plan']['requests'].get('duplicate_creates', '-')}"
+                    ),
+                )
+            )
     rx = results.get("reaction")
     if rx and "skipped" not in rx and "error" not in rx:
         p, q = rx["prepare_to_maintenance_ms"], rx["drained_to_lock_released_ms"]

@@ -166,11 +166,12 @@ class Mark:
     responses: Counter[tuple[str, str, int]] = field(default_factory=Counter)
 
 
-def _summary(by: Counter[str], refused: int) -> dict[str, Any]:
+def _summary(by: Counter[str], refused: int, duplicates: int) -> dict[str, Any]:
     return {
         "total": sum(by.values()),
         "by": dict(sorted(by.items(), key=lambda kv: -kv[1])),
         "evictions_refused": refused,
+        "duplicate_creates": duplicates,
     }
 
 
@@ -291,9 +292,12 @@ class SimBench(Backend):
             d = n - mark.requests.get((a, verb, resource), 0)
             if a == agent and d:
                 by[f"{verb} {resource}"] += d
-        key = ("evict", "pods", 429)
-        refused = self.sim.stats.responses.get(key, 0) - mark.responses.get(key, 0)
-        return _summary(by, refused)
+        def since(key: tuple[str, str, int]) -> int:
+            return self.sim.stats.responses.get(key, 0) - mark.responses.get(key, 0)
+
+        return _summary(
+            by, since(("evict", "pods", 429)), since(("create", "evictionrequests", 409))
+        )
 
     async def watches_opened(self, agent: str) -> set[str]:
         return {
@@ -368,14 +372,16 @@ class RealBench(Backend):
         end = time.time()
         await self._read_audit()
         by: Counter[str] = Counter()
-        refused = 0
+        refused = duplicates = 0
         for r in self.audit.requests:
             if r.agent != agent or not mark.wall <= r.at <= end:
                 continue
             by[f"{r.verb} {r.resource}"] += 1
             if r.verb == "evict" and r.code == 429:
                 refused += 1
-        return _summary(by, refused)
+            if r.verb == "create" and r.resource == "evictionrequests" and r.code == 409:
+                duplicates += 1
+        return _summary(by, refused, duplicates)
 
     async def watches_opened(self, agent: str) -> set[str]:
         await asyncio.to_thread(self.audit.read)

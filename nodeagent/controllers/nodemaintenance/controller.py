@@ -519,6 +519,10 @@ class NodeMaintenanceController(Controller):
 
     async def _create_request(self, maintenance: str, c: EvictionRequestCreate) -> None:
         key = f"{c.namespace}/{_meta(c.body).get('name')}"
+        if key in self._requests.store:
+            # The decision was taken before the informer brought this request in (its event
+            # came while the decision was being applied); that event decides again.
+            return
         left = self._expecting(self._created, key)
         if left is not None:
             self.enqueue_after(maintenance, left)  # should its event never come

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.errors import Invalid
-from nodeagent.kube.resources import DEPLOYMENTS, EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
+from nodeagent.kube.resources import (
+    DEPLOYMENTS,
+    EVICTIONREQUESTS,
+    NODES,
+    PDBS,
+    PODS,
+    Obj,
+    Resource,
+)
 from nodeagent.model.interceptors import (
     ACTIVATED_ANNOTATION,
     IMPERATIVE_INTERCEPTOR,
@@ -87,8 +95,7 @@ async def running_pod(env: Env, name: str, annotations: dict[str, str] | None = 
 
 
 async def test_deployment_under_pdb_is_evicted_one_at_a_time(env: Env) -> None:
-    # Pods take two seconds to stop, so the budget stays spent for a while after each eviction
-    # and the other requests are refused meanwhile, even on a slow machine.
+    # Pods take two seconds to stop, so an evicted pod and its replacement overlap.
     await env.create(DEPLOYMENTS, deployment("web", 4, exit_seconds=2))
     await env.until(lambda: sum(running_ready(p) for p in env.pods(app="web")) == 4)
     await env.create(PDBS, pdb("web", maxUnavailable=1))
@@ -111,10 +118,18 @@ async def test_deployment_under_pdb_is_evicted_one_at_a_time(env: Env) -> None:
                     retry_counts.add(int(found.group(1)))
 
     env.view.listen(watch)
+    # The budget recovers as soon as a replacement is Ready, which is at once here: with the
+    # nodes cordoned the replacements stay Pending, so the budget stays spent and refuses until
+    # the nodes take pods again.
+    for node in env.backend.node_names:
+        await env.kube.patch(NODES, node, {"spec": {"unschedulable": True}})
     await env.start(fast_settings(), workers=4)
     for p in originals:
         await env.request_for(p)
     uids = [p["metadata"]["uid"] for p in originals]
+    await env.until(lambda: min(retry_counts, default=0) == 1)
+    for node in env.backend.node_names:
+        await env.kube.patch(NODES, node, {"spec": {"unschedulable": False}})
     await env.until(lambda: all(env.evicted(uid) for uid in uids), timeout=60)
     # the pods' own watch may not have told us yet what the controller saw
     await env.until(lambda: not {p["metadata"]["uid"] for p in env.pods(app="web")} & set(uids))

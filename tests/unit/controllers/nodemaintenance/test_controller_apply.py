@@ -1,0 +1,68 @@
+"""Applying a decision: what the NodeMaintenance controller writes for a decision taken on a cache
+that has moved on since."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
+from nodeagent.controllers.nodemaintenance.reconcile import (
+    Actions,
+    EvictionRequestCreate,
+    Validity,
+)
+from nodeagent.controllers.runtime import SharedInformers
+from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
+
+
+class RecordingClient:
+    """Records writes; the informers are never run, so nothing is listed or watched."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[str, str | None, str]] = []
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> Obj:
+        self.created.append((resource.plural, namespace, body["metadata"]["name"]))
+        return dict(body)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"unexpected call: {name}")
+
+
+class Silent:
+    async def record(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None:
+        pass
+
+
+def request(name: str) -> Obj:
+    return {
+        "apiVersion": EVICTIONREQUESTS.api_version,
+        "kind": EVICTIONREQUESTS.kind,
+        "metadata": {"name": name, "namespace": "default", "uid": f"er-{name}"},
+        "spec": {"target": {"pod": {"name": "web", "uid": name}}, "requesters": []},
+    }
+
+
+async def test_a_create_decided_before_the_informer_saw_the_request_is_not_sent() -> None:
+    # The race seen in ordered drains: decision 1 creates the request, the next decision is
+    # taken before the watch brings it in, and the watch event arrives while that decision is
+    # being applied. Sending its create anyway only gets AlreadyExists.
+    client = RecordingClient()
+    informers = SharedInformers(client)  # type: ignore[arg-type]
+    controller = NodeMaintenanceController(client, informers, Silent())  # type: ignore[arg-type]
+    stale = Actions(
+        stage=None,
+        validity=Validity(True, "Valid", ""),
+        create_evictions=(
+            EvictionRequestCreate("default", request("pod-a")),
+            EvictionRequestCreate("default", request("pod-b")),
+        ),
+    )
+    informers.informer(EVICTIONREQUESTS).store.upsert(request("pod-a"))  # the late event
+
+    await controller._apply({"metadata": {"name": "m"}}, stale)
+
+    assert client.created == [("evictionrequests", "default", "pod-b")]
