@@ -56,6 +56,7 @@ from nodeagent.model.draintargets import (
     Resolution,
     resolve,
 )
+from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
 from nodeagent.model.selectors import node_selector_matches, validate_node_selector
 
 __all__ = [
@@ -596,6 +597,32 @@ def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
     }
 
 
+def _note_ignored_interceptors(
+    node_statuses: list[dict[str, Any]],
+    drain: MaintenanceDrain,
+    pods: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> None:
+    """Say on a node's drainMessage which targeted pod has an interceptor annotation that the
+    EvictionRequest controller ignores (it falls back to the defaults): the pod's owner learns
+    why its interceptors were skipped where the drain is watched."""
+    for ns, out in zip(drain.nodes, node_statuses, strict=True):
+        targeted = {ref.uid for ref in ns.targeted_pods}
+        bad: list[str] = []
+        for pod in pods.get(ns.node, ()):
+            md = _map(pod, "metadata")
+            if md.get("uid") not in targeted:
+                continue
+            try:
+                target_interceptors(pod)
+            except InvalidInterceptors as exc:
+                bad.append(f"pod {md.get('namespace')}/{md.get('name')}: {exc}")
+        if bad:
+            more = f" (and {len(bad) - 1} more pods)" if len(bad) > 1 else ""
+            out["drainMessage"] += (
+                f"; {min(bad)}{more}; the default interceptors are used instead"
+            )
+
+
 def _cordon_value(names: Iterable[str]) -> str:
     return ",".join(sorted(set(names)))
 
@@ -820,6 +847,7 @@ def decide(inp: Inputs) -> Actions:
             events.extend(
                 _drain_status(status, conditions, my_drain, len(validity.plan), now, generation)
             )
+            _note_ignored_interceptors(status["nodeStatuses"], my_drain, inp.pods)
         elif act_stage in (Stage.IDLE, Stage.CORDON):
             message = "Idle" if act_stage == Stage.IDLE else "Cordoned"
             node_statuses = []

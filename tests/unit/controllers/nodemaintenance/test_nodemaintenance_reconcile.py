@@ -967,3 +967,24 @@ def test_complete_undoes_the_cordon_even_after_an_invalid_plan_edit() -> None:
     w.set_stage("m", "Complete")
     w.settle()
     assert w.cordoned("one") == (False, None)
+
+
+def test_an_ignored_interceptor_annotation_is_named_on_the_drain_message() -> None:
+    # The EvictionRequest controller ignores a malformed nodeagent.io/eviction-interceptors
+    # annotation (the defaults take its place); the drain says so where it is watched.
+    w = World()
+    bad = w.pod("web", "one")
+    bad["metadata"]["annotations"]["nodeagent.io/eviction-interceptors"] = ",".join(
+        f"i{n}.example.com" for n in range(16)
+    )
+    w.pod("db", "one")
+    w.maintenance("m", ["one"])
+    w.settle()
+    message = w.status("m", "one")["drainMessage"]
+    assert message.startswith("Evacuating; pod default/web: annotation nodeagent.io/eviction-")
+    assert message.endswith("; the default interceptors are used instead"), message
+    assert "16 interceptors" in message and "db" not in message
+    w.remove_pod("web")
+    w.remove_pod("db")
+    w.settle()
+    assert w.status("m", "one")["drainMessage"] == "Drained"
