@@ -1,8 +1,9 @@
 """Composition root: builds the adapters and runs the agent's parts as named tasks.
 
-Node-local parts run in every agent: the shutdown guard (logind) with its NodeMaintenance flow,
-the static-pod interceptor, the after-reboot completion. The cluster controllers run only in
-the agent that holds the leader Lease.
+Node-local parts run in every node's agent: the shutdown guard (logind) with its NodeMaintenance
+flow, the static-pod interceptor, the after-reboot completion. The cluster controllers run only
+in the agent that holds the leader Lease, among those with `runControllers`; a controllers-only
+agent (`runNodeAgent: false`, the controllers Deployment) has no node and runs nothing else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,18 +76,25 @@ class Agent:
                     # must not wait for the API server to tell us our node's name
                     flow = self._start_guard(tg, client, boot_id)
                     tg.create_task(self._announce(), name="sd-notify")
-                    self.node_name, how = await resolve_node_name(cfg.node_name, self.env, client)
-                    log.info("running on node %s (from the %s)", self.node_name, how)
-                    if flow is not None:
-                        flow.set_node_name(self.node_name)
-                    self._start_parts(tg, client, boot_id, static)
+                    if cfg.run_node_agent:
+                        self.node_name, how = await resolve_node_name(
+                            cfg.node_name, self.env, client
+                        )
+                        log.info("running on node %s (from the %s)", self.node_name, how)
+                        if flow is not None:
+                            flow.set_node_name(self.node_name)
+                        self._start_node_parts(tg, client, boot_id, static)
+                    else:
+                        log.info("running the cluster controllers only (runNodeAgent: false)")
+                    if cfg.run_controllers:
+                        self._start_controllers(tg, client, boot_id)
             finally:
                 self.health.alive = False
                 await runner.cleanup()
 
     def _static_pods_at_startup(self, boot_id: str) -> StaticPodPaths | None:
         sp = self.config.static_pods
-        if not sp.enabled:
+        if not sp.enabled or not self.config.run_node_agent:
             return None
         paths = static_pod_paths(sp.manifest_dir, sp.stash_dir)
         if paths is None or not paths.manifest_dir.is_dir():
@@ -98,7 +107,7 @@ class Agent:
         self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str
     ) -> ShutdownFlow | None:
         cfg = self.config
-        if not cfg.shutdown.enabled:
+        if not cfg.shutdown.enabled or not cfg.run_node_agent:
             return None
         flow = ShutdownFlow(
             client,
@@ -118,7 +127,7 @@ class Agent:
         tg.create_task(guard.run(), name="shutdown-guard")
         return flow
 
-    def _start_parts(
+    def _start_node_parts(
         self,
         tg: asyncio.TaskGroup,
         client: KubeClient,
@@ -141,20 +150,25 @@ class Agent:
                 boot_id=boot_id,
             )
             tg.create_task(interceptor.run(), name="static-pod-interceptor")
-        if cfg.run_controllers:
-            controllers = ClusterControllers(client, cfg, self.registry)
-            ld = cfg.leader
-            identity = f"{self.node_name}-{boot_id[:8]}-{os.getpid()}"
-            self.elector = LeaderElector(
-                client,
-                ld.namespace,
-                ld.lease_name,
-                identity,
-                lease_duration=ld.lease_duration,
-                renew_deadline=ld.renew_deadline,
-                retry_period=ld.retry_period,
-            )
-            tg.create_task(self.elector.run(controllers.run), name="leader-election")
+
+    def _start_controllers(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
+        cfg = self.config
+        controllers = ClusterControllers(client, cfg, self.registry)
+        ld = cfg.leader
+        # a node's agent is known by its node; a controllers-only agent (a Deployment's pod)
+        # by its pod, else its host
+        where = self.node_name or self.env.get("POD_NAME") or socket.gethostname()
+        identity = f"{where}-{boot_id[:8]}-{os.getpid()}"
+        self.elector = LeaderElector(
+            client,
+            ld.namespace,
+            ld.lease_name,
+            identity,
+            lease_duration=ld.lease_duration,
+            renew_deadline=ld.renew_deadline,
+            retry_period=ld.retry_period,
+        )
+        tg.create_task(self.elector.run(controllers.run), name="leader-election")
 
     async def _announce(self) -> None:
         """READY once the guard is connected to logind, whatever it found (a shutdown under way,

@@ -97,6 +97,9 @@ class ObservabilityConfig:
 class Config:
     node_name: str | None = None  # None: NODE_NAME, host name, then interface addresses
     run_controllers: bool = True  # take part in leader election for the cluster controllers
+    # the node-local parts (shutdown guard, static pods, after-reboot completion); false: a
+    # controllers-only agent that needs no node (the controllers Deployment)
+    run_node_agent: bool = True
     kube: KubeConfig = field(default_factory=KubeConfig)
     shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
     leader: LeaderConfig = field(default_factory=LeaderConfig)
@@ -256,6 +259,8 @@ def validate(cfg: Config) -> None:
             f"{', '.join(LOG_LEVELS)}"
         )
     _listen_address(cfg.observability.listen)
+    if not cfg.run_node_agent and not cfg.run_controllers:
+        raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
     if cfg.node_name is not None and not _DNS_SUBDOMAIN.match(cfg.node_name):
         raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
 
@@ -301,10 +306,12 @@ def from_mapping(raw: Any, source: str = "configuration") -> Config:
             kwargs[name] = _section(_SECTIONS[name], value, f"{source}: {key}")
         elif name == "node_name":
             kwargs[name] = _coerce(f"{source}: {key}", value, None, "str | None")
-        elif name == "run_controllers":
+        elif name in ("run_controllers", "run_node_agent"):
             kwargs[name] = _coerce(f"{source}: {key}", value, True, "bool")
         else:
-            known = ", ".join(["nodeName", "runControllers", *_SECTIONS])
+            known = ", ".join(
+                ["nodeName", "runControllers", "runNodeAgent", *map(_snake_to_camel, _SECTIONS)]
+            )
             raise ConfigError(f"{source}: {key}: unknown setting (known: {known})")
     cfg = Config(**kwargs)
     try:

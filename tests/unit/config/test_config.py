@@ -39,11 +39,20 @@ def test_camel_case_keys_and_types() -> None:
         ({"eviction": {"annotateInterceptors": [{"name": "x"}]}},
          "eviction.annotateInterceptors[0].podSelector: required"),
         ({"colour": "blue"}, "colour: unknown setting"),
+        ({"runNodeAgent": "no"}, "runNodeAgent: must be true or false"),
+        ({"runNodeAgent": False, "runControllers": False},
+         "runNodeAgent: false with runControllers: false leaves nothing to run"),
     ],
 )
 def test_errors_name_the_field(raw: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         from_mapping(raw)
+
+
+def test_a_controllers_only_agent_needs_no_node() -> None:
+    cfg = from_mapping({"runNodeAgent": False})
+    assert (cfg.run_node_agent, cfg.run_controllers, cfg.node_name) == (False, True, None)
+    assert from_mapping({}).run_node_agent is True
 
 
 def test_load_names_the_file_and_takes_the_environment(tmp_path: Path) -> None:
