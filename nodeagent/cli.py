@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -13,12 +12,14 @@ from pathlib import Path
 from nodeagent.manifests import crd_stream
 from nodeagent.node.staticpods.restore import restore_command
 
-
-def _node_dir(value: str) -> tuple[str, Path]:
-    node, sep, path = value.partition("=")
-    if not sep or not node or not path:
-        raise argparse.ArgumentTypeError(f"expected NODE=DIR, got {value!r}")
-    return node, Path(path)
+# The entry-point group of subcommands that other distributions add to `nodeagent`.
+COMMANDS = "nodeagent.commands"
+# The testbed's subcommands (testbed/, distribution nodeagent-testbed), named here only to say
+# what is missing where it is not installed.
+TESTBED_COMMANDS = {
+    "demo": "reboot node-1 of a simulated cluster and watch nodeagent drain it",
+    "sim": "the simulated cluster",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,42 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sim = sub.add_parser("sim", help="the simulated cluster").add_subparsers(
-        dest="sim_command", required=True
-    )
-    s = sim.add_parser("serve", help="serve a simulated cluster until interrupted")
-    s.add_argument("--nodes", type=int, default=3, help="number of nodes node-1..node-N")
-    s.add_argument(
-        "--static-pod-dir",
-        type=_node_dir,
-        action="append",
-        default=[],
-        metavar="NODE=DIR",
-        help="a real directory whose manifests become mirror pods",
-    )
-    s.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port)")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument(
-        "--kubeconfig",
-        type=Path,
-        required=True,
-        help="where to write a kubeconfig for kubectl and the Python client",
-    )
-
     run = sub.add_parser("run", help="run the agent on this node")
     run.add_argument("--config", type=Path, help="YAML configuration file (see the README)")
-
-    demo = sub.add_parser(
-        "demo",
-        help="reboot node-1 of a simulated cluster and watch nodeagent drain it (under a minute)",
-    )
-    demo.add_argument(
-        "--speed", type=float, default=1.0, help="divide the pods' exit times by this factor"
-    )
-    demo.add_argument(
-        "--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"
-    )
-    demo.add_argument("--verbose", action="store_true", help="also show the agents' logs")
 
     manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
     manifests.add_subparsers(dest="manifests_command", required=True).add_parser(
@@ -92,7 +59,38 @@ def build_parser() -> argparse.ArgumentParser:
         help="restore only what the agent restores at start-up: manifests moved aside by a "
         "shutdown maintenance of an earlier boot",
     )
+    _add_commands_of_other_distributions(sub)
     return p
+
+
+def _add_commands_of_other_distributions(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    """Subcommands that other distributions register (the testbed's `demo` and `sim`), each an
+    entry point of group COMMANDS: a function that adds its parser to `sub` and sets `handler`
+    (arguments -> exit status). This distribution never imports them; where the testbed is not
+    installed (the .deb, the image), its commands say so in one line."""
+    found = {ep.name: ep for ep in importlib.metadata.entry_points(group=COMMANDS)}
+    for name in sorted(found):
+        found[name].load()(sub)
+    for name, help_text in TESTBED_COMMANDS.items():
+        if name not in found:
+            # every argument, --help included, is taken as a plain word: the error is the answer
+            stub = sub.add_parser(
+                name, help=f"{help_text} (needs nodeagent-testbed)", add_help=False,
+                prefix_chars="\0",
+            )
+            stub.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+            stub.set_defaults(handler=_needs_testbed)
+
+
+def _needs_testbed(args: argparse.Namespace) -> int:
+    print(
+        f"nodeagent {args.command} needs the nodeagent-testbed distribution: "
+        "scripts/setup installs it",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _run(config_path: Path | None) -> int:
@@ -122,10 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "run":
         return _run(args.config)
-    if args.command == "demo":
-        from nodeagent import demo  # runs agents: their imports are not needed elsewhere
-
-        return demo.main(args.speed, json_output=args.json, verbose=args.verbose)
     if args.command == "manifests" and args.manifests_command == "crds":
         sys.stdout.write(crd_stream())
         return 0
@@ -138,27 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=sys.stdout,
             err=sys.stderr,
         )
-    if args.command == "sim" and args.sim_command == "serve":
-        # the simulated cluster is ~6 MiB of modules that `nodeagent run` must not carry
-        from nodeagent.sim.cluster import SimCluster, serve
-
-        if args.nodes < 1:
-            print("nodeagent: --nodes must be at least 1", file=sys.stderr)
-            return 2
-        try:
-            cluster = SimCluster(
-                nodes=args.nodes,
-                static_pod_dirs=dict(args.static_pod_dir),
-                host=args.host,
-                port=args.port,
-                kubeconfig=args.kubeconfig,
-            )
-        except ValueError as e:
-            print(f"nodeagent: {e}", file=sys.stderr)
-            return 2
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(cluster))
-        return 0
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        status: int = handler(args)
+        return status
     return 2
 
 

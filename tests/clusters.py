@@ -30,8 +30,8 @@ from nodeagent.kube.informer import Informer
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
 from nodeagent.manifests import crd_documents
-from nodeagent.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
-from nodeagent.sim.cluster import SimCluster
+from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
+from nodeagent_testbed.sim.cluster import SimCluster
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ def request_token(kubeconfig: Path, name: str, namespace: str) -> str:
 
 class MirrorPods:
     """The kubelet's file source for one kwok node, as the simulated kubelet plays it
-    (nodeagent/sim/actors/kubelet.py): a mirror pod for each manifest of a real static pod
+    (nodeagent_testbed.sim.actors.kubelet): a mirror pod for each manifest of a real static pod
     directory. When a manifest goes or changes, the static pod stops: its mirror pod is deleted
     gracefully, so kwok lets it exit as the kubelet would (after `sim.nodeagent.io/exit-seconds`,
     within the grace period), and a changed manifest's new mirror pod follows once the old one

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.sim.cluster import SimCluster
+from nodeagent_testbed.sim.cluster import SimCluster
 from tests.clusters import BACKENDS, RealBackend, SimBackend, TestCluster, mirror_pods
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 from tests.controlplane.cluster import ClusterError, ControlPlane, State

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 import nodeagent
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Obj
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.store import Obj
 
 
 async def until(sim: SimCluster, cond: Callable[[], bool], timeout: float = 20) -> None:

@@ -1,6 +1,6 @@
 """The two API servers the benchmarks run on, behind one face.
 
-`sim`: nodeagent's simulated cluster (`nodeagent.sim`), served over HTTP from this process.
+`sim`: nodeagent's simulated cluster (`nodeagent_testbed.sim`), served over HTTP from this process.
 `real`: kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok built from upstream
 (tests/controlplane), a fresh control plane per measurement, with its audit log on.
 
@@ -39,7 +39,7 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.manifests import crd_documents
-from nodeagent.sim.cluster import SimCluster
+from nodeagent_testbed.sim.cluster import SimCluster
 from tests.bench.common import PYTHON_CLIENT
 from tests.clusters import NAMESPACE as AGENT_NAMESPACE
 from tests.clusters import ClusterView, RealBackend

@@ -23,8 +23,8 @@ from typing import Any
 import psutil
 import yaml
 
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Change
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.store import Change
 
 PYTHON_CLIENT = "OpenAPI-Generator"  # the kubernetes Python client's User-Agent, first word
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from nodeagent.logind.fake import DBusDaemon, FakeLogind, dbus_daemon_path
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind, dbus_daemon_path
 from tests.bench import common
 
 WORKLOAD = """

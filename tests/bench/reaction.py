@@ -8,10 +8,11 @@
   systemd's end of $NOTIFY_SOCKET, common.NotifySocket).
 
 The agent is a real `nodeagent run` subprocess with the shutdown guard on a private
-dbus-daemon (nodeagent.logind.fake) and `runControllers: false`: the node-local agent as it runs
-on every node but the leader's; the benchmark sets Drained itself, so the second figure is the
-node side's reaction alone. Between runs the shutdown is called off (`PrepareForShutdown(false)`),
-the agent completes its maintenance and takes a new lock, and the next run starts.
+dbus-daemon (nodeagent_testbed.fakelogind) and `runControllers: false`: the node-local agent as
+it runs on every node but the leader's; the benchmark sets Drained itself, so the second figure is
+the node side's reaction alone. Between runs the shutdown is called off
+(`PrepareForShutdown(false)`), the agent completes its maintenance and takes a new lock, and the
+next run starts.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nodeagent.logind.fake import DBusDaemon, FakeInhibitor, FakeLogind, dbus_daemon_path
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Change, Obj
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeInhibitor, FakeLogind, dbus_daemon_path
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.store import Change, Obj
 from tests.bench import common
 from tests.simutil import install_crds
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from nodeagent.logind.fake import dbus_daemon_path
+from nodeagent_testbed.fakelogind import dbus_daemon_path
 
 if dbus_daemon_path() is None:
     pytest.skip(

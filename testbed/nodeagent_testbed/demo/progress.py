@@ -27,7 +27,7 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.interceptors import IMPERATIVE_INTERCEPTOR, parse_retries
 from nodeagent.model.shutdown import is_drained, is_ours
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

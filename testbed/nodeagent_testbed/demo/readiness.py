@@ -13,8 +13,8 @@ import asyncio
 import logging
 from typing import Any
 
-from nodeagent.sim.actors.base import set_condition
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.actors.base import set_condition
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 log = logging.getLogger(__name__)
 

@@ -32,17 +32,17 @@ from typing import Any, TextIO, TypeVar
 
 from nodeagent.app import Agent
 from nodeagent.config import LeaderConfig, from_mapping
-from nodeagent.demo import scene
-from nodeagent.demo.progress import Tracker, format_summary, plan_overview, removal_order_ok
-from nodeagent.demo.readiness import ReadinessDelay
 from nodeagent.kube.client import KubeClient, load_api_client
-from nodeagent.logind.fake import DBusDaemon, FakeInhibitor, FakeLogind, dbus_daemon_path
 from nodeagent.model.shutdown import is_ours
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.observability.sdnotify import Notifier
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import Obj
+from nodeagent_testbed.demo import scene
+from nodeagent_testbed.demo.progress import Tracker, format_summary, plan_overview, removal_order_ok
+from nodeagent_testbed.demo.readiness import ReadinessDelay
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeInhibitor, FakeLogind, dbus_daemon_path
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.store import Obj
 
 log = logging.getLogger(__name__)
 

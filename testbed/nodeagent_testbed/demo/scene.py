@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 from nodeagent.config import LeaderConfig
-from nodeagent.demo.readiness import READY_AFTER
 from nodeagent.manifests import crd_documents
-from nodeagent.sim.actors.kubelet import EXIT_SECONDS
-from nodeagent.sim.cluster import SimCluster
+from nodeagent_testbed.demo.readiness import READY_AFTER
+from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS
+from nodeagent_testbed.sim.cluster import SimCluster
 
 NODE = "node-1"
 STATIC_MANIFEST_NAME = "etcd.yaml"

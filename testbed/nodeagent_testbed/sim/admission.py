@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nodeagent.sim.errors import ApiError, invalid
-from nodeagent.sim.qos import default_requests, qos_class
-from nodeagent.sim.resources import CRDError, ResourceType, types_from_crd
-from nodeagent.sim.schema import admit_custom, validate_crd_schema
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.errors import ApiError, invalid
+from nodeagent_testbed.sim.qos import default_requests, qos_class
+from nodeagent_testbed.sim.resources import CRDError, ResourceType, types_from_crd
+from nodeagent_testbed.sim.schema import admit_custom, validate_crd_schema
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 BUILTIN_PRIORITY = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}

@@ -13,12 +13,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from nodeagent.sim import admission
-from nodeagent.sim.actors import build_actors
-from nodeagent.sim.actors.kubelet import Kubelet, KubeletRouter
-from nodeagent.sim.faults import Faults, Stats
-from nodeagent.sim.server import DEFAULT_BOOKMARK_INTERVAL, ApiServer
-from nodeagent.sim.store import HISTORY_MAX, Store
+from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim.actors import build_actors
+from nodeagent_testbed.sim.actors.kubelet import Kubelet, KubeletRouter
+from nodeagent_testbed.sim.faults import Faults, Stats
+from nodeagent_testbed.sim.server import DEFAULT_BOOKMARK_INTERVAL, ApiServer
+from nodeagent_testbed.sim.store import HISTORY_MAX, Store
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
-from nodeagent.sim.errors import ApiError
-from nodeagent.sim.store import Obj, Store, now_iso
+from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.store import Obj, Store, now_iso
 
 MAX_DISRUPTED_PODS = 2000  # MaxDisruptedPodSize
 RETRY_PROCESSING = 10  # seconds: the Retry-After of a budget still being processed

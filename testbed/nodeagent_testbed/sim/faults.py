@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from nodeagent.sim.errors import ApiError
+from nodeagent_testbed.sim.errors import ApiError
 
 
 @dataclass

@@ -16,7 +16,7 @@ bytes are base64, Time is RFC 3339 in UTC (an empty Time, as kubectl sends for
 creationTimestamp, is left out), Quantity is its string and IntOrString its int or string.
 
 The protobuf wire format is implemented here; the messages come from the table in
-nodeagent.sim.protobuf_schema, generated from kubectl's own struct tags. A field number a
+nodeagent_testbed.sim.protobuf_schema, generated from kubectl's own struct tags. A field number a
 known message does not have, or a message not in the table, raises ProtobufError: data is
 never dropped silently.
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from nodeagent.sim.protobuf_schema import (
+from nodeagent_testbed.sim.protobuf_schema import (
     BOOL,
     BYTES,
     DOUBLE,

@@ -1,8 +1,8 @@
 """The protobuf schema of the API kinds kubectl v1.37.1 sends, for
-nodeagent.sim.protobuf.
+nodeagent_testbed.sim.protobuf.
 
 GENERATED from the Go struct tags in the kubectl binary; do not edit. Regenerate with
-    python -m tests.unit.sim.kubectl_schema > nodeagent/sim/protobuf_schema.py
+    python -m tests.unit.sim.kubectl_schema > testbed/nodeagent_testbed/sim/protobuf_schema.py
 
 SCHEMA maps a message to {field number: F(json name, kind, message, ...)}:
   rep     repeated (a list in JSON)

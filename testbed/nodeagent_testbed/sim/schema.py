@@ -22,7 +22,7 @@ does with the version's `openAPIV3Schema`, in the same order:
 Errors are `(field path, message)` pairs such as
 ``("spec.drainPlan[2].podType", 'Unsupported value: "Foo": supported values: "Default", "Static"')``
 worded as the API server words them (field.Error bodies built from go-openapi messages), ready for
-`nodeagent.sim.errors.invalid`.
+`nodeagent_testbed.sim.errors.invalid`.
 
 Not covered: `x-kubernetes-validations` (CEL rules) are NOT evaluated, so transition rules and
 other CEL checks pass silently; validation ratcheting on update; `x-kubernetes-map-type`;

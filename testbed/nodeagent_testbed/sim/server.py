@@ -24,13 +24,18 @@ from nodeagent.model.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from nodeagent.sim import eviction, protobuf
-from nodeagent.sim.errors import ApiError
-from nodeagent.sim.faults import Faults, Stats
-from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
-from nodeagent.sim.resources import BUILTIN, ResourceType
-from nodeagent.sim.store import INITIAL_EVENTS_END, Obj, Store
-from nodeagent.sim.tables import table
+from nodeagent_testbed.sim import eviction, protobuf
+from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.faults import Faults, Stats
+from nodeagent_testbed.sim.patch import (
+    PatchError,
+    json_merge_patch,
+    json_patch,
+    strategic_merge_patch,
+)
+from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
+from nodeagent_testbed.sim.store import INITIAL_EVENTS_END, Obj, Store
+from nodeagent_testbed.sim.tables import table
 
 log = logging.getLogger(__name__)
 

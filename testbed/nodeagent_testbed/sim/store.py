@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeagent.model.selectors import FieldSelector, LabelSelector
-from nodeagent.sim.errors import ApiError, conflict, invalid, not_found
-from nodeagent.sim.resources import BUILTIN, ResourceType
+from nodeagent_testbed.sim.errors import ApiError, conflict, invalid, not_found
+from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.sim.resources import ResourceType
+from nodeagent_testbed.sim.resources import ResourceType
 
 Obj = dict[str, Any]
 Column = dict[str, Any]

@@ -27,7 +27,7 @@ from nodeagent.model.interceptors import (
     NODE_LABEL,
     parse_time,
 )
-from nodeagent.sim.actors.kubelet import EXIT_SECONDS
+from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS
 from tests.integration.controllers.evictionrequest_harness import (
     REQUESTER,
     Env,

@@ -39,7 +39,7 @@ from nodeagent.kube.resources import (
     NODES,
     PODS,
 )
-from nodeagent.sim.store import Obj
+from nodeagent_testbed.sim.store import Obj
 from tests.clusters import ClusterView, TestCluster, create_pod, priority_class
 from tests.conftest import Kubectl
 

@@ -2,7 +2,7 @@
 the kinds served, and the CRDs' CEL rules enforced by the API server itself.
 
 kube-apiserver refuses a write that breaks a CEL rule with 422 Invalid and the rule's message.
-The simulated API server does not evaluate CEL rules (nodeagent/sim/schema.py: a known gap);
+The simulated API server does not evaluate CEL rules (nodeagent_testbed.sim.schema: a known gap);
 there the same writes go through, which these tests assert explicitly so that the gap is seen
 (and the assertion fails once it closes). The rules' logic is checked offline with cel-python
 in tests/unit/controllers/nodemaintenance/test_nodemaintenance_crd_schemas.py.

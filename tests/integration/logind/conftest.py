@@ -13,8 +13,8 @@ import pytest
 
 from nodeagent.config import ShutdownConfig
 from nodeagent.logind.backoff import Backoff
-from nodeagent.logind.fake import DBusDaemon, FakeLogind, dbus_daemon_path
 from nodeagent.logind.guard import ShutdownGuard
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind, dbus_daemon_path
 
 if dbus_daemon_path() is None:
     pytest.skip(

@@ -18,7 +18,7 @@ from nodeagent.logind.dropin import (
     search_dirs_for,
     write_if_changed,
 )
-from nodeagent.logind.fake import DBusDaemon, FakeLogind
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind
 from tests.integration.logind.conftest import RunGuard
 
 

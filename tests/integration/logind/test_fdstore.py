@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from nodeagent.config import ShutdownConfig
-from nodeagent.logind.fake import FakeLogind
 from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.guard import ShutdownGuard
+from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import FAST_RECONNECT, Handler
 
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from nodeagent.logind.fake import FakeLogind
 from nodeagent.logind.guard import WHO
+from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import Handler, RunGuard
 
 

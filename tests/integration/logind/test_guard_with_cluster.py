@@ -14,9 +14,9 @@ from pathlib import Path
 
 from nodeagent.config import ShutdownConfig
 from nodeagent.kube.client import KubeClient
-from nodeagent.logind.fake import FakeLogind
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.node.shutdown import ShutdownFlow
+from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import FAST_RECONNECT
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
 from tests.netproxy import proxy_to

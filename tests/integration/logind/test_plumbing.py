@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusClosed, CallFailed
-from nodeagent.logind.fake import DBusDaemon, FakeLogind
 from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import KIND_UNKNOWN, Logind, LogindUnavailable, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
+from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind
 
 
 def _open_fds() -> int:

@@ -22,7 +22,7 @@ import yaml
 
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
-from nodeagent.sim.cluster import SimCluster, kubeconfig_dict
+from nodeagent_testbed.sim.cluster import SimCluster, kubeconfig_dict
 from tests.e2e.container import Container, require_tools
 from tests.simutil import install_crds
 

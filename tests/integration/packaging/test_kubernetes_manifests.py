@@ -19,8 +19,8 @@ import yaml
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
 from nodeagent.model.drainplan import DRAIN_ANNOTATION, DRAIN_SKIP, PodType, classify
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.resources import ResourceType
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.resources import ResourceType
 from tests.conftest import Kubectl
 from tests.simutil import until
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from nodeagent.sim import admission
-from nodeagent.sim.actors import build_actors
-from nodeagent.sim.actors.kubelet import EXIT_SECONDS, Kubelet
-from nodeagent.sim.actors.templates import template_hash
-from nodeagent.sim.eviction import evict
-from nodeagent.sim.resources import ResourceType
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim.actors import build_actors
+from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS, Kubelet
+from nodeagent_testbed.sim.actors.templates import template_hash
+from nodeagent_testbed.sim.eviction import evict
+from nodeagent_testbed.sim.resources import ResourceType
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 TYPES = {
     "pods": ("", "pods"),

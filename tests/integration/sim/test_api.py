@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nodeagent.sim.cluster import SimCluster
-from nodeagent.sim.store import FRESH_SECONDS, HISTORY_MIN
+from nodeagent_testbed.sim.cluster import SimCluster
+from nodeagent_testbed.sim.store import FRESH_SECONDS, HISTORY_MIN
 from tests.simutil import pods, running, until
 
 MERGE = "application/merge-patch+json"

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from nodeagent.sim.cluster import kubeconfig_dict
+from nodeagent_testbed.sim.cluster import kubeconfig_dict
 
 FIXTURES = Path(__file__).parent / "protobuf_fixtures"
 BINARY = b"\x00\x01\xfe\xff\x80bin"  # a --from-file whose bytes are not UTF-8

@@ -1,4 +1,4 @@
-"""Generate nodeagent/sim/protobuf_schema.py from the Go struct tags compiled into kubectl.
+"""Generate nodeagent_testbed.sim.protobuf_schema from the Go struct tags compiled into kubectl.
 
 kubectl's typed clients marshal the k8s.io/api Go structs with gogo-protobuf, whose field
 numbers are the `protobuf:"..."` struct tags (and match the published generated.proto files).
@@ -13,7 +13,7 @@ one is kept even when zero, e.g. gracePeriodSeconds: 0).
 
 Regenerate after bumping kubectl:
 
-    python -m tests.unit.sim.kubectl_schema > nodeagent/sim/protobuf_schema.py
+    python -m tests.unit.sim.kubectl_schema > testbed/nodeagent_testbed/sim/protobuf_schema.py
 
 The layout read here is Go's internal/abi.Type (Go 1.21 and later, amd64).
 """
@@ -42,7 +42,7 @@ GROUP_VERSIONS = {
     "k8s.io/apimachinery/pkg/apis/meta/v1": "meta.k8s.io/v1",
 }
 
-# The kinds the simulated API server serves (nodeagent.sim.resources) that Go clients create
+# The kinds the simulated API server serves (nodeagent_testbed.sim.resources) that Go clients create
 # or update with typed clientsets, plus the bodies of the eviction, binding and scale
 # subresources and of DELETE. CustomResourceDefinition and ControllerRevision are left out.
 ROOTS = (
@@ -68,7 +68,7 @@ ROOTS = (
     "k8s.io/apimachinery/pkg/apis/meta/v1.DeleteOptions",
 )
 
-# Messages with a hand-written protobuf form, decoded by nodeagent.sim.protobuf itself.
+# Messages with a hand-written protobuf form, decoded by nodeagent_testbed.sim.protobuf itself.
 SPECIAL = {
     "k8s.io/apimachinery/pkg/apis/meta/v1.Time": "Time",
     "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime": "MicroTime",
@@ -374,10 +374,11 @@ class Generator:
     def render(self, version: str) -> str:
         lines = [
             f'"""The protobuf schema of the API kinds kubectl {version} sends, for',
-            "nodeagent.sim.protobuf.",
+            "nodeagent_testbed.sim.protobuf.",
             "",
             "GENERATED from the Go struct tags in the kubectl binary; do not edit. Regenerate with",
-            "    python -m tests.unit.sim.kubectl_schema > nodeagent/sim/protobuf_schema.py",
+            "    python -m tests.unit.sim.kubectl_schema"
+            " > testbed/nodeagent_testbed/sim/protobuf_schema.py",
             "",
             "SCHEMA maps a message to {field number: F(json name, kind, message, ...)}:",
             "  rep     repeated (a list in JSON)",

@@ -8,10 +8,10 @@ import copy
 
 import pytest
 
-from nodeagent.sim import admission
-from nodeagent.sim.errors import ApiError
-from nodeagent.sim.eviction import evict
-from nodeagent.sim.store import Obj, Store
+from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.eviction import evict
+from nodeagent_testbed.sim.store import Obj, Store
 
 
 def test_a_negative_budget_forbids_the_eviction() -> None:

@@ -17,7 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.sim.patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
+from nodeagent_testbed.sim.patch import (
+    PatchError,
+    json_merge_patch,
+    json_patch,
+    strategic_merge_patch,
+)
 
 # --- strategies ---------------------------------------------------------------------------------
 

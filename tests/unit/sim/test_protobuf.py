@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.sim import protobuf
-from nodeagent.sim.protobuf import MAGIC, ProtobufError, decode, is_protobuf
-from nodeagent.sim.protobuf_schema import (
+from nodeagent_testbed.sim import protobuf
+from nodeagent_testbed.sim.protobuf import MAGIC, ProtobufError, decode, is_protobuf
+from nodeagent_testbed.sim.protobuf_schema import (
     BOOL,
     BYTES,
     DOUBLE,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeagent.sim.errors import invalid
-from nodeagent.sim.schema import (
+from nodeagent_testbed.sim.errors import invalid
+from nodeagent_testbed.sim.schema import (
     admit_custom,
     apply_defaults,
     prune,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeagent.sim.resources import BUILTIN, ResourceType, types_from_crd
-from nodeagent.sim.tables import JSONPathError, human_duration, jsonpath, parse_time, table
+from nodeagent_testbed.sim.resources import BUILTIN, ResourceType, types_from_crd
+from nodeagent_testbed.sim.tables import JSONPathError, human_duration, jsonpath, parse_time, table
 
 NOW = 1_714_564_800.0  # 2024-05-01T12:00:00Z
 

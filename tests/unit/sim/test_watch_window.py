@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodeagent.sim import admission
-from nodeagent.sim.errors import ApiError
-from nodeagent.sim.store import FRESH_SECONDS, HISTORY_MIN, Store
+from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.store import FRESH_SECONDS, HISTORY_MIN, Store
 
 
 class Clock:

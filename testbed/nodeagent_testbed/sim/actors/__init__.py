@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.sim.actors.base import Controller
-from nodeagent.sim.actors.daemonset import DaemonSetController
-from nodeagent.sim.actors.deployment import DeploymentController
-from nodeagent.sim.actors.disruption import DisruptionController
-from nodeagent.sim.actors.gc import GarbageCollector
-from nodeagent.sim.actors.kubelet import Kubelet
-from nodeagent.sim.actors.replicaset import ReplicaSetController
-from nodeagent.sim.actors.scheduler import Scheduler
-from nodeagent.sim.actors.statefulset import StatefulSetController
-from nodeagent.sim.store import Store
+from nodeagent_testbed.sim.actors.base import Controller
+from nodeagent_testbed.sim.actors.daemonset import DaemonSetController
+from nodeagent_testbed.sim.actors.deployment import DeploymentController
+from nodeagent_testbed.sim.actors.disruption import DisruptionController
+from nodeagent_testbed.sim.actors.gc import GarbageCollector
+from nodeagent_testbed.sim.actors.kubelet import Kubelet
+from nodeagent_testbed.sim.actors.replicaset import ReplicaSetController
+from nodeagent_testbed.sim.actors.scheduler import Scheduler
+from nodeagent_testbed.sim.actors.statefulset import StatefulSetController
+from nodeagent_testbed.sim.store import Store
 
 __all__ = [
     "Controller",

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from nodeagent.sim.errors import ApiError
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nodeagent.model.selectors import tolerates
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     OwnerIndex,
@@ -31,9 +31,9 @@ from nodeagent.sim.actors.base import (
     terminating,
     uid_of,
 )
-from nodeagent.sim.actors.placement import matches_node_affinity, untolerated_taint
-from nodeagent.sim.actors.templates import pod_from_template, template_hash
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.actors.placement import matches_node_affinity, untolerated_taint
+from nodeagent_testbed.sim.actors.templates import pod_from_template, template_hash
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     OwnerIndex,
@@ -27,8 +27,8 @@ from nodeagent.sim.actors.base import (
     spec_replicas,
     uid_of,
 )
-from nodeagent.sim.actors.templates import template_hash
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.actors.templates import template_hash
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nodeagent.model.selectors import LabelSelector, SelectorError, label_selector_from_dict
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     condition,
@@ -26,7 +26,7 @@ from nodeagent.sim.actors.base import (
     spec_replicas,
     terminating,
 )
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.sim.actors.base import Controller, terminating
-from nodeagent.sim.resources import ResourceType
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.actors.base import Controller, terminating
+from nodeagent_testbed.sim.resources import ResourceType
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from watchfiles import awatch
 
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     key_of,
@@ -29,8 +29,8 @@ from nodeagent.sim.actors.base import (
     terminating,
     uid_of,
 )
-from nodeagent.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 log = logging.getLogger(__name__)
 

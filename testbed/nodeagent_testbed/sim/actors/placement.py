@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.model.selectors import node_selector_matches, tolerates
-from nodeagent.sim.actors.base import node_ready, terminating
-from nodeagent.sim.store import Obj
+from nodeagent_testbed.sim.actors.base import node_ready, terminating
+from nodeagent_testbed.sim.store import Obj
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

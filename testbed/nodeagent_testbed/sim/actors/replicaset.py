@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     OwnerIndex,
@@ -19,8 +19,8 @@ from nodeagent.sim.actors.base import (
     spec_replicas,
     uid_of,
 )
-from nodeagent.sim.actors.templates import pod_from_template
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.actors.templates import pod_from_template
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

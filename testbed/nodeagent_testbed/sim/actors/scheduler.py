@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     key_of,
@@ -15,8 +15,8 @@ from nodeagent.sim.actors.base import (
     set_condition,
     terminating,
 )
-from nodeagent.sim.actors.placement import unfit_reason
-from nodeagent.sim.store import Change, Obj, Store, now_iso
+from nodeagent_testbed.sim.actors.placement import unfit_reason
+from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
 log = logging.getLogger(__name__)
 

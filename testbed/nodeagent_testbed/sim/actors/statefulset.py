@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.sim.actors.base import (
+from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
     OwnerIndex,
@@ -28,8 +28,8 @@ from nodeagent.sim.actors.base import (
     terminating,
     uid_of,
 )
-from nodeagent.sim.actors.templates import pod_from_template, template_hash
-from nodeagent.sim.store import Change, Obj, Store
+from nodeagent_testbed.sim.actors.templates import pod_from_template, template_hash
+from nodeagent_testbed.sim.store import Change, Obj, Store
 
 log = logging.getLogger(__name__)
 

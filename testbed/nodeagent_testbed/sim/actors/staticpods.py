@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from nodeagent.sim.store import Obj, now_iso
+from nodeagent_testbed.sim.store import Obj, now_iso
 
 log = logging.getLogger(__name__)
 

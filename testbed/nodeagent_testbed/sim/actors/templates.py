@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from nodeagent.sim.actors.base import owner_reference
-from nodeagent.sim.store import Obj
+from nodeagent_testbed.sim.actors.base import owner_reference
+from nodeagent_testbed.sim.store import Obj
 
 _SAFE_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 

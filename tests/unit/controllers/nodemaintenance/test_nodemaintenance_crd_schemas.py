@@ -11,8 +11,8 @@ import yaml
 
 from nodeagent.cli import main
 from nodeagent.manifests import crd_documents, crd_stream
-from nodeagent.sim.resources import types_from_crd
-from nodeagent.sim.schema import admit_custom, validate_crd_schema
+from nodeagent_testbed.sim.resources import types_from_crd
+from nodeagent_testbed.sim.schema import admit_custom, validate_crd_schema
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -9,13 +9,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.sim.actors.base import int_or_percent, set_condition
-from nodeagent.sim.actors.daemonset import daemon_pod_spec, placement
-from nodeagent.sim.actors.disruption import DELETION_TIMEOUT, _live_disruptions
-from nodeagent.sim.actors.placement import unfit_reason
-from nodeagent.sim.actors.replicaset import deletion_order
-from nodeagent.sim.actors.templates import pod_from_template, template_hash
-from nodeagent.sim.store import Obj, now_iso
+from nodeagent_testbed.sim.actors.base import int_or_percent, set_condition
+from nodeagent_testbed.sim.actors.daemonset import daemon_pod_spec, placement
+from nodeagent_testbed.sim.actors.disruption import DELETION_TIMEOUT, _live_disruptions
+from nodeagent_testbed.sim.actors.placement import unfit_reason
+from nodeagent_testbed.sim.actors.replicaset import deletion_order
+from nodeagent_testbed.sim.actors.templates import pod_from_template, template_hash
+from nodeagent_testbed.sim.store import Obj, now_iso
 
 
 def node(

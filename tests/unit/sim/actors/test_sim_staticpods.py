@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.sim.actors.staticpods import (
+from nodeagent_testbed.sim.actors.staticpods import (
     HASH,
     MIRROR,
     SOURCE,

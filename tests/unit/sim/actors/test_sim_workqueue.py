@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nodeagent.sim.actors.base import WorkQueue
+from nodeagent_testbed.sim.actors.base import WorkQueue
 
 
 async def test_a_key_is_queued_once_until_taken() -> None:

@@ -1,0 +1,91 @@
+"""The testbed's `nodeagent` subcommands, `demo` and `sim`.
+
+The product's command line finds them through the entry-point group `nodeagent.commands` that
+this distribution registers (testbed/pyproject.toml); it never imports this package. Each entry
+point adds its parser and a `handler`; the handlers import the demo and the simulated cluster only
+when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+
+def add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="reboot node-1 of a simulated cluster and watch nodeagent drain it (under a minute)",
+    )
+    demo.add_argument(
+        "--speed", type=float, default=1.0, help="divide the pods' exit times by this factor"
+    )
+    demo.add_argument(
+        "--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"
+    )
+    demo.add_argument("--verbose", action="store_true", help="also show the agents' logs")
+    demo.set_defaults(handler=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from nodeagent_testbed import demo  # runs agents: their imports are not needed elsewhere
+
+    return demo.main(args.speed, json_output=args.json, verbose=args.verbose)
+
+
+def _node_dir(value: str) -> tuple[str, Path]:
+    node, sep, path = value.partition("=")
+    if not sep or not node or not path:
+        raise argparse.ArgumentTypeError(f"expected NODE=DIR, got {value!r}")
+    return node, Path(path)
+
+
+def add_sim(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sim = sub.add_parser("sim", help="the simulated cluster").add_subparsers(
+        dest="sim_command", required=True
+    )
+    s = sim.add_parser("serve", help="serve a simulated cluster until interrupted")
+    s.add_argument("--nodes", type=int, default=3, help="number of nodes node-1..node-N")
+    s.add_argument(
+        "--static-pod-dir",
+        type=_node_dir,
+        action="append",
+        default=[],
+        metavar="NODE=DIR",
+        help="a real directory whose manifests become mirror pods",
+    )
+    s.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument(
+        "--kubeconfig",
+        type=Path,
+        required=True,
+        help="where to write a kubeconfig for kubectl and the Python client",
+    )
+    s.set_defaults(handler=_sim_serve)
+
+
+def _sim_serve(args: argparse.Namespace) -> int:
+    # the simulated cluster is ~6 MiB of modules that the other commands must not carry
+    from nodeagent_testbed.sim.cluster import SimCluster, serve
+
+    if args.nodes < 1:
+        print("nodeagent: --nodes must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        cluster = SimCluster(
+            nodes=args.nodes,
+            static_pod_dirs=dict(args.static_pod_dir),
+            host=args.host,
+            port=args.port,
+            kubeconfig=args.kubeconfig,
+        )
+    except ValueError as e:
+        print(f"nodeagent: {e}", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(cluster))
+    return 0
