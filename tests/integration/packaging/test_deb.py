@@ -208,6 +208,12 @@ def test_shipped_config_documents_every_setting_with_its_default(
         defaults,
         kube=dataclasses.replace(defaults.kube, kubeconfig="/etc/nodeagent/kubeconfig"),
         leader=dataclasses.replace(defaults.leader, namespace="nodeagent-system"),
+        # a node's credentials are for its node only (README.Debian)
+        run_controllers=False,
+        # inside the one directory the unit lets the agent write (ReadWritePaths=)
+        static_pods=dataclasses.replace(
+            defaults.static_pods, stash_dir=Path("/etc/kubernetes/manifests/.nodeagent-stash")
+        ),
     )
     # turned on, every commented setting is valid and shows the default, except the examples
     full = tmp_path / "config.yaml"
@@ -224,7 +230,7 @@ def test_shipped_config_documents_every_setting_with_its_default(
         static_pods=dataclasses.replace(
             defaults.static_pods,
             manifest_dir=Path("/etc/kubernetes/manifests"),
-            stash_dir=Path("/etc/kubernetes/manifests.nodeagent-stash"),
+            stash_dir=Path("/etc/kubernetes/manifests/.nodeagent-stash"),
         ),
         eviction=dataclasses.replace(
             defaults.eviction,

@@ -1,7 +1,10 @@
 """The Kubernetes manifests in packaging/kubernetes: they apply with real kubectl (`apply -k`) to
-the simulated cluster, the DaemonSet is wired to the agent's configuration, and the RBAC grants
-exactly the API calls the code makes: every call nodeagent/ makes is allowed to the part that
-makes it (node-local, controllers, leader election), and every grant is used by its part."""
+the simulated cluster, the DaemonSet (node agents) and the Deployment (controllers) are wired to
+their configurations, and the RBAC grants each identity exactly the API calls of the parts it
+runs: every call nodeagent/ makes is allowed to the identity whose configuration runs that part
+(node-local; controllers and leader election), and every grant is used by one of its parts.
+What the admission policy enforces is tested on the real server
+(tests/integration/test_least_privilege.py)."""
 
 from __future__ import annotations
 
@@ -54,9 +57,22 @@ def daemonset() -> dict[str, Any]:
     return one("DaemonSet", "nodeagent")
 
 
-def configmap_config() -> agent_config.Config:
-    text = one("ConfigMap", "nodeagent-config")["data"]["config.yaml"]
-    return agent_config.from_mapping(yaml.safe_load(text), "configmap config.yaml")
+def deployment() -> dict[str, Any]:
+    return one("Deployment", "nodeagent-controllers")
+
+
+def configmap_config(name: str = "nodeagent-config") -> agent_config.Config:
+    text = one("ConfigMap", name)["data"]["config.yaml"]
+    return agent_config.from_mapping(yaml.safe_load(text), f"{name} config.yaml")
+
+
+def config_of(workload: dict[str, Any]) -> agent_config.Config:
+    """The configuration a workload's pods read: the ConfigMap mounted at /etc/nodeagent."""
+    spec = workload["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/etc/nodeagent"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    return configmap_config(volume["configMap"]["name"])
 
 
 # --- the files ---------------------------------------------------------------------------
@@ -81,7 +97,14 @@ def test_kustomization_lists_every_manifest() -> None:
 
 
 def test_everything_namespaced_is_in_our_namespace() -> None:
-    cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     for doc in manifests():
         if doc["kind"] in cluster_scoped:
             assert "namespace" not in doc["metadata"], doc["metadata"]
@@ -94,9 +117,11 @@ def test_everything_namespaced_is_in_our_namespace() -> None:
 
 
 def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
-    cfg = configmap_config()
+    cfg = config_of(daemonset())
     assert cfg.node_name is None  # from NODE_NAME
     assert cfg.kube.kubeconfig is None  # in-cluster
+    # the node's part only: the controllers are the Deployment's
+    assert cfg.run_node_agent and not cfg.run_controllers
     assert cfg.shutdown.dbus_address == "unix:path=/run/dbus/system_bus_socket"
     mounts = {m["mountPath"]: m for m in daemonset_container()["volumeMounts"]}
     volumes = {v["name"]: v for v in daemonset()["spec"]["template"]["spec"]["volumes"]}
@@ -114,13 +139,18 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
     socket = Path(cfg.shutdown.dbus_address.removeprefix("unix:path="))
     assert host_path(socket) == "/run/dbus/system_bus_socket"
     assert host_path(cfg.shutdown.logind_dropin) == "/etc/systemd/logind.conf.d/zz-nodeagent.conf"
-    # the manifest directory and the stash beside it are one mount: rename(2) works between them
-    assert cfg.static_pods.manifest_dir is not None
-    manifest_dir = cfg.static_pods.manifest_dir
-    stash = manifest_dir.with_name(manifest_dir.name + ".nodeagent-stash")
+    # the manifest directory and the stash are one mount: rename(2) works between them
+    assert cfg.static_pods.manifest_dir is not None and cfg.static_pods.stash_dir is not None
+    manifest_dir, stash = cfg.static_pods.manifest_dir, cfg.static_pods.stash_dir
     assert host_path(manifest_dir) == "/etc/kubernetes/manifests"
-    owning = [p for p in mounts if Path(p) in manifest_dir.parents]
-    assert owning and all(Path(p) in stash.parents for p in owning)
+    assert host_path(stash).startswith("/etc/kubernetes/manifests/")
+    (owning,) = [p for p in mounts if Path(p) == manifest_dir or Path(p) in manifest_dir.parents]
+    assert Path(owning) in stash.parents
+    # the kubelet (and the agent's scan) skip dot entries of the manifest directory
+    assert stash.parent == manifest_dir and stash.name.startswith(".")
+    # from the host, only these: not /etc/kubernetes whole (kubeadm's pki/ and admin.conf)
+    host_paths = sorted(v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v)
+    assert host_paths == ["/etc/kubernetes/manifests", "/etc/systemd/logind.conf.d", "/run/dbus"]
     # probes reach the metrics port the agent listens on, on the pod's IP
     host, _, port = cfg.observability.listen.rpartition(":")
     assert host in ("0.0.0.0", "")
@@ -142,6 +172,7 @@ def test_daemonset_runs_the_agent_as_designed() -> None:
     assert pod["metadata"]["annotations"][DRAIN_ANNOTATION] == DRAIN_SKIP
     assert spec["priorityClassName"] == "system-node-critical"
     assert spec["serviceAccountName"] == one("ServiceAccount", "nodeagent")["metadata"]["name"]
+    assert spec["serviceAccountName"] == NODE_ACCOUNT
     assert {"operator": "Exists"} in spec["tolerations"]  # every taint
     assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC")
     env = {e["name"]: e for e in c["env"]}
@@ -165,10 +196,50 @@ def test_daemonset_runs_the_agent_as_designed() -> None:
     )
 
 
-def test_package_and_daemonset_agents_share_one_lease() -> None:
-    """Agents from the Debian package and from the DaemonSet elect one leader between them."""
+def test_controllers_deployment_runs_the_controllers_only() -> None:
+    d = deployment()
+    spec = d["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    assert d["spec"]["replicas"] == 2
+    assert spec["serviceAccountName"] == CONTROLLERS_ACCOUNT
+    cfg = config_of(d)
+    assert cfg.run_controllers and not cfg.run_node_agent
+    # nothing from any host, not root
+    assert not [v for v in spec["volumes"] if "hostPath" in v]
+    assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC")
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    sc = c["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert c["image"] == daemonset_container()["image"]
+    # the leader election identity is the pod's name
+    env = {e["name"]: e for e in c["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    # drained like any workload, one replica always kept
+    assert DRAIN_ANNOTATION not in (d["spec"]["template"]["metadata"].get("annotations") or {})
+    pdb = one("PodDisruptionBudget", "nodeagent-controllers")
+    labels = d["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert d["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    # the DaemonSet does not select the Deployment's pods, nor the other way round
+    ds_selector = daemonset()["spec"]["selector"]["matchLabels"]
+    assert not ds_selector.items() <= labels.items()
+    assert not d["spec"]["selector"]["matchLabels"].items() <= (
+        daemonset()["spec"]["template"]["metadata"]["labels"].items()
+    )
+    host, _, port = cfg.observability.listen.rpartition(":")
+    assert host == "0.0.0.0" and {p["name"]: p["containerPort"] for p in c["ports"]} == {
+        "metrics": int(port)
+    }
+
+
+def test_package_and_controllers_agents_share_one_lease() -> None:
+    """Agents from the Debian package (given the controllers' credentials and
+    runControllers) and the controllers Deployment elect one leader between them."""
     deb = agent_config.load(ROOT / "packaging" / "debian" / "config.yaml", env={})
-    pod = configmap_config()
+    pod = config_of(deployment())
     assert (deb.leader.namespace, deb.leader.lease_name) == (
         pod.leader.namespace,
         pod.leader.lease_name,
@@ -199,6 +270,37 @@ ROLE_OF_PART = {
     "controllers": ("ClusterRole", "nodeagent-controllers"),
     "leader": ("Role", "nodeagent-leader-election"),
 }
+
+
+def parts_run_by(cfg: agent_config.Config) -> set[str]:
+    """The parts of the agent (DESIGN section 3) an agent with this configuration runs."""
+    parts = {"node"} if cfg.run_node_agent else set()
+    return parts | ({"controllers", "leader"} if cfg.run_controllers else set())
+
+
+def identities() -> dict[str, set[str]]:
+    """ServiceAccount -> the parts that the workload running as it runs (from its ConfigMap)."""
+    out: dict[str, set[str]] = {}
+    for workload in (daemonset(), deployment()):
+        account = workload["spec"]["template"]["spec"]["serviceAccountName"]
+        assert account not in out, f"{account} runs two workloads"
+        out[account] = parts_run_by(config_of(workload))
+    return out
+
+
+def roles_bound_to(account: str) -> set[tuple[str, str]]:
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    return {
+        (d["roleRef"]["kind"], d["roleRef"]["name"])
+        for d in manifests()
+        if d["kind"].endswith("RoleBinding") and subject in d["subjects"]
+    }
+
+
+def rules_of(account: str) -> list[dict[str, Any]]:
+    return [
+        rule for kind, name in sorted(roles_bound_to(account)) for rule in rbac_rules(kind, name)
+    ]
 
 
 def parts_of(module: Path) -> tuple[str, ...] | None:
@@ -323,7 +425,11 @@ def allows(rules: Iterable[dict[str, Any]], group: str, resource: str, verb: str
     )
 
 
-def test_rbac_has_no_wildcards_and_bindings_point_at_our_account() -> None:
+NODE_ACCOUNT = "nodeagent"
+CONTROLLERS_ACCOUNT = "nodeagent-controllers"
+
+
+def test_rbac_has_no_wildcards_and_each_account_has_its_parts_roles_only() -> None:
     for doc in manifests():
         if doc["kind"] in ("ClusterRole", "Role"):
             for rule in doc["rules"]:
@@ -331,15 +437,14 @@ def test_rbac_has_no_wildcards_and_bindings_point_at_our_account() -> None:
                     assert "*" not in rule[key], (doc["metadata"]["name"], rule)
         if doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
             assert one(doc["roleRef"]["kind"], doc["roleRef"]["name"])
-            assert doc["subjects"] == [
-                {"kind": "ServiceAccount", "name": "nodeagent", "namespace": NAMESPACE}
-            ]
-    bound = {
-        (d["roleRef"]["kind"], d["roleRef"]["name"])
-        for d in manifests()
-        if d["kind"].endswith("RoleBinding")
-    }
-    assert bound == set(ROLE_OF_PART.values())
+            (subject,) = doc["subjects"]
+            assert subject["kind"] == "ServiceAccount" and subject["namespace"] == NAMESPACE
+            assert one("ServiceAccount", subject["name"])
+    assert identities() == {NODE_ACCOUNT: {"node"}, CONTROLLERS_ACCOUNT: {"controllers", "leader"}}
+    for account, parts in identities().items():
+        assert roles_bound_to(account) == {ROLE_OF_PART[p] for p in parts}, account
+    # the node agents' credentials reach no cluster-wide power
+    assert not roles_bound_to(NODE_ACCOUNT) & {ROLE_OF_PART["controllers"], ROLE_OF_PART["leader"]}
     # the leader-election Role is where the Lease lives, nowhere else
     assert one("Role", "nodeagent-leader-election")["metadata"]["namespace"] == NAMESPACE
 
@@ -365,9 +470,23 @@ def test_every_api_call_is_allowed_to_its_part() -> None:
     assert not missing, "\n".join(sorted(set(missing)))
 
 
+def test_every_api_call_is_allowed_to_the_account_running_its_part() -> None:
+    """The DaemonSet's and the Deployment's accounts each can make the calls of the parts
+    their configurations run."""
+    missing = [
+        f"{u.where}: {account} may not {u.verb} {u.resource}{'.' + u.group if u.group else ''}"
+        for account, parts in identities().items()
+        for u in api_uses()
+        if u.part in parts and not allows(rules_of(account), u.group, u.resource, u.verb)
+    ]
+    assert not missing, "\n".join(sorted(set(missing)))
+
+
 def test_every_grant_is_used_by_its_part() -> None:
     """Least privilege: nothing is granted that the part's code does not call. `get` goes with
-    `list`/`watch` (it reveals nothing a list does not)."""
+    `list`/`watch` (it reveals nothing a list does not). Each role serves one part, and each
+    account has the roles of its parts only (above), so no account holds a grant that none of
+    its parts uses."""
     uses = api_uses()
     unused = []
     for part, (kind, name) in ROLE_OF_PART.items():
@@ -383,6 +502,68 @@ def test_every_grant_is_used_by_its_part() -> None:
                             continue
                         unused.append(f"{name}: {verb} on {resource} ({group or 'core'})")
     assert not unused, "granted but never called:\n" + "\n".join(unused)
+
+
+def test_node_role_writes_no_nodes_and_no_pods() -> None:
+    """What the admission policy cannot see, RBAC refuses: a node's agent changes no Node
+    and no Pod (cordons, taints, evictions and pod patches are the controllers')."""
+    rules = rbac_rules(*ROLE_OF_PART["node"])
+    for resource in ("nodes", "nodes/status", "pods", "pods/eviction", "pods/status"):
+        for verb in ("create", "update", "patch", "delete"):
+            assert not allows(rules, "", resource, verb), (resource, verb)
+    assert not allows(rules, "nodeagent.io", "evictionrequests", "create")
+    assert not allows(rules, "nodeagent.io", "nodemaintenances/status", "patch")
+
+
+CERTS = K8S / "client-certificates"
+CERT_GROUP = "system:nodeagents"
+CERT_USER_PREFIX = "system:nodeagent:"
+
+
+def test_client_certificate_agents_get_the_node_role_only() -> None:
+    kustomization = yaml.safe_load((CERTS / "kustomization.yaml").read_text())
+    assert kustomization["resources"] == ["rbac.yaml"]
+    (binding,) = documents(CERTS / "rbac.yaml")
+    assert binding["kind"] == "ClusterRoleBinding"
+    assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) == ROLE_OF_PART["node"]
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": CERT_GROUP}
+    ]
+
+
+def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
+    from nodeagent.model.interceptors import KUBELET_INTERCEPTOR, NODE_LABEL
+    from nodeagent.model.shutdown import LABEL_NODE
+
+    policy = one("ValidatingAdmissionPolicy", "nodeagent-node-restriction")
+    binding = one("ValidatingAdmissionPolicyBinding", "nodeagent-node-restriction")
+    assert binding["spec"] == {
+        "policyName": "nodeagent-node-restriction",
+        "validationActions": ["Deny"],
+    }
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    (condition,) = policy["spec"]["matchConditions"]
+    text = condition["expression"]
+    assert f"'system:serviceaccount:{NAMESPACE}:{NODE_ACCOUNT}'" in text
+    assert f"'{CERT_USER_PREFIX}'" in text and f"'{CERT_GROUP}'" in text
+    assert CONTROLLERS_ACCOUNT not in yaml.safe_dump(policy)
+    # the user-name prefix is cut off by its length
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert f"substring({len(CERT_USER_PREFIX)})" in variables["nodeName"]
+    assert "'authentication.kubernetes.io/node-name'" in variables["nodeName"]
+    # the names it checks are the code's
+    assert LABEL_NODE == NODE_LABEL
+    rules = yaml.safe_dump(policy["spec"]["validations"]) + yaml.safe_dump(variables)
+    assert f"'{LABEL_NODE}'" in rules and f"'{KUBELET_INTERCEPTOR}'" in rules
+    resources = {
+        r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]
+    }
+    node_writes = {
+        u.resource
+        for u in api_uses()
+        if u.part == "node" and u.verb not in ("get", "list", "watch")
+    }
+    assert node_writes - {"events"} <= resources  # Events are the node agent's own to write
 
 
 # --- applied with real kubectl -------------------------------------------------------------
@@ -408,9 +589,30 @@ RBAC_TYPES = (
 )
 
 
+# nor admission policies (nor evaluates them)
+ADMISSION_TYPES = (
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicy",
+        "ValidatingAdmissionPolicy",
+        False,
+    ),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding",
+        "ValidatingAdmissionPolicyBinding",
+        False,
+    ),
+)
+
+
 @pytest.fixture
 def with_rbac(sim: SimCluster) -> SimCluster:
-    for rt in RBAC_TYPES:
+    for rt in RBAC_TYPES + ADMISSION_TYPES:
         sim.store.register(rt)
     return sim
 
@@ -447,6 +649,14 @@ async def test_kubectl_apply_k_installs_everything(with_rbac: SimCluster, kubect
         cls = classify(pod)
         assert cls.skip and cls.pod_type is PodType.DAEMONSET, pod["metadata"]
 
-    # applying again changes nothing
+    # applying again changes nothing. kubectl always sends a PodDisruptionBudget's selector
+    # (its patch strategy is "replace") and so says "configured": the budget is unchanged
+    pdb_rt = store.resource("policy", "v1", "poddisruptionbudgets")
+    pdb = store.find(pdb_rt, NAMESPACE, "nodeagent-controllers")
+    assert pdb is not None
     again = await kubectl.ok("apply", "-k", str(K8S))
-    assert again.count(" unchanged") == len(expected), again
+    assert again.count(" unchanged") == len(expected) - 1, again
+    assert "poddisruptionbudget.policy/nodeagent-controllers configured" in again
+    after = store.find(pdb_rt, NAMESPACE, "nodeagent-controllers")
+    assert after is not None and after["spec"] == pdb["spec"]
+    assert after["metadata"]["generation"] == pdb["metadata"]["generation"]
