@@ -77,7 +77,9 @@ def _add_commands_of_other_distributions(
         if name not in found:
             # every argument, --help included, is taken as a plain word: the error is the answer
             stub = sub.add_parser(
-                name, help=f"{help_text} (needs nodeagent-testbed)", add_help=False,
+                name,
+                help=f"{help_text} (needs nodeagent-testbed)",
+                add_help=False,
                 prefix_chars="\0",
             )
             stub.add_argument("words", nargs="*", help=argparse.SUPPRESS)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -127,6 +128,28 @@ def test_contents(deb: Path) -> None:
     # the virtualenv is built by the postinst, never shipped; no bytecode, no build leftovers
     assert not [p for p in entries if p.startswith("/opt")]
     assert not [p for p in entries if "__pycache__" in p or p.endswith(".pyc")]
+
+
+# what the node agent's package must never carry: its test bed (testbed/, nodeagent-testbed)
+TESTBED = re.compile(
+    r"nodeagent[_-]testbed|(^|/)nodeagent/(sim|demo)/|fake_?logind|logind/fake\.py"
+)
+
+
+def test_carries_the_node_agent_only(deb: Path, unpacked: Path) -> None:
+    """No simulated cluster, demo or simulated logind: not as files, not in a wheel."""
+    listing = subprocess.run(
+        ["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
+    assert not [line for line in listing.splitlines() if TESTBED.search(line)]
+    names = [_norm(w.name.split("-")[0]) for w in wheels(unpacked)]
+    assert "nodeagent-testbed" not in names and "nodeagent" in names
+    (ours,) = [w for w in wheels(unpacked) if _norm(w.name.split("-")[0]) == "nodeagent"]
+    with zipfile.ZipFile(ours) as z:
+        files = z.namelist()
+    assert "nodeagent/cli.py" in files and "nodeagent/app.py" in files
+    assert not [f for f in files if TESTBED.search(f)]
+    assert {f.split("/")[0] for f in files} == {"nodeagent", f"nodeagent-{VERSION}.dist-info"}
 
 
 def test_files_are_the_projects(unpacked: Path) -> None:

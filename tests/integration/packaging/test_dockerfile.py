@@ -190,6 +190,9 @@ def test_build_context_has_what_the_build_copies(
         ".venv",
         ".git",
         "tests/conftest.py",
+        # the image carries the node agent only: no simulated cluster or logind, no demo
+        "testbed/pyproject.toml",
+        "testbed/nodeagent_testbed/sim/server.py",
         "dist/x.deb",
         "nodeagent/__pycache__/cli.cpython-311.pyc",
     ):

@@ -1,0 +1,88 @@
+"""The product's command line and the testbed's subcommands: `nodeagent demo` and `nodeagent sim`
+come from the entry-point group the nodeagent-testbed distribution registers; where it is not
+installed (the .deb, the image) they fail in one line that says what is missing."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+
+import pytest
+
+from nodeagent import cli
+
+NEEDS = "needs the nodeagent-testbed distribution: scripts/setup installs it"
+
+
+def test_the_testbed_registers_demo_and_sim() -> None:
+    found = {ep.name: ep.value for ep in importlib.metadata.entry_points(group=cli.COMMANDS)}
+    assert found == {
+        "demo": "nodeagent_testbed.cli:add_demo",
+        "sim": "nodeagent_testbed.cli:add_sim",
+    }
+    assert set(found) == set(cli.TESTBED_COMMANDS)
+    dist = importlib.metadata.distribution("nodeagent-testbed")
+    assert {ep.name for ep in dist.entry_points if ep.group == cli.COMMANDS} == set(found)
+
+
+def test_building_the_parser_imports_no_simulator() -> None:
+    """`nodeagent run` and `--help` load the testbed's parsers only, not its ~6 MiB of sim."""
+    code = (
+        "import sys; from nodeagent import cli; cli.build_parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith('nodeagent_testbed')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "['nodeagent_testbed', 'nodeagent_testbed.cli']"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo"],
+        ["demo", "--help"],
+        ["demo", "--speed", "3"],
+        ["sim", "serve", "--nodes", "1", "--kubeconfig", "k"],
+        ["sim", "-h"],
+    ],
+)
+def test_without_the_testbed_its_commands_say_so_in_one_line(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = importlib.metadata.entry_points
+
+    def without_testbed(*, group: str) -> importlib.metadata.EntryPoints:
+        return importlib.metadata.EntryPoints(()) if group == cli.COMMANDS else real(group=group)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", without_testbed)
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"nodeagent {argv[0]} {NEEDS}\n"
+
+
+def test_without_the_testbed_help_lists_its_commands_as_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda **_: importlib.metadata.EntryPoints(())
+    )
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "demo reboot node-1 of a simulated cluster" in out
+    assert "(needs nodeagent-testbed)" in out
+    for command in ("run", "manifests", "restore-static-pods"):
+        assert command in out
+
+
+def test_with_the_testbed_demo_has_its_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["demo", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--speed", "--json", "--verbose"):
+        assert option in out
