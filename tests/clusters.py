@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,15 @@ BUILTIN_CLASSES = {2000000000: "system-cluster-critical", 2000001000: "system-no
 BACKENDS = ("sim", "real")
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "nodeagent-system"
-PACKAGING_RBAC = [REPO / "packaging" / "kubernetes" / f for f in ("namespace.yaml", "rbac.yaml")]
+PACKAGING_RBAC = [
+    REPO / "packaging" / "kubernetes" / f
+    for f in ("namespace.yaml", "rbac.yaml", "admission-policy.yaml")
+]
+# the ServiceAccounts of packaging/kubernetes: the node agents' (DaemonSet) and the controllers'
+NODE_ACCOUNT = "nodeagent"
+CONTROLLERS_ACCOUNT = "nodeagent-controllers"
+POLICY = "nodeagent-node-restriction"
+
 
 
 class ClusterView:
@@ -197,9 +206,16 @@ class SimBackend(TestCluster):
         self.kubeconfig = sim.kubeconfig
         self.node_names = list(sim.node_names)
 
-    async def service_account(self, name: str = "nodeagent", namespace: str = NAMESPACE) -> Path:
-        """A kubeconfig for the agent's ServiceAccount of packaging/kubernetes. The simulated
-        server has no authentication nor RBAC: there it is the admin's (in a cluster with
+    async def service_account(
+        self,
+        name: str = NODE_ACCOUNT,
+        namespace: str = NAMESPACE,
+        *,
+        node: str | None = None,
+        also_roles: Iterable[str] = (),
+    ) -> Path:
+        """A kubeconfig for a ServiceAccount of packaging/kubernetes. The simulated server has no
+        authentication, RBAC nor admission policies: there it is the admin's (in a cluster with
         packaging's namespace, where the agent keeps its Lease)."""
         with contextlib.suppress(AlreadyExists):
             await self.client().create(NAMESPACES, {"metadata": {"name": namespace}})
@@ -215,17 +231,40 @@ class RealBackend(TestCluster):
         self.node_names = node_names
         self.pki_dir = pki_dir
 
-    async def service_account(self, name: str = "nodeagent", namespace: str = NAMESPACE) -> Path:
-        """The namespace and RBAC of packaging/kubernetes applied, and a kubeconfig with a bound
-        token (TokenRequest) of the ServiceAccount: every call it makes meets RBAC."""
+    async def service_account(
+        self,
+        name: str = NODE_ACCOUNT,
+        namespace: str = NAMESPACE,
+        *,
+        node: str | None = None,
+        also_roles: Iterable[str] = (),
+    ) -> Path:
+        """The namespace, RBAC and admission policy of packaging/kubernetes applied, and a
+        kubeconfig with a bound token (TokenRequest) of the ServiceAccount: every call it makes
+        meets RBAC and the policy.
+
+        `node`: the token is bound to a pod of the account on that node, as the DaemonSet pod's
+        token is, so the API server puts the node's name in the user's extra and the policy
+        keeps the account to that node; the call returns once the policy is in force (call it
+        after installing the CRDs). Without, a token bound to nothing: a node agent's names no
+        node and may write nothing the policy looks at. `also_roles`: ClusterRoles bound to the
+        account besides packaging's (an agent that runs more parts than one workload does)."""
         await asyncio.to_thread(apply_files, self.kubeconfig, PACKAGING_RBAC)
-        token = await asyncio.to_thread(request_token, self.kubeconfig, name, namespace)
+        for role in also_roles:
+            await asyncio.to_thread(bind_cluster_role, self.kubeconfig, role, name, namespace)
+        pod = None
+        if node is not None:
+            pod = await asyncio.to_thread(anchor_pod, self.kubeconfig, name, namespace, node)
+        token = await asyncio.to_thread(request_token, self.kubeconfig, name, namespace, pod)
         doc = yaml.safe_load(self.kubeconfig.read_text())
         doc["users"] = [{"name": name, "user": {"token": token}}]
         doc["contexts"][0]["context"]["user"] = name
-        path = self.kubeconfig.with_name(f"{namespace}-{name}.kubeconfig")
+        suffix = f"-{node}" if node else ""
+        path = self.kubeconfig.with_name(f"{namespace}-{name}{suffix}.kubeconfig")
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
+        if node is not None:
+            await asyncio.to_thread(wait_policy_in_force, path, node)
         return path
 
 
@@ -243,11 +282,101 @@ def apply_files(kubeconfig: Path, files: Iterable[Path]) -> None:
                         raise
 
 
-def request_token(kubeconfig: Path, name: str, namespace: str) -> str:
+def request_token(
+    kubeconfig: Path, name: str, namespace: str, pod: Obj | None = None
+) -> str:
+    """A token of the ServiceAccount, bound to `pod` if given (it dies with the pod)."""
     with config.new_client_from_config(config_file=str(kubeconfig)) as api:
-        body = {"spec": {"expirationSeconds": 3600}}
-        got = client.CoreV1Api(api).create_namespaced_service_account_token(name, namespace, body)
+        spec: Obj = {"expirationSeconds": 3600}
+        if pod is not None:
+            m = pod["metadata"]
+            spec["boundObjectRef"] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": m["name"],
+                "uid": m["uid"],
+            }
+        got = client.CoreV1Api(api).create_namespaced_service_account_token(
+            name, namespace, {"spec": spec}
+        )
         return str(got.status.token)
+
+
+def anchor_pod(kubeconfig: Path, account: str, namespace: str, node: str) -> Obj:
+    """A pod of `account` on `node`, standing in for the DaemonSet's agent pod there: a token
+    bound to it carries the node's name. Never drained (as the agent's pod)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{account}-{node}",
+            "namespace": namespace,
+            "annotations": {"nodeagent.io/drain": "skip"},
+        },
+        "spec": {
+            "nodeName": node,
+            "serviceAccountName": account,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "agent", "image": "nodeagent"}],
+        },
+    }
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        core = client.CoreV1Api(api)
+        try:
+            pod = core.create_namespaced_pod(namespace, body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+            pod = core.read_namespaced_pod(f"{account}-{node}", namespace)
+        return dict(api.sanitize_for_serialization(pod))
+
+
+def bind_cluster_role(kubeconfig: Path, role: str, account: str, namespace: str) -> None:
+    body = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"test-{account}-{role}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }
+    with (
+        config.new_client_from_config(config_file=str(kubeconfig)) as api,
+        contextlib.suppress(utils.FailToCreateError),
+    ):
+        utils.create_from_dict(api, body)
+
+
+def wait_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> None:
+    """Until the API server refuses (dry run) a NodeMaintenance for another node to the node
+    agent of `node`: kube-apiserver takes in a new admission policy from its own informer, some
+    time after it was created."""
+    other = f"not-{node}"
+    body = {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": "test-policy-probe", "labels": {"nodeagent.io/node": other}},
+        "spec": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [other]}]}]}},
+    }  # fmt: skip
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        objects = client.CustomObjectsApi(api)
+        while True:
+            try:
+                objects.create_cluster_custom_object(
+                    "nodeagent.io", "v1alpha1", "nodemaintenances", body, dry_run="All"
+                )
+            except client.ApiException as e:
+                if e.status == 403 and POLICY in str(e.body):
+                    return
+                if e.status == 404:
+                    raise RuntimeError("install the CRDs before asking for a node's account") from e
+                raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the admission policy {POLICY} is not in force")
+            time.sleep(delay)  # the server's informer, not ours: nothing to wait on
+            delay = min(delay * 2, 0.5)
 
 
 class MirrorPods:

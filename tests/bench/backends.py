@@ -41,8 +41,8 @@ from nodeagent.kube.resources import (
 from nodeagent.manifests import crd_documents
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.bench.common import PYTHON_CLIENT
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, RealBackend
 from tests.clusters import NAMESPACE as AGENT_NAMESPACE
-from tests.clusters import ClusterView, RealBackend
 from tests.controlplane.build import Binaries
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.nodes import node_body
@@ -358,7 +358,7 @@ class RealBench(Backend):
         """The agent's ServiceAccount of packaging/kubernetes with a bound token: RBAC applies."""
         if self._agent_kubeconfig is None:
             rb = RealBackend(self.kubeconfig, self.node_names, self.plane.dir / "pki")
-            self._agent_kubeconfig = await rb.service_account()
+            self._agent_kubeconfig = await rb.service_account(CONTROLLERS_ACCOUNT)
         return self._agent_kubeconfig
 
     def mark(self) -> Mark:

@@ -16,7 +16,7 @@ import yaml
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import DAEMONSETS, DEPLOYMENTS, NODEMAINTENANCES, NODES, PDBS, PODS
-from tests.clusters import ClusterView, TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.e2e.container import Container, agent_kubeconfig, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +103,9 @@ async def node(
     backend: TestCluster, container: Container, deb: Path, agent_settings: dict[str, Any]
 ) -> AsyncIterator[Node]:
     await backend.install_crds()
-    agent_config = await backend.service_account()
+    # one agent runs node-1's part and the controllers: the controllers' account with the
+    # node role besides (the admission policy keeps only the node agents' account to a node)
+    agent_config = await backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
     await asyncio.to_thread(install_package, container, deb, agent_config, agent_settings)
     kube = backend.client()
     view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])

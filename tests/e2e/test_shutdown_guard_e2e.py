@@ -64,7 +64,7 @@ def install_agent_from_wheels(c: Container, wheels: Path, kubeconfig: Path) -> N
 @pytest.fixture
 async def container(tmp_path: Path, wheels: Path, backend: TestCluster) -> AsyncIterator[Container]:
     await backend.install_crds()
-    kubeconfig = await backend.service_account()
+    kubeconfig = await backend.service_account(node="node-1")
     c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-e2e")
     await asyncio.to_thread(install_agent_from_wheels, c, wheels, kubeconfig)
     try:

@@ -91,7 +91,8 @@ async def shutdown_cluster(backend: TestCluster) -> AsyncIterator[ShutdownCluste
     await warm_up(kube)
     view = ClusterView(kube, [NODEMAINTENANCES])
     await view.start()
-    account = await backend.service_account()
+    # node-1's agent credentials: a token bound to a pod on node-1 (the policy holds it there)
+    account = await backend.service_account(node="node-1")
     requests = RequestCounter()
     agent = backend.client(account, max_workers=4, on_request=requests)
     try:

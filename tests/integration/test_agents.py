@@ -1,9 +1,11 @@
-"""Whole agents (nodeagent.app) against either cluster backend: leader election hands the
-cluster controllers over, and a drain in progress still completes.
+"""Whole agents (nodeagent.app) against either cluster backend: the controllers Deployment's
+agents (`runNodeAgent: false`, no node) elect a leader, leader election hands the cluster
+controllers over, and a drain in progress still completes.
 
-The agents authenticate as their ServiceAccount (packaging/kubernetes RBAC enforced on the real
-server) and elect on the Lease of their default configuration, which that RBAC grants. The test
-acts as admin and reads through a ClusterView."""
+The agents authenticate as the controllers' ServiceAccount (packaging/kubernetes RBAC enforced
+on the real server: the controllers role and the leader Role, nothing of the node agents') and
+elect on the Lease of their default configuration, which that RBAC grants. The test acts as
+admin and reads through a ClusterView."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from nodeagent.kube.resources import (
     PODS,
     Resource,
 )
-from tests.clusters import NAMESPACE, ClusterView, TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, NAMESPACE, ClusterView, TestCluster
 
 Obj = dict[str, Any]
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -117,7 +119,7 @@ async def cluster(backend: TestCluster) -> AsyncIterator[Cluster]:
     kube = backend.client(max_workers=4)
     with contextlib.suppress(AlreadyExists):  # the real backend has it from the RBAC files
         await kube.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
-    account = await backend.service_account()
+    account = await backend.service_account(CONTROLLERS_ACCOUNT)
     for doc in yaml.safe_load_all(WORKLOAD):
         await kube.create(DEPLOYMENTS if doc["kind"] == "Deployment" else PDBS, doc)
     view = ClusterView(kube, [PODS, NODES, LEASES, NODEMAINTENANCES])
@@ -130,20 +132,22 @@ async def cluster(backend: TestCluster) -> AsyncIterator[Cluster]:
         await view.stop()
 
 
-def agent_config(kubeconfig: Path, node: str) -> dict[str, object]:
+def agent_config(kubeconfig: Path) -> dict[str, object]:
+    """The controllers Deployment's configuration (packaging/kubernetes/configmap.yaml), with
+    short timings."""
     return {
-        "nodeName": node,
+        "runNodeAgent": False,
+        "runControllers": True,
         "kube": {"kubeconfig": str(kubeconfig)},
-        "shutdown": {"enabled": False, "completeAfterReboot": False},
-        "staticPods": {"enabled": False},
         "leader": {"leaseDuration": 2.0, "renewDeadline": 1.5, "retryPeriod": 0.25},
         "eviction": {"backoffBase": 0.2, "backoffCap": 1.0},
         "observability": {"listen": "127.0.0.1:0"},
     }
 
 
-def start(cluster: Cluster, node: str) -> Running:
-    agent = Agent(from_mapping(agent_config(cluster.account, node)), env={})
+def start(cluster: Cluster, pod: str) -> Running:
+    """One replica of the Deployment: its leader identity is its pod's name (POD_NAME)."""
+    agent = Agent(from_mapping(agent_config(cluster.account)), env={"POD_NAME": pod})
     return Running(agent, asyncio.create_task(agent.run()))
 
 
@@ -154,10 +158,13 @@ async def stop(r: Running) -> None:
 
 
 async def test_one_leader_hands_over_and_the_drain_completes(cluster: Cluster) -> None:
-    a, b = start(cluster, "node-1"), start(cluster, "node-2")
+    a, b = start(cluster, "controllers-a"), start(cluster, "controllers-b")
     try:
         await cluster.view.until(lambda: cluster.lease_holder() != "", timeout=10)
-        leader, follower = (a, b) if cluster.lease_holder().startswith("node-1") else (b, a)
+        leader, follower = (a, b) if cluster.lease_holder().startswith("controllers-a") else (b, a)
+        follower_pod = "controllers-b" if leader is a else "controllers-a"
+        # no node: nothing of a node's part runs
+        assert a.agent.node_name is None and a.agent.guard is None
         assert leader.agent.elector is not None and follower.agent.elector is not None
         await cluster.view.until(
             lambda: bool(leader.agent.elector and leader.agent.elector.is_leader)
@@ -173,7 +180,7 @@ async def test_one_leader_hands_over_and_the_drain_completes(cluster: Cluster) -
         t0 = loop.time()
         await stop(leader)
         await cluster.view.until(
-            lambda: cluster.lease_holder().startswith(follower.agent.node_name or "?"),
+            lambda: cluster.lease_holder().startswith(follower_pod + "-"),
             timeout=10,
         )
         assert loop.time() - t0 < 2.0 + 0.5  # within the Lease duration

@@ -39,7 +39,7 @@ from nodeagent.kube.resources import (
 )
 from nodeagent.model.interceptors import CANCELED, EVICTED, IMPERATIVE_INTERCEPTOR
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
-from tests.clusters import ClusterView, TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 
 __all__ = ["REQUESTER", "Env", "env", "fast_settings"]
 
@@ -264,7 +264,8 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     await view.start()
     calls = Calls()
     # the controllers as the agent's ServiceAccount: RBAC holds them on the real server
-    agent = backend.client(await backend.service_account(), max_workers=8, on_request=calls)
+    account = await backend.service_account(CONTROLLERS_ACCOUNT)
+    agent = backend.client(account, max_workers=8, on_request=calls)
     e = Env(backend, kube, agent, calls, view)
     try:
         yield e

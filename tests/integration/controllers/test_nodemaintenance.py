@@ -40,7 +40,13 @@ from nodeagent.kube.resources import (
     PODS,
 )
 from nodeagent_testbed.sim.store import Obj
-from tests.clusters import ClusterView, TestCluster, create_pod, priority_class
+from tests.clusters import (
+    CONTROLLERS_ACCOUNT,
+    ClusterView,
+    TestCluster,
+    create_pod,
+    priority_class,
+)
 from tests.conftest import Kubectl
 
 MAX = 2147483647
@@ -192,7 +198,7 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     view = ClusterView(kube, [NODEMAINTENANCES, NODES, PODS, EVICTIONREQUESTS, EVENTS])
     await view.start()
     # the controller as the agent's ServiceAccount: RBAC holds it on the real server
-    agent = backend.client(await backend.service_account(), max_workers=8)
+    agent = backend.client(await backend.service_account(CONTROLLERS_ACCOUNT), max_workers=8)
     informers = SharedInformers(
         agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
     )

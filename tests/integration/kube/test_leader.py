@@ -18,7 +18,7 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.kube.resources import LEASES, Resource
-from tests.clusters import NAMESPACE, ClusterView, TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, NAMESPACE, ClusterView, TestCluster
 from tests.netproxy import TcpProxy, proxy_to
 
 from .conftest import RequestCounter
@@ -83,7 +83,7 @@ async def view(backend: TestCluster) -> AsyncIterator[ClusterView]:
 
 @pytest.fixture
 async def agents(backend: TestCluster, tmp_path: Path) -> AsyncIterator[tuple[Agent, Agent]]:
-    account = await backend.service_account()
+    account = await backend.service_account(CONTROLLERS_ACCOUNT)
     with contextlib.suppress(AlreadyExists):  # the real backend has it from the RBAC files
         await backend.client().create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
     async with proxy_to(account) as pa, proxy_to(account) as pb:

@@ -200,7 +200,7 @@ async def environment(
     kube = backend.client(max_workers=4)
     view = ClusterView(kube, [PODS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS])
     await view.start()
-    agent = backend.client(await backend.service_account(), max_workers=4)
+    agent = backend.client(await backend.service_account(node=NODE), max_workers=4)
     interceptor = StaticPodInterceptor(
         agent,
         Stash(manifests, s, boot_id=BOOT),

@@ -1,0 +1,325 @@
+"""Least privilege on the real control plane (RBAC and the admission policy of packaging/kubernetes
+are enforced by kube-apiserver; the simulated cluster enforces neither): node-1's agent, with the
+credentials the DaemonSet gives it (a token bound to its pod on node-1), can touch nothing of
+another node nor any workload, and its own shutdown still drains node-1 end to end, the cluster
+controllers running with the controllers' credentials only."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from nodeagent.app import Agent
+from nodeagent.config import ShutdownConfig, from_mapping
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import Forbidden
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, format_time
+from nodeagent.model import shutdown as model
+from nodeagent.node.reboot import complete_previous_boots
+from nodeagent.node.shutdown import ShutdownFlow
+from nodeagent.node.staticpods.policy import interceptor_entry
+from tests.clusters import (
+    CONTROLLERS_ACCOUNT,
+    NAMESPACE,
+    POLICY,
+    ClusterView,
+    TestCluster,
+    create_pod,
+)
+
+pytestmark = pytest.mark.backends("real")
+
+Obj = dict[str, Any]
+BOOT = "5d6c7b8a-1111-2222-3333-444455556666"
+LATER_BOOT = "5d6c7b8a-9999-8888-7777-666655554444"
+
+
+@dataclass
+class Env:
+    backend: TestCluster
+    admin: KubeClient
+    node1: KubeClient  # node-1's agent: a token bound to its pod on node-1
+    node1_account: Path
+    view: ClusterView
+
+
+@pytest.fixture
+async def env(backend: TestCluster) -> AsyncIterator[Env]:
+    await backend.install_crds()
+    admin = backend.client(max_workers=4)
+    account = await backend.service_account(node="node-1")
+    node1 = backend.client(account, max_workers=4)
+    view = ClusterView(admin, [PODS, NODEMAINTENANCES, EVICTIONREQUESTS])
+    await view.start()
+    try:
+        yield Env(backend, admin, node1, account, view)
+    finally:
+        await view.stop()
+
+
+def maintenance(name: str, label: str, selects: list[str]) -> Obj:
+    return {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": name, "labels": {"nodeagent.io/node": label}},
+        "spec": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": selects}]}]}},
+    }  # fmt: skip
+
+
+def refused_by_policy(e: Forbidden) -> bool:
+    return POLICY in str(e)
+
+
+async def a_pod(admin: KubeClient, name: str, node: str, exit_seconds: int = 0) -> Obj:
+    return await create_pod(
+        admin,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "annotations": {"sim.nodeagent.io/exit-seconds": str(exit_seconds)},
+            },
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]},
+        },
+    )
+
+
+async def test_node_agent_may_not_write_another_nodes_maintenance(env: Env) -> None:
+    # for node-2, by label or by selector, or for every node: refused
+    for body in (
+        maintenance("other-node", "node-2", ["node-2"]),
+        maintenance("mislabelled", "node-1", ["node-2"]),
+        maintenance("wider", "node-1", ["node-1", "node-2"]),
+    ):
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(NODEMAINTENANCES, body)
+        assert refused_by_policy(refused.value), refused.value
+    # its own shutdown maintenance: allowed, and it may complete and delete it
+    own = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    await env.node1.create(NODEMAINTENANCES, own)
+    name = own["metadata"]["name"]
+    # another node's maintenance, as an admin wrote it: node-1 may neither change nor delete it
+    theirs = model.shutdown_maintenance("node-2", BOOT, "reboot")
+    await env.admin.create(NODEMAINTENANCES, theirs)
+    other = theirs["metadata"]["name"]
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch(NODEMAINTENANCES, other, {"spec": {"stage": "Complete"}})
+    assert refused_by_policy(refused.value)
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.delete(NODEMAINTENANCES, other)
+    assert refused_by_policy(refused.value)
+    # nor relabel its own to another node's, nor mark its own drained (status is the
+    # controllers')
+    with pytest.raises(Forbidden):
+        await env.node1.patch(
+            NODEMAINTENANCES, name, {"metadata": {"labels": {"nodeagent.io/node": "node-2"}}}
+        )
+    with pytest.raises(Forbidden):
+        await env.node1.patch_status(
+            NODEMAINTENANCES, name, {"status": {"observedGeneration": 1}}
+        )
+    await env.node1.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+    await env.node1.delete(NODEMAINTENANCES, name)
+    assert (await env.admin.get(NODEMAINTENANCES, other))["spec"]["stage"] == "Drain"
+
+
+async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
+    pod = await a_pod(env.admin, "web", "node-2")
+    for node in ("node-2", "node-1"):  # not even its own: cordons are the controllers'
+        with pytest.raises(Forbidden):
+            await env.node1.patch(NODES, node, {"spec": {"unschedulable": True}})
+    # a pod's image (code execution on any node), its deletion or eviction
+    image = {"spec": {"containers": [{"name": "c", "image": "attacker/evil"}]}}
+    with pytest.raises(Forbidden):
+        await env.node1.patch(PODS, "web", image, "default")
+    with pytest.raises(Forbidden):
+        await env.node1.delete(PODS, "web", "default")
+    with pytest.raises(Forbidden):
+        await env.node1.evict("default", "web")
+    now = await env.admin.get(PODS, "web", "default")
+    assert now["spec"]["containers"][0]["image"] == "nginx"
+    assert now["metadata"]["uid"] == pod["metadata"]["uid"]
+    assert not now["metadata"].get("deletionTimestamp")
+    assert not (await env.admin.get(NODES, "node-2"))["spec"].get("unschedulable")
+
+
+async def eviction_request(admin: KubeClient, pod: Obj, node: str) -> Obj:
+    m = pod["metadata"]
+    return await admin.create(
+        EVICTIONREQUESTS,
+        {
+            "apiVersion": "nodeagent.io/v1alpha1",
+            "kind": "EvictionRequest",
+            "metadata": {
+                "name": m["uid"],
+                "namespace": m["namespace"],
+                "labels": {"nodeagent.io/node": node},
+            },
+            "spec": {
+                "target": {"pod": {"name": m["name"], "uid": m["uid"]}},
+                "requesters": [{"name": "test.nodeagent.io"}],
+            },
+        },
+    )
+
+
+def with_entries(evr: Obj, *entries: Obj) -> Obj:
+    return {
+        "metadata": {"resourceVersion": evr["metadata"]["resourceVersion"]},
+        "status": {"interceptors": list(entries)},
+    }
+
+
+async def test_node_agent_writes_only_its_kubelet_entry_of_its_nodes_eviction_requests(
+    env: Env,
+) -> None:
+    mine = await eviction_request(env.admin, await a_pod(env.admin, "on-1", "node-1"), "node-1")
+    theirs = await eviction_request(env.admin, await a_pod(env.admin, "on-2", "node-2"), "node-2")
+    now = format_time(datetime.now(UTC))
+    kubelet = interceptor_entry(None, now=now, message="moving the manifest aside")
+    forged = {**kubelet, "name": "imperative-eviction.k8s.io", "completionTime": now}
+
+    def name(evr: Obj) -> str:
+        return str(evr["metadata"]["name"])
+
+    # another node's request: refused, even its kubelet.k8s.io entry
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(
+            EVICTIONREQUESTS, name(theirs), with_entries(theirs, kubelet), "default"
+        )
+    assert refused_by_policy(refused.value)
+    # its own: another interceptor's entry, or the request's conditions: refused
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(
+            EVICTIONREQUESTS, name(mine), with_entries(mine, kubelet, forged), "default"
+        )
+    assert refused_by_policy(refused.value)
+    evicted = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": "Forged",
+        "message": "",
+        "lastTransitionTime": now,
+    }
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(
+            EVICTIONREQUESTS,
+            name(mine),
+            {**with_entries(mine, kubelet), "status": {"conditions": [evicted]}},
+            "default",
+        )
+    assert refused_by_policy(refused.value)
+    # creating or deleting requests is not the node agent's at all
+    with pytest.raises(Forbidden):
+        await env.node1.delete(EVICTIONREQUESTS, name(mine), "default")
+    # its kubelet.k8s.io entry of its node's request: allowed
+    await env.node1.patch_status(
+        EVICTIONREQUESTS, name(mine), with_entries(mine, kubelet), "default"
+    )
+    got = await env.admin.get(EVICTIONREQUESTS, name(mine), "default")
+    assert [i["name"] for i in got["status"]["interceptors"]] == ["kubelet.k8s.io"]
+    got = await env.admin.get(EVICTIONREQUESTS, name(theirs), "default")
+    assert not (got.get("status") or {}).get("interceptors")
+
+
+async def test_credentials_that_name_no_node_may_write_nothing(env: Env) -> None:
+    """The node agents' ServiceAccount with a token bound to no pod (or a Node-less one)."""
+    unbound = env.backend.client(await env.backend.service_account())
+    with pytest.raises(Forbidden) as refused:
+        await unbound.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1", BOOT, "reboot"))
+    assert refused_by_policy(refused.value)
+    assert "must name its node" in str(refused.value)
+
+
+def impersonating(kubeconfig: Path, user: str, group: str) -> k8s.ApiClient:
+    api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    api.set_default_header("Impersonate-User", user)
+    api.set_default_header("Impersonate-Group", group)
+    return api
+
+
+async def test_certificate_users_are_kept_to_the_node_their_name_names(env: Env) -> None:
+    """A .deb agent with a client certificate for system:nodeagent:node-1 in group
+    system:nodeagents (client-certificates/ binds the node role to the group): the admin
+    impersonates that user, so the server authorizes and admits it as it would the
+    certificate's."""
+    from tests.clusters import REPO, apply_files
+
+    await asyncio.to_thread(
+        apply_files,
+        env.backend.kubeconfig,
+        [REPO / "packaging" / "kubernetes" / "client-certificates" / "rbac.yaml"],
+    )
+
+    def create(user: str, body: Obj) -> int:
+        with impersonating(env.backend.kubeconfig, user, "system:nodeagents") as api:
+            try:
+                k8s.CustomObjectsApi(api).create_cluster_custom_object(
+                    "nodeagent.io", "v1alpha1", "nodemaintenances", body, dry_run="All"
+                )
+            except k8s.ApiException as e:
+                assert e.status != 403 or POLICY in str(e.body), e.body
+                return int(e.status)
+            return 201
+
+    def attempt(user: str, body: Obj) -> Any:
+        return asyncio.to_thread(create, user, body)
+
+    own = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    other = model.shutdown_maintenance("node-2", BOOT, "reboot")
+    # RBAC takes the new binding in at once; the policy was in force before (the fixture)
+    assert await attempt("system:nodeagent:node-1", own) == 201
+    assert await attempt("system:nodeagent:node-1", other) == 403
+    # a group member whose name names no node
+    assert await attempt("mallory", own) == 403
+
+
+async def test_shutdown_drains_node_1_end_to_end_with_split_credentials(env: Env) -> None:
+    """node-1's shutdown with node-1's credentials only; the drain by the controllers
+    Deployment's agent with the controllers' credentials only."""
+    pods = [await a_pod(env.admin, f"work-{i}", "node-1", exit_seconds=1) for i in range(3)]
+    controllers_account = await env.backend.service_account(CONTROLLERS_ACCOUNT)
+    controllers = Agent(
+        from_mapping(
+            {
+                "runNodeAgent": False,
+                "kube": {"kubeconfig": str(controllers_account)},
+                "leader": {"leaseDuration": 2.0, "renewDeadline": 1.5, "retryPeriod": 0.25},
+                "eviction": {"backoffBase": 0.2, "backoffCap": 1.0},
+                "observability": {"listen": "127.0.0.1:0"},
+            }
+        ),
+        env={"POD_NAME": "nodeagent-controllers-0"},
+    )
+    task = asyncio.create_task(controllers.run())
+    try:
+        config = ShutdownConfig(budget=120, safety_margin=5, api_unreachable_release_after=10)
+        flow = ShutdownFlow(env.node1, "node-1", BOOT, config)
+        async with asyncio.timeout(90):
+            assert await flow.on_shutdown("reboot") == "the node is drained"
+        uids = {p["metadata"]["uid"] for p in pods}
+        await env.view.until(
+            lambda: not [p for p in env.view.list(PODS, "default") if p["metadata"]["uid"] in uids]
+        )
+        # the agent's own pod (the token's) is never drained
+        assert env.view.get(PODS, "nodeagent-node-1", NAMESPACE) is not None
+        # after the reboot: node-1's agent completes and deletes its maintenance
+        async with asyncio.timeout(30):
+            await complete_previous_boots(env.node1, "node-1", LATER_BOOT)
+        await env.view.until(lambda: not env.view.list(NODEMAINTENANCES))
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
