@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
@@ -323,3 +324,27 @@ async def test_shutdown_drains_node_1_end_to_end_with_split_credentials(env: Env
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_token_bound_to_the_node_object_is_kept_to_that_node(env: Env) -> None:
+    """What README.Debian gives a .deb agent: `kubectl create token nodeagent
+    --bound-object-kind Node --bound-object-name node-1` carries the node's name too."""
+
+    def token() -> str:
+        with k8s_config.new_client_from_config(config_file=str(env.backend.kubeconfig)) as api:
+            core = k8s.CoreV1Api(api)
+            node = core.read_node("node-1")
+            ref = {"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": node.metadata.uid}
+            body = {"spec": {"expirationSeconds": 3600, "boundObjectRef": ref}}
+            got = core.create_namespaced_service_account_token("nodeagent", NAMESPACE, body)
+            return str(got.status.token)
+
+    doc = yaml.safe_load(env.node1_account.read_text())
+    doc["users"][0]["user"] = {"token": await asyncio.to_thread(token)}
+    path = env.node1_account.with_name("node-bound.kubeconfig")
+    path.write_text(yaml.safe_dump(doc))
+    agent = env.backend.client(path)
+    with pytest.raises(Forbidden) as refused:
+        await agent.create(NODEMAINTENANCES, model.shutdown_maintenance("node-2", BOOT, "reboot"))
+    assert refused_by_policy(refused.value)
+    await agent.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1", BOOT, "reboot"))
