@@ -33,6 +33,7 @@ __all__ = [
     "INTERCEPTORS_ANNOTATION",
     "KUBELET_INTERCEPTOR",
     "MAX_INTERCEPTORS",
+    "MIN_HEARTBEAT_INTERVAL",
     "NODE_LABEL",
     "RESERVED_INTERCEPTORS",
     "EvictionRequestView",
@@ -93,6 +94,9 @@ _MAX_NAME = 253
 _RETRIES = re.compile(r"number of retries: (\d+)")
 # KEP: heartbeats "every 3 minutes may be sufficient"; never less often than this.
 _MAX_HEARTBEAT_INTERVAL = timedelta(minutes=3)
+# KEP: the API server "only allow[s] periodic updates that are 60+ seconds" apart (our CRD's CEL
+# rule); never more often than this.
+MIN_HEARTBEAT_INTERVAL = timedelta(seconds=60)
 
 
 class InvalidInterceptors(ValueError):
@@ -626,16 +630,22 @@ def _duration(delta: timedelta) -> str:
 # --- heartbeats and the imperative eviction's backoff -------------------------------------------
 
 
-def heartbeat_interval(deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE) -> timedelta:
-    """How often our own interceptors report: a quarter of the deadline, at most 3 minutes."""
-    return min(_MAX_HEARTBEAT_INTERVAL, deadline / 4)
+def heartbeat_interval(
+    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE, minimum: timedelta = MIN_HEARTBEAT_INTERVAL
+) -> timedelta:
+    """How often our own interceptors report: a quarter of the deadline, at most 3 minutes and
+    at least ``minimum`` (the KEP's 60 s; tests with second-long deadlines lower it)."""
+    return max(minimum, min(_MAX_HEARTBEAT_INTERVAL, deadline / 4))
 
 
 def heartbeat_due(
-    status: InterceptorStatus, now: datetime, deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE
+    status: InterceptorStatus,
+    now: datetime,
+    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
+    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
 ) -> bool:
-    last = status.last_report
-    return last is None or now - last >= heartbeat_interval(deadline)
+    last = status.heartbeat_time
+    return last is None or now - last >= heartbeat_interval(deadline, minimum)
 
 
 def report_progress(
@@ -643,12 +653,13 @@ def report_progress(
     message: str,
     now: datetime,
     deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
+    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
 ) -> InterceptorStatus | None:
     """The entry an interceptor writes to report ``message``, or None when nothing needs writing.
     The first report sets startTime and heartbeatTime; later ones heartbeat when
     :func:`heartbeat_due`, and otherwise only change the message (the KEP wants heartbeats
     spaced out, not one per status write)."""
-    if entry.start_time is None or heartbeat_due(entry, now, deadline):
+    if entry.start_time is None or heartbeat_due(entry, now, deadline, minimum):
         return entry.heartbeat(now, message)
     if entry.message != message:
         return replace(entry, message=message)
@@ -656,11 +667,14 @@ def report_progress(
 
 
 def next_heartbeat_in(
-    entry: InterceptorStatus, now: datetime, deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE
+    entry: InterceptorStatus,
+    now: datetime,
+    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
+    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
 ) -> float:
     """Seconds until ``entry`` is due for its next heartbeat."""
-    last = entry.last_report or now
-    return max(0.0, (last + heartbeat_interval(deadline) - now).total_seconds())
+    last = entry.heartbeat_time or now
+    return max(0.0, (last + heartbeat_interval(deadline, minimum) - now).total_seconds())
 
 
 def eviction_backoff(retries: int, base: float = 1.0, cap: float = 15 * 60.0) -> float:

@@ -390,7 +390,9 @@ def _imperative(
     b.imperative = state
 
     def report(message: str) -> None:
-        update = report_progress(entry, message, now, settings.heartbeat_deadline)
+        update = report_progress(
+            entry, message, now, settings.heartbeat_deadline, settings.heartbeat_min_interval
+        )
         if update is not None:
             b.set_entry(update)
 

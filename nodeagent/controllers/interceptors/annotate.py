@@ -78,6 +78,7 @@ class AnnotateInterceptors(Controller):
         self._client = client
         self._rules = {rule.name: rule for rule in settings.annotate}
         self._deadline = settings.heartbeat_deadline
+        self._min_interval = settings.heartbeat_min_interval
         self._events = events
         self._clock = clock
         self.enqueue_on(self.requests, self._keys_for_request)
@@ -121,9 +122,13 @@ class AnnotateInterceptors(Controller):
             f"Annotated the pod with {rule.annotation_key}={rule.annotation_value} so its "
             f"operator moves it; {WAITING}"
         )
-        stored = await progress(self._client, request, rule.name, message, now, self._deadline)
+        stored = await progress(
+            self._client, request, rule.name, message, now, self._deadline, self._min_interval
+        )
         if stored is not None:
-            self.enqueue_after(key, next_heartbeat_in(stored, now, self._deadline))
+            self.enqueue_after(
+                key, next_heartbeat_in(stored, now, self._deadline, self._min_interval)
+            )
 
     async def _annotate(self, pod: Obj, rule: AnnotateRule, value: str | None) -> None:
         md = pod.get("metadata") or {}

@@ -186,13 +186,17 @@ async def progress(
     message: str,
     now: datetime,
     deadline: timedelta,
+    minimum: timedelta,
 ) -> InterceptorStatus | None:
     """Report ``message`` (heartbeating when due, see `report_progress`). Returns the entry as
     stored now, or None when the request moved on (its watch event brings the caller back)."""
     current = EvictionRequestView.from_obj(request).entry(name)
-    if report_progress(current, message, now, deadline) is None:
+    if report_progress(current, message, now, deadline, minimum) is None:
         return current
     written = await report(
-        client, request, name, lambda entry: report_progress(entry, message, now, deadline)
+        client,
+        request,
+        name,
+        lambda entry: report_progress(entry, message, now, deadline, minimum),
     )
     return EvictionRequestView.from_obj(written).entry(name) if written is not None else None

@@ -148,6 +148,7 @@ class DaemonSetInterceptor(Controller):
         )
         self._client = client
         self._deadline = settings.heartbeat_deadline
+        self._min_interval = settings.heartbeat_min_interval
         self._events = events
         self._clock = clock
         pod_keys = request_key_for_pod(self.requests.store)
@@ -214,10 +215,18 @@ class DaemonSetInterceptor(Controller):
                 f" The pod tolerates {_TAINT_TEXT}, so its DaemonSet may recreate it on the node."
             )
         stored = await progress(
-            self._client, request, DAEMONSET_INTERCEPTOR, message, now, self._deadline
+            self._client,
+            request,
+            DAEMONSET_INTERCEPTOR,
+            message,
+            now,
+            self._deadline,
+            self._min_interval,
         )
         if stored is not None:
-            self.enqueue_after(_REQUEST + key, next_heartbeat_in(stored, now, self._deadline))
+            self.enqueue_after(
+                _REQUEST + key, next_heartbeat_in(stored, now, self._deadline, self._min_interval)
+            )
 
     async def _maintenance_for(self, node_name: str, pod: Obj) -> Mapping[str, Any] | None:
         found = draining_maintenance(self.maintenances.store.list(), node_name, pod)

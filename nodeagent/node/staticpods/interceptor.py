@@ -25,7 +25,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -42,7 +42,6 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
     format_time,
-    parse_time,
 )
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import ShutDown, WorkQueue
@@ -58,6 +57,7 @@ from nodeagent.node.staticpods.policy import (
     EvictionView,
     coverage,
     expected_finish,
+    heartbeat_left,
     interceptor_entry,
     manifest_pod,
     manifest_priority,
@@ -139,7 +139,7 @@ class StaticPodInterceptor:
         self._events = events
         self._node_name = node_name
         self._boot_id = boot_id
-        self._heartbeat = heartbeat_interval
+        self._heartbeat = timedelta(seconds=heartbeat_interval)
         self._resync = resync_interval
         self._now = now
         self._evrs = Informer(
@@ -457,7 +457,13 @@ class StaticPodInterceptor:
             )
             await self._write(
                 view,
-                interceptor_entry(view.entry, now=stamp, message=message, completion_time=stamp),
+                interceptor_entry(
+                    view.entry,
+                    now=stamp,
+                    message=message,
+                    completion_time=stamp,
+                    heartbeat_every=self._heartbeat,
+                ),
             )
             return
         if not _is_mirror(pod):
@@ -469,6 +475,7 @@ class StaticPodInterceptor:
                     message=f"declined: {view.namespace}/{view.pod_name} is not a static (mirror) "
                     f"pod; {INTERCEPTOR} only stops static pods",
                     completion_time=stamp,
+                    heartbeat_every=self._heartbeat,
                 ),
             )
             return
@@ -530,7 +537,13 @@ class StaticPodInterceptor:
             await self._events.normal(pod, "StaticPodEvictionDeclined", message)
             await self._write(
                 view,
-                interceptor_entry(view.entry, now=stamp, message=message, completion_time=stamp),
+                interceptor_entry(
+                    view.entry,
+                    now=stamp,
+                    message=message,
+                    completion_time=stamp,
+                    heartbeat_every=self._heartbeat,
+                ),
             )
             return
         owner = Owner(str(nm["metadata"]["name"]), is_ours(nm, self._node_name), self._node_name)
@@ -575,29 +588,17 @@ class StaticPodInterceptor:
         if start or not (view.entry or {}).get("expectedFinishTime"):
             finish = format_time(expected_finish(now, pod))
         entry = interceptor_entry(
-            view.entry, now=stamp, message=message, expected_finish_time=finish
+            view.entry,
+            now=stamp,
+            message=message,
+            expected_finish_time=finish,
+            heartbeat_every=self._heartbeat,
         )
-        if not self._heartbeat_due(view, entry, now):
-            self._queue.add_after(_EVR + view.key, self._heartbeat)
-            return
-        await self._write(view, entry)
-        self._queue.add_after(_EVR + view.key, self._heartbeat)
-
-    def _heartbeat_due(self, view: EvictionView, entry: Mapping[str, Any], now: datetime) -> bool:
-        old = view.entry
-        if old is None:
-            return True
-        for field in ("message", "expectedFinishTime", "startTime"):
-            if old.get(field) != entry.get(field):
-                return True
-        last = old.get("heartbeatTime")
-        if not isinstance(last, str):
-            return True
-        try:
-            age = (now - parse_time(last)).total_seconds()
-        except ValueError:
-            return True
-        return age >= self._heartbeat * 0.9
+        if entry != view.entry:
+            await self._write(view, entry)
+        left = heartbeat_left(entry["heartbeatTime"], stamp, self._heartbeat)
+        # a second more: heartbeatTime is stored in whole seconds
+        self._queue.add_after(_EVR + view.key, left + 1.0)
 
     async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
         try:

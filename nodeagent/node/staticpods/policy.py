@@ -25,6 +25,7 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
+from nodeagent.model.interceptors import MIN_HEARTBEAT_INTERVAL, parse_time
 from nodeagent.model.selectors import node_selector_matches
 from nodeagent.model.shutdown import boot_of, is_ours
 
@@ -270,11 +271,16 @@ def interceptor_entry(
     message: str,
     expected_finish_time: str | None = None,
     completion_time: str | None = None,
+    heartbeat_every: timedelta = MIN_HEARTBEAT_INTERVAL,
 ) -> dict[str, Any]:
-    """Our `status.interceptors[]` entry: startTime is kept once set."""
+    """Our `status.interceptors[]` entry: startTime is kept once set, and heartbeatTime until
+    it is `heartbeat_every` old, or for good once we complete (the CRD refuses heartbeats closer
+    than 60 s and from an interceptor whose turn is over, as the KEP asks)."""
     entry: dict[str, Any] = {"name": INTERCEPTOR}
     entry["startTime"] = (previous or {}).get("startTime") or now
-    entry["heartbeatTime"] = now
+    last = (previous or {}).get("heartbeatTime")
+    due = heartbeat_left(last, now, heartbeat_every) <= 0
+    entry["heartbeatTime"] = now if not last or (due and not completion_time) else last
     finish = expected_finish_time or (previous or {}).get("expectedFinishTime")
     if finish:
         entry["expectedFinishTime"] = finish
@@ -282,6 +288,15 @@ def interceptor_entry(
         entry["completionTime"] = completion_time
     entry["message"] = message
     return entry
+
+
+def heartbeat_left(last: Any, now: str, every: timedelta) -> float:
+    """Seconds until a heartbeat after `last` may be written; 0 when one may be written now
+    (also when there is none yet or it cannot be read)."""
+    then, at = parse_time(last), parse_time(now)
+    if then is None or at is None:
+        return 0.0
+    return max(0.0, (then + every - at).total_seconds())
 
 
 def progress_status(view: EvictionView, entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -286,3 +286,53 @@ async def test_evictionrequest_rules(backend: TestCluster) -> None:
         EVICTIONREQUESTS, UID, {"status": {"activeInterceptors": ["kubelet.k8s.io"]}}, "default"
     )
     assert active["status"]["targetInterceptors"] == first
+
+
+async def test_evictionrequest_heartbeats_only_from_the_active_interceptor_60s_apart(
+    backend: TestCluster,
+) -> None:
+    await backend.install_crds()
+    kube = backend.client()
+    await kube.create(EVICTIONREQUESTS, evr_body(requesters=["nodemaintenance.k8s.io"]))
+    t0 = "2026-11-24T10:00:00Z"
+
+    def entry(name: str, beat: str, message: str = "working") -> Obj:
+        return {"name": name, "startTime": t0, "heartbeatTime": beat, "message": message}
+
+    async def report(*entries: Obj) -> Obj:
+        return await kube.patch_status(
+            EVICTIONREQUESTS, UID, {"status": {"interceptors": list(entries)}}, "default"
+        )
+
+    await kube.patch_status(
+        EVICTIONREQUESTS,
+        UID,
+        {
+            "status": {
+                "targetInterceptors": [
+                    {"name": "kubelet.k8s.io"},
+                    {"name": "imperative-eviction.k8s.io"},
+                ],
+                "activeInterceptors": ["kubelet.k8s.io"],
+            }
+        },
+        "default",
+    )
+    first = await report(entry("kubelet.k8s.io", t0))  # the active one starts
+    assert first["status"]["interceptors"][0]["heartbeatTime"] == t0
+    rule = EVR_RULES["interceptors[].heartbeatTime:"]
+    # an interceptor whose turn it is not may not heartbeat, not even a first time
+    await refused_by_cel(
+        backend,
+        lambda: report(entry("kubelet.k8s.io", t0), entry("imperative-eviction.k8s.io", t0)),
+        rule,
+    )
+    await report(entry("kubelet.k8s.io", t0))  # (the sim took it: back as it was)
+    # the active one: not sooner than 60 s after its last heartbeat, never backwards
+    for too_soon in ("2026-11-24T10:00:59Z", "2026-11-24T09:59:00Z"):
+        await refused_by_cel(backend, lambda t=too_soon: report(entry("kubelet.k8s.io", t)), rule)
+        await report(entry("kubelet.k8s.io", t0))
+    # its message may change between heartbeats; the next heartbeat 60 s on goes through
+    await report(entry("kubelet.k8s.io", t0, "half way"))
+    later = await report(entry("kubelet.k8s.io", "2026-11-24T10:01:00Z", "nearly done"))
+    assert later["status"]["interceptors"][0]["heartbeatTime"] == "2026-11-24T10:01:00Z"

@@ -428,9 +428,24 @@ def test_times() -> None:
 # --- heartbeats and backoff ------------------------------------------------------------------
 
 
-def test_heartbeat_interval_is_a_quarter_of_the_deadline_at_most_three_minutes() -> None:
+def test_heartbeat_interval_is_a_quarter_of_the_deadline_from_one_to_three_minutes() -> None:
     assert heartbeat_interval(DEADLINE) == 3 * MIN
-    assert heartbeat_interval(timedelta(seconds=2)) == timedelta(seconds=0.5)
+    assert heartbeat_interval(8 * MIN) == 2 * MIN
+    # never closer than the 60 s the CRD allows, unless told (tests with short deadlines)
+    assert heartbeat_interval(timedelta(seconds=2)) == MIN
+    assert heartbeat_interval(timedelta(seconds=2), timedelta(0)) == timedelta(seconds=0.5)
+
+
+@given(st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=2)))
+def test_heartbeats_are_never_closer_than_60s_nor_rarer_than_3_minutes(
+    deadline: timedelta,
+) -> None:
+    assert MIN <= heartbeat_interval(deadline) <= 3 * MIN
+    beat = InterceptorStatus("a.example.com").heartbeat(T0, "started")
+    soon = T0 + MIN - timedelta(microseconds=1)
+    assert not heartbeat_due(beat, soon, deadline)
+    update = report_progress(beat, "still going", soon, deadline)
+    assert update is not None and update.heartbeat_time == T0
 
 
 def test_report_progress() -> None:

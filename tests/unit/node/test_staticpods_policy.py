@@ -3,7 +3,7 @@ what goes into the EvictionRequest status."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from nodeagent.node.staticpods.policy import (
     EvictionView,
     coverage,
     expected_finish,
+    heartbeat_left,
     interceptor_entry,
     maintenance_holds_node,
     manifest_pod,
@@ -241,3 +242,16 @@ def test_status_entries_keep_start_and_other_interceptors() -> None:
         "z.io",
     ]
     assert patch["status"]["interceptors"][1] == later
+
+
+def test_our_heartbeat_moves_only_when_due_and_not_on_completion() -> None:
+    # the CRD refuses heartbeats closer than 60 s and from an interceptor whose turn is over
+    t0, t59, t60 = "2025-01-01T00:00:00Z", "2025-01-01T00:00:59Z", "2025-01-01T00:01:00Z"
+    first = interceptor_entry(None, now=t0, message="moving")
+    assert first["heartbeatTime"] == t0
+    assert interceptor_entry(first, now=t59, message="waiting")["heartbeatTime"] == t0
+    assert interceptor_entry(first, now=t60, message="waiting")["heartbeatTime"] == t60
+    done = interceptor_entry(first, now=t60, message="gone", completion_time=t60)
+    assert done["heartbeatTime"] == t0 and done["completionTime"] == t60
+    assert heartbeat_left(t0, t59, timedelta(seconds=60)) == 1.0
+    assert heartbeat_left("not a time", t59, timedelta(seconds=60)) == 0.0
