@@ -22,11 +22,19 @@ TESTBED_COMMANDS = {
 }
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("nodeagent")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nodeagent", description="Graceful node shutdown and maintenance for Kubernetes."
     )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the agent on this node")

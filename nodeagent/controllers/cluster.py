@@ -13,8 +13,8 @@ from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.runtime import SharedInformers
 from nodeagent.kube.client import KubeClient
+from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 

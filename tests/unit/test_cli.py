@@ -86,3 +86,10 @@ def test_with_the_testbed_demo_has_its_options(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     for option in ("--speed", "--json", "--verbose"):
         assert option in out
+
+
+def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"nodeagent {importlib.metadata.version('nodeagent')}\n"

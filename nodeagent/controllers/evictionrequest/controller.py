@@ -16,8 +16,8 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     plan_request,
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
-from nodeagent.controllers.runtime import Controller, SharedInformers
 from nodeagent.kube import events
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource, utcnow

@@ -28,7 +28,7 @@ from nodeagent.controllers.interceptors.common import (
     target_pod,
     utcnow,
 )
-from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj

@@ -37,7 +37,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     decide,
     status_nodes,
 )
-from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj, Resource

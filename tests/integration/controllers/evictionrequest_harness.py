@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.controllers.evictionrequest import EvictionRequestController, EvictionSettings
 from nodeagent.controllers.interceptors import AnnotateInterceptors, DaemonSetInterceptor
-from nodeagent.controllers.runtime import Controller, SharedInformers
 from nodeagent.kube.client import KubeClient
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.ratelimit import JitteredBackoff

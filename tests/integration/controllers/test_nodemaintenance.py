@@ -26,8 +26,8 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     NODE_LABEL,
     REQUESTER,
 )
-from nodeagent.controllers.runtime import SharedInformers
 from nodeagent.kube.client import KubeClient
+from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import Invalid
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.ratelimit import JitteredBackoff

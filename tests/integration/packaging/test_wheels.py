@@ -75,3 +75,11 @@ def test_the_testbeds_wheel_carries_the_sim_the_demo_and_the_fake_logind(
     assert "[nodeagent.commands]" in entry_points
     assert "demo = nodeagent_testbed.cli:add_demo" in entry_points
     assert "sim = nodeagent_testbed.cli:add_sim" in entry_points
+
+
+@pytest.mark.parametrize("distribution", ["nodeagent", "nodeagent_testbed"])
+def test_the_license_is_an_spdx_expression(built: dict[str, Path], distribution: str) -> None:
+    # the TOML-table form (license = { text = ... }) is refused by setuptools from 2027-02-18
+    with zipfile.ZipFile(built[distribution]) as z:
+        metadata = z.read(f"{distribution}-{VERSION}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()

@@ -12,7 +12,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     EvictionRequestCreate,
     Validity,
 )
-from nodeagent.controllers.runtime import SharedInformers
+from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
 
 

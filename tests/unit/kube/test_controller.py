@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.controllers.runtime import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict
 from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.resources import NODES, PODS, Obj, Resource

@@ -1,1 +1,0 @@
-"""Developer tools run from the repository root (`python -m tools.<name>`); not shipped."""
