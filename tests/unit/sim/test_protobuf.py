@@ -30,7 +30,8 @@ from nodeagent_testbed.sim.protobuf_schema import (
     STRING,
     F,
 )
-from tests.unit.sim import kubectl_recorder, kubectl_schema
+from tests.unit.sim import kubectl_recorder
+from tools import kubectl_schema
 
 FIXTURES = Path(__file__).parent / "protobuf_fixtures"
 
@@ -632,7 +633,7 @@ async def test_live_kubectl_body(case: kubectl_recorder.Case, tmp_path: Path) ->
 
 def test_schema_is_generated_from_the_installed_kubectl() -> None:
     """protobuf_schema.py is exactly what kubectl_schema generates from the kubectl binary;
-    regenerate it with `python -m tests.unit.sim.kubectl_schema > <that file>`."""
+    regenerate it with `python -m tools.kubectl_schema > <that file>`."""
     path = Path(protobuf.__file__).with_name("protobuf_schema.py")
     assert path.read_text() == kubectl_schema.generate()
 

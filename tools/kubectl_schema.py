@@ -13,7 +13,7 @@ one is kept even when zero, e.g. gracePeriodSeconds: 0).
 
 Regenerate after bumping kubectl:
 
-    python -m tests.unit.sim.kubectl_schema > testbed/nodeagent_testbed/sim/protobuf_schema.py
+    python -m tools.kubectl_schema > testbed/nodeagent_testbed/sim/protobuf_schema.py
 
 The layout read here is Go's internal/abi.Type (Go 1.21 and later, amd64).
 """
@@ -377,7 +377,7 @@ class Generator:
             "nodeagent_testbed.sim.protobuf.",
             "",
             "GENERATED from the Go struct tags in the kubectl binary; do not edit. Regenerate with",
-            "    python -m tests.unit.sim.kubectl_schema"
+            "    python -m tools.kubectl_schema"
             " > testbed/nodeagent_testbed/sim/protobuf_schema.py",
             "",
             "SCHEMA maps a message to {field number: F(json name, kind, message, ...)}:",
