@@ -108,6 +108,7 @@ def _run(config_path: Path | None) -> int:
     from nodeagent.config import ConfigError, load
     from nodeagent.kube.errors import ConfigError as KubeConfigError
     from nodeagent.observability import logs
+    from nodeagent.observability.http import ListenError
 
     try:
         cfg = load(config_path)
@@ -119,6 +120,9 @@ def _run(config_path: Path | None) -> int:
         return app.run(cfg)
     except KubeConfigError as e:  # a missing or broken kubeconfig: one line, not a traceback
         print(f"nodeagent: kube.kubeconfig: {e}", file=sys.stderr)
+        return 2
+    except ListenError as e:  # the port is taken (another agent?), or the address not ours
+        print(f"nodeagent: {e}", file=sys.stderr)
         return 2
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from aiohttp import web
@@ -25,8 +26,9 @@ class Health:
 
 def make_app(health: Health, registry: CollectorRegistry) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok\n" if health.alive else "stopping\n",
-                            status=200 if health.alive else 503)
+        return web.Response(
+            text="ok\n" if health.alive else "stopping\n", status=200 if health.alive else 503
+        )
 
     async def readyz(_: web.Request) -> web.Response:
         failing = health.failing()
@@ -35,8 +37,9 @@ def make_app(health: Health, registry: CollectorRegistry) -> web.Application:
         return web.Response(text="ok\n")
 
     async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(registry),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)
@@ -45,9 +48,19 @@ def make_app(health: Health, registry: CollectorRegistry) -> web.Application:
     return app
 
 
+class ListenError(Exception):
+    """The health and metrics server cannot listen where it is configured to."""
+
+
 async def serve(listen: str, health: Health, registry: CollectorRegistry) -> web.AppRunner:
+    """Raises ListenError, naming the setting, when the address is taken or not ours."""
     host, _, port = listen.rpartition(":")
     runner = web.AppRunner(make_app(health, registry), access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    try:
+        await web.TCPSite(runner, host or "0.0.0.0", int(port)).start()
+    except OSError as e:
+        await runner.cleanup()
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise ListenError(f"observability.listen: cannot listen on {listen}: {why}") from None
     return runner
