@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.config import Config
 from nodeagent.controllers.cluster import ClusterControllers
 from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.logind.fdstore import FdStore, inherited_fds
@@ -142,13 +143,17 @@ class Agent:
                 name="complete-previous-boots",
             )
         if static is not None:
+            # the node's informers (its EvictionRequests, pods, Node), apart from the leader's
+            informers = SharedInformers(client)
             interceptor = StaticPodInterceptor(
                 client,
+                informers,
                 Stash(static.manifest_dir, static.stash_dir, boot_id=boot_id),
                 EventRecorder(client, component="nodeagent", host=self.node_name),
                 node_name=self.node_name,
                 boot_id=boot_id,
             )
+            tg.create_task(informers.run(), name="node-informers")
             tg.create_task(interceptor.run(), name="static-pod-interceptor")
 
     def _start_controllers(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:

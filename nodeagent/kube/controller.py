@@ -140,7 +140,12 @@ class Controller(ABC):
     re-queues the key with the rate limiter's delay (client-go's default controller rate
     limiter unless another is given). A key is never reconciled twice at the same time; a key
     enqueued while it is being reconciled is reconciled again afterwards.
+
+    A failure of one of `expected_errors` is logged without a traceback (API errors by default:
+    a conflict, a server hiccup are routine).
     """
+
+    expected_errors: tuple[type[Exception], ...] = (KubeError,)
 
     def __init__(
         self,
@@ -221,15 +226,10 @@ class Controller(ABC):
                     key,
                     retries + 1,
                     exc,
-                    exc_info=not _expected(exc),
+                    exc_info=not isinstance(exc, self.expected_errors),
                 )
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)
             finally:
                 self.queue.done(key)
-
-
-def _expected(exc: Exception) -> bool:
-    """API errors are routine (a conflict, a server hiccup): no traceback for them."""
-    return isinstance(exc, KubeError)

@@ -15,7 +15,8 @@ It runs in every agent, for its own node only:
 - When no maintenance holds the node any more (Complete or deleted), every stashed manifest is
   put back.
 
-All work happens in one worker, one key at a time: file moves never race each other.
+It is an ordinary controller (`nodeagent.kube.controller.Controller`) on the node agent's shared
+informers, with one worker: one key at a time, so file moves never race each other.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from typing import Any, Protocol, TypeVar
 
 from watchfiles import awatch
 
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventClient
-from nodeagent.kube.informer import Informer, ListWatcher
+from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
     NODEMAINTENANCES,
@@ -44,7 +46,6 @@ from nodeagent.kube.resources import (
     format_time,
 )
 from nodeagent.kube.store import key_of
-from nodeagent.kube.workqueue import ShutDown, WorkQueue
 from nodeagent.model.drainplan import MIRROR_ANNOTATION
 from nodeagent.model.shutdown import is_ours
 from nodeagent.node.staticpods.fsops import DirHandle
@@ -120,10 +121,15 @@ def _is_mirror(pod: Mapping[str, Any]) -> bool:
     return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
-class StaticPodInterceptor:
+class StaticPodInterceptor(Controller):
+    """Keys: `sweep` for the manifest directory, `evr:<namespace>/<name>` for EvictionRequests."""
+
+    expected_errors = (KubeError, StashError, OSError)
+
     def __init__(
         self,
         client: InterceptorClient,
+        informers: SharedInformers,
         stash: Stash,
         events: EventSink,
         *,
@@ -133,7 +139,8 @@ class StaticPodInterceptor:
         resync_interval: float = 60.0,
         now: Callable[[], datetime] = _now,
     ) -> None:
-        """`stash` is opened (and recovered) by `run`; it names the manifest directory."""
+        """`stash` is opened (and recovered) by `run`; it names the manifest directory.
+        `informers` are the node agent's, run by the caller."""
         self._client = client
         self._stash = stash
         self._events = events
@@ -142,24 +149,23 @@ class StaticPodInterceptor:
         self._heartbeat = timedelta(seconds=heartbeat_interval)
         self._resync = resync_interval
         self._now = now
-        self._evrs = Informer(
-            client,
+        self._evrs = informers.informer(
             EVICTIONREQUESTS,
             label_selector=f"{NODE_LABEL}={node_name}",
             indexers={"pod": _evr_pod_index},
         )
-        self._maintenances = Informer(client, NODEMAINTENANCES)
-        self._pods = Informer(client, PODS, field_selector=f"spec.nodeName={node_name}")
-        self._nodes = Informer(client, NODES, field_selector=f"metadata.name={node_name}")
-        self._priority_classes = Informer(client, PRIORITYCLASSES)
-        self._informers = (
-            self._evrs,
-            self._maintenances,
+        self._maintenances = informers.informer(NODEMAINTENANCES)
+        self._pods = informers.informer(PODS, field_selector=f"spec.nodeName={node_name}")
+        self._nodes = informers.informer(NODES, field_selector=f"metadata.name={node_name}")
+        self._priority_classes = informers.informer(PRIORITYCLASSES)
+        super().__init__("static-pods", informers=[self._priority_classes], workers=1)
+        self.enqueue_on(self._evrs, lambda evr: [_EVR + key_of(evr)])
+        self.enqueue_on(self._maintenances, self._on_cluster_change)
+        self.enqueue_on(self._nodes, self._on_cluster_change)
+        self.enqueue_on(
             self._pods,
-            self._nodes,
-            self._priority_classes,
+            lambda pod: [_EVR + k for k in self._evrs.store.index_keys("pod", key_of(pod))],
         )
-        self._queue: WorkQueue[str] = WorkQueue("static-pods")
         self._stash_open = False
         self._known: dict[str, FileId] | None = None  # manifests seen by the last sweep
         self._warned: dict[str, str] = {}  # subject -> last warning, so each is reported once
@@ -173,50 +179,26 @@ class StaticPodInterceptor:
     # --- running -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run until cancelled."""
-        self._evrs.add_handler(self._on_evr, lambda _, new: self._on_evr(new), self._on_evr)
-        self._maintenances.add_handler(
-            self._on_cluster_change,
-            lambda _, new: self._on_cluster_change(new),
-            self._on_cluster_change,
-        )
-        self._nodes.add_handler(
-            self._on_cluster_change,
-            lambda _, new: self._on_cluster_change(new),
-            self._on_cluster_change,
-        )
-        self._pods.add_handler(self._on_pod, lambda _, new: self._on_pod(new), self._on_pod)
+        """Serve the queue, watch the manifest directory and sweep it every `resync_interval`
+        once the informers have synced; until cancelled."""
         try:
             async with asyncio.TaskGroup() as tg:
-                for informer in self._informers:
-                    tg.create_task(informer.run())
-                for informer in self._informers:
-                    await informer.wait_synced()
-                tg.create_task(self._watch_files())
-                tg.create_task(self._resync_loop())
-                self._queue.add(_SWEEP)
-                await self._work()
+                tg.create_task(super().run(), name=f"{self.name} workers")
+                await self.wait_synced()
+                tg.create_task(self._watch_files(), name=f"{self.name} manifest watch")
+                tg.create_task(self._resync_loop(), name=f"{self.name} resync")
+                self.enqueue(_SWEEP)
         finally:
-            self._queue.shutdown()
             self._stash.close()
             self._stash_open = False
 
-    def _on_evr(self, evr: Obj) -> None:
-        self._queue.add(_EVR + key_of(evr))
-
-    def _on_cluster_change(self, _: Obj) -> None:
-        self._queue.add(_SWEEP)
-        for key in self._evrs.store.keys():  # noqa: SIM118 (a Store, not a dict)
-            self._queue.add(_EVR + key)
-
-    def _on_pod(self, pod: Obj) -> None:
-        for key in self._evrs.store.index_keys("pod", key_of(pod)):
-            self._queue.add(_EVR + key)
+    def _on_cluster_change(self, _: Obj) -> list[str]:
+        return [_SWEEP, *(_EVR + key for key in self._evrs.store.keys())]  # noqa: SIM118 (a Store)
 
     async def _resync_loop(self) -> None:
         while True:
             await asyncio.sleep(self._resync)
-            self._queue.add(_SWEEP)
+            self.enqueue(_SWEEP)
 
     async def _watch_files(self) -> None:
         """Queue a sweep on every change in the manifest directory. The watch gives up on a
@@ -239,9 +221,9 @@ class StaticPodInterceptor:
                     if not self.watching.is_set():
                         # the watch is in place: a sweep now sees whatever came before it
                         self.watching.set()
-                        self._queue.add(_SWEEP)
+                        self.enqueue(_SWEEP)
                     if changes:
-                        self._queue.add(_SWEEP)
+                        self.enqueue(_SWEEP)
             except OSError as e:
                 attempt += 1
                 self._warn_once(
@@ -249,33 +231,17 @@ class StaticPodInterceptor:
                 )
             await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
 
-    async def _work(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except ShutDown:
-                return
-            try:
-                if key == _SWEEP:
-                    await self._sweep()
-                else:
-                    await self._reconcile_eviction(key.removeprefix(_EVR))
-            except StashUnavailable as e:
-                # e.g. a directory was replaced: open the stash afresh next time
-                log.warning("static pods: %s failed: %s; retrying", key, e)
-                self._stash.close()
-                self._stash_open = False
-                self._queue.add_rate_limited(key)
-            except (KubeError, StashError, OSError) as e:
-                log.warning("static pods: %s failed: %s; retrying", key, e)
-                self._queue.add_rate_limited(key)
-            except Exception:
-                log.exception("static pods: %s failed unexpectedly; retrying", key)
-                self._queue.add_rate_limited(key)
+    async def reconcile(self, key: str) -> None:
+        try:
+            if key == _SWEEP:
+                await self._sweep()
             else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+                await self._reconcile_eviction(key.removeprefix(_EVR))
+        except StashUnavailable:
+            # e.g. a directory was replaced: open the stash afresh next time
+            self._stash.close()
+            self._stash_open = False
+            raise
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -407,7 +373,7 @@ class StaticPodInterceptor:
             )
         self._known = known
         if retry:
-            self._queue.add(_SWEEP)
+            self.enqueue(_SWEEP)
 
     async def _report_restores(self, results: list[RestoreResult]) -> None:
         node = self._node_obj()
@@ -551,7 +517,7 @@ class StaticPodInterceptor:
             entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
         except ManifestChanged as e:
             log.info("static pods: %s; looking again", e)
-            self._queue.add(_EVR + key)
+            self.enqueue(_EVR + key)
             return
         except StashError as e:
             message = f"cannot move {manifest.path} aside: {e}"
@@ -598,7 +564,7 @@ class StaticPodInterceptor:
             await self._write(view, entry)
         left = heartbeat_left(entry["heartbeatTime"], stamp, self._heartbeat)
         # a second more: heartbeatTime is stored in whole seconds
-        self._queue.add_after(_EVR + view.key, left + 1.0)
+        self.enqueue_after(_EVR + view.key, left + 1.0)
 
     async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
         try:
@@ -609,7 +575,7 @@ class StaticPodInterceptor:
             return
         except Conflict:
             # we read a stale request: look again once the informer has the new one
-            self._queue.add_rate_limited(_EVR + view.key)
+            self.queue.add_rate_limited(_EVR + view.key)
             return
         log.info(
             "EvictionRequest %s (pod %s): %s%s",

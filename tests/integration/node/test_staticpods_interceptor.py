@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.client import KubeClient
+from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import (
     EVENTS,
@@ -203,8 +204,10 @@ async def environment(
     view = ClusterView(kube, [PODS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS])
     await view.start()
     agent = backend.client(await backend.service_account(node=NODE), max_workers=4)
+    informers = SharedInformers(agent)
     interceptor = StaticPodInterceptor(
         agent,
+        informers,
         Stash(manifests, s, boot_id=BOOT),
         EventRecorder(agent, host=NODE),
         node_name=NODE,
@@ -212,7 +215,13 @@ async def environment(
         **kw,
     )
     env = Env(kube, view, manifests, s, interceptor)
-    task = asyncio.create_task(interceptor.run())
+
+    async def run() -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(informers.run())
+            tg.create_task(interceptor.run())
+
+    task = asyncio.create_task(run())
     try:
         async with asyncio.timeout(20):
             await interceptor.watching.wait()
