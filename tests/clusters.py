@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client, config, utils
+from kubernetes import client, utils
 from watchfiles import awatch
 
 from nodeagent.kube.client import KubeClient, load_api_client
@@ -34,6 +34,7 @@ from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
 from nodeagent.manifests import crd_documents
 from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
 from nodeagent_testbed.sim.cluster import SimCluster
+from tests.kubeapi import api_client, create_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,20 @@ class ClusterView:
             inf = Informer(
                 kube, r, backoff=JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
             )
-            inf.add_handler(
-                on_add=lambda o, r=r: self._seen("ADDED", r, o),
-                on_update=lambda _old, o, r=r: self._seen("MODIFIED", r, o),
-                on_delete=lambda o, r=r: self._seen("DELETED", r, o),
-            )
+            self._report(inf, r)
             self._informers[r] = inf
+
+    def _report(self, inf: Informer, resource: Resource) -> None:
+        def on_add(o: Obj) -> None:
+            self._seen("ADDED", resource, o)
+
+        def on_update(_old: Obj, o: Obj) -> None:
+            self._seen("MODIFIED", resource, o)
+
+        def on_delete(o: Obj) -> None:
+            self._seen("DELETED", resource, o)
+
+        inf.add_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
 
     def _seen(self, kind: str, resource: Resource, obj: Obj) -> None:
         self._changed.set()
@@ -141,6 +150,17 @@ class TestCluster:
 
     def __init__(self) -> None:
         self._clients: list[KubeClient] = []
+
+    async def service_account(
+        self,
+        name: str = NODE_ACCOUNT,
+        namespace: str = NAMESPACE,
+        *,
+        node: str | None = None,
+        also_roles: Iterable[str] = (),
+    ) -> Path:
+        """A kubeconfig for a ServiceAccount of packaging/kubernetes (see the backends')."""
+        raise NotImplementedError
 
     def client(self, kubeconfig: Path | None = None, **kw: Any) -> KubeClient:
         kube = KubeClient(load_api_client(str(kubeconfig or self.kubeconfig)), **kw)
@@ -284,13 +304,13 @@ class RealBackend(TestCluster):
 
 def apply_files(kubeconfig: Path, files: Iterable[Path]) -> None:
     """Create the objects of manifest files that are not there yet (as admin)."""
-    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+    with api_client(kubeconfig) as api:
         for f in files:
             for doc in yaml.safe_load_all(f.read_text()):
                 if not doc:
                     continue
                 try:
-                    utils.create_from_dict(api, doc)
+                    create_from_dict(api, doc)
                 except utils.FailToCreateError as e:
                     if any(x.status != 409 for x in e.api_exceptions):
                         raise
@@ -300,7 +320,7 @@ def request_token(
     kubeconfig: Path, name: str, namespace: str, pod: Obj | None = None
 ) -> str:
     """A token of the ServiceAccount, bound to `pod` if given (it dies with the pod)."""
-    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+    with api_client(kubeconfig) as api:
         spec: Obj = {"expirationSeconds": 3600}
         if pod is not None:
             m = pod["metadata"]
@@ -311,8 +331,9 @@ def request_token(
                 "uid": m["uid"],
             }
         got = client.CoreV1Api(api).create_namespaced_service_account_token(
-            name, namespace, {"spec": spec}
+            name, namespace, client.AuthenticationV1TokenRequest.model_validate({"spec": spec})
         )
+        assert got.status is not None
         return str(got.status.token)
 
 
@@ -334,10 +355,10 @@ def anchor_pod(kubeconfig: Path, account: str, namespace: str, node: str) -> Obj
             "containers": [{"name": "agent", "image": "nodeagent"}],
         },
     }
-    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+    with api_client(kubeconfig) as api:
         core = client.CoreV1Api(api)
         try:
-            pod = core.create_namespaced_pod(namespace, body)
+            pod = core.create_namespaced_pod(namespace, client.V1Pod.model_validate(body))
         except client.ApiException as e:
             if e.status != 409:
                 raise
@@ -354,10 +375,10 @@ def bind_cluster_role(kubeconfig: Path, role: str, account: str, namespace: str)
         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     }
     with (
-        config.new_client_from_config(config_file=str(kubeconfig)) as api,
+        api_client(kubeconfig) as api,
         contextlib.suppress(utils.FailToCreateError),
     ):
-        utils.create_from_dict(api, body)
+        create_from_dict(api, body)
 
 
 def wait_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> None:
@@ -374,7 +395,7 @@ def wait_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> No
     }  # fmt: skip
     deadline = time.monotonic() + timeout
     delay = 0.02
-    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+    with api_client(kubeconfig) as api:
         objects = client.CustomObjectsApi(api)
         while True:
             try:

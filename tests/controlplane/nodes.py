@@ -7,7 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config, watch
+from kubernetes import client
+
+from tests.kubeapi import api_client, watch_stream
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # kwok's node-initialize stage fills in the rest of the status
@@ -34,7 +36,7 @@ def node_body(name: str, index: int) -> dict[str, Any]:
 
 
 def api(kubeconfig: Path) -> client.ApiClient:
-    return config.new_client_from_config(config_file=str(kubeconfig))
+    return api_client(kubeconfig)
 
 
 def create_nodes(kubeconfig: Path, count: int, prefix: str = "node-") -> None:
@@ -43,16 +45,27 @@ def create_nodes(kubeconfig: Path, count: int, prefix: str = "node-") -> None:
     with api(kubeconfig) as c:
         core = client.CoreV1Api(c)
         for i in range(1, count + 1):
-            core.create_node(node_body(f"{prefix}{i}", i))
+            core.create_node(client.V1Node.model_validate(node_body(f"{prefix}{i}", i)))
         for ns in ("default", "kube-system"):
             try:
-                core.create_namespaced_service_account(ns, {"metadata": {"name": "default"}})
+                account = client.V1ServiceAccount.model_validate({"metadata": {"name": "default"}})
+                core.create_namespaced_service_account(ns, account)
             except client.ApiException as e:
                 if e.status != 409:
                     raise
 
 
-def ready(node: Any) -> bool:
+def name_of(node: client.V1Node) -> str:
+    assert node.metadata is not None and node.metadata.name is not None
+    return node.metadata.name
+
+
+def list_version(listed: client.V1NodeList | client.V1ServiceAccountList) -> str | None:
+    assert listed.metadata is not None
+    return listed.metadata.resource_version
+
+
+def ready(node: client.V1Node) -> bool:
     """Ready, and the node lifecycle controller took the not-ready taint off (pods can go)."""
     conditions = (node.status and node.status.conditions) or []
     taints = (node.spec and node.spec.taints) or []
@@ -69,28 +82,28 @@ def wait_settled(kubeconfig: Path, count: int, timeout: float) -> None:
         seen: dict[str, bool] = {}
         listed = core.list_node()
         for n in listed.items:
-            seen[n.metadata.name] = ready(n)
-        rv = listed.metadata.resource_version
+            seen[name_of(n)] = ready(n)
+        rv = list_version(listed)
         while sum(seen.values()) < count:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"nodes not Ready after {timeout:.0f} s: {seen}")
-            for ev in watch.Watch().stream(
+            for ev in watch_stream(
                 core.list_node, resource_version=rv, timeout_seconds=max(1, int(left))
             ):
                 n = ev["object"]
                 rv = n.metadata.resource_version
-                seen[n.metadata.name] = ready(n)
+                seen[name_of(n)] = ready(n)
                 if sum(seen.values()) >= count:
                     break
         field = "metadata.name=default"
         accounts = core.list_namespaced_service_account("default", field_selector=field)
         if not accounts.items:
-            for ev in watch.Watch().stream(
+            for ev in watch_stream(
                 core.list_namespaced_service_account,
                 "default",
                 field_selector=field,
-                resource_version=accounts.metadata.resource_version,
+                resource_version=list_version(accounts),
                 timeout_seconds=max(1, int(deadline - time.monotonic())),
             ):
                 if ev["type"] == "ADDED":

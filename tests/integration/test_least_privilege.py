@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from nodeagent.app import Agent
 from nodeagent.config import ShutdownConfig, from_mapping
@@ -36,6 +35,7 @@ from tests.clusters import (
     TestCluster,
     create_pod,
 )
+from tests.kubeapi import api_client
 
 pytestmark = pytest.mark.backends("real")
 
@@ -245,10 +245,7 @@ async def test_credentials_that_name_no_node_may_write_nothing(env: Env) -> None
 
 
 def impersonating(kubeconfig: Path, user: str, group: str) -> k8s.ApiClient:
-    api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
-    api.set_default_header("Impersonate-User", user)
-    api.set_default_header("Impersonate-Group", group)
-    return api
+    return api_client(kubeconfig, {"Impersonate-User": user, "Impersonate-Group": group})
 
 
 async def test_certificate_users_are_kept_to_the_node_their_name_names(env: Env) -> None:
@@ -331,12 +328,16 @@ async def test_a_token_bound_to_the_node_object_is_kept_to_that_node(env: Env) -
     --bound-object-kind Node --bound-object-name node-1` carries the node's name too."""
 
     def token() -> str:
-        with k8s_config.new_client_from_config(config_file=str(env.backend.kubeconfig)) as api:
+        with api_client(env.backend.kubeconfig) as api:
             core = k8s.CoreV1Api(api)
             node = core.read_node("node-1")
+            assert node.metadata is not None
             ref = {"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": node.metadata.uid}
             body = {"spec": {"expirationSeconds": 3600, "boundObjectRef": ref}}
-            got = core.create_namespaced_service_account_token("nodeagent", NAMESPACE, body)
+            got = core.create_namespaced_service_account_token(
+                "nodeagent", NAMESPACE, k8s.AuthenticationV1TokenRequest.model_validate(body)
+            )
+            assert got.status is not None
             return str(got.status.token)
 
     doc = yaml.safe_load(env.node1_account.read_text())
