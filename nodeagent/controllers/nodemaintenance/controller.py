@@ -33,8 +33,8 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     RequesterPatch,
     StatusUpdate,
     connected,
-    covers,
     decide,
+    involves,
     status_nodes,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
@@ -43,6 +43,7 @@ from nodeagent.kube.events import EventSink, EventType
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj, Resource
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import as_eviction_request, as_maintenance
 
 __all__ = [
     "NodeMaintenanceClient",
@@ -211,7 +212,7 @@ class _Membership:
         generation = (_meta(nm).get("uid"), _meta(nm).get("generation"))
         if self._generation.get(name) != generation or name not in self._covered:
             self._covered[name] = {
-                str(_meta(node).get("name")) for node in nodes() if covers(nm, node)
+                str(_meta(node).get("name")) for node in nodes() if involves(nm, node)
             }
             self._generation[name] = generation
         self._set(name, self._covered[name] | status_nodes(nm))
@@ -227,7 +228,7 @@ class _Membership:
     ) -> None:
         for name, nm in maintenances.items():
             covered = self._covered.setdefault(name, set())
-            if node is not None and covers(nm, node):
+            if node is not None and involves(nm, node):
                 covered.add(node_name)
             else:
                 covered.discard(node_name)
@@ -393,11 +394,11 @@ class NodeMaintenanceController(Controller):
                 if found is not None:
                     requests[str(meta.get("uid"))] = found
         return Inputs(
-            maintenance=nm,
-            maintenances=maintenances,
+            maintenance=as_maintenance(nm),
+            maintenances=[as_maintenance(m) for m in maintenances],
             nodes=nodes,
             pods=pods,
-            eviction_requests=requests,
+            eviction_requests={k: as_eviction_request(er) for k, er in requests.items()},
             now=self._clock(),
         )
 

@@ -34,20 +34,27 @@ maintenance ``Valid=False`` with a message naming the problem, and nothing else 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
 from typing import Any
 
-from nodeagent.model.drainplan import (
-    DrainPlanEntry,
-    InvalidPlan,
-    effective_plan,
-    entries_from_dicts,
+from nodeagent.model.bodies import (
+    ConditionStatus,
+    EvictionRequest,
+    NodeMaintenance,
+    as_map,
+    condition,
+    condition_true,
+    deleting,
+    generation,
+    items,
+    mapping,
+    name_of,
+    set_condition,
 )
+from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, entries_from_dicts
 from nodeagent.model.draintargets import (
     DRAIN_STAGE,
     MaintenanceDrain,
@@ -57,7 +64,21 @@ from nodeagent.model.draintargets import (
     resolve,
 )
 from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
-from nodeagent.model.selectors import node_selector_matches, validate_node_selector
+from nodeagent.model.maintenance import (
+    CORDONED_BY_ANNOTATION,
+    FINALIZER,
+    NODE_LABEL,
+    REQUESTER,
+    Stage,
+    Validity,
+    drain_plan_hash,
+    effective_stage,
+    selected_nodes,
+    selects,
+    status_nodes,
+    validate,
+)
+from nodeagent.model.times import format_time
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",
@@ -75,230 +96,49 @@ __all__ = [
     "StatusUpdate",
     "Validity",
     "connected",
-    "covers",
     "decide",
     "drain_plan_hash",
     "effective_stage",
+    "involves",
     "maintenance_nodes",
     "selected_nodes",
     "status_nodes",
     "validate",
 ]
 
-FINALIZER = "nodeagent.io/maintenance-completion"
-REQUESTER = "nodemaintenance.k8s.io"
-CORDONED_BY_ANNOTATION = "nodeagent.io/cordoned-by"
-NODE_LABEL = "nodeagent.io/node"
-
-_ALLOWED = "Idle -> Cordon | Drain | Complete, Cordon -> Drain | Complete, Drain -> Complete"
-
-
-class Stage(StrEnum):
-    """NodeMaintenance stages in the only order they may be taken."""
-
-    IDLE = "Idle"
-    CORDON = "Cordon"
-    DRAIN = "Drain"
-    COMPLETE = "Complete"
-
-    @property
-    def rank(self) -> int:
-        return _STAGE_RANK[self]
-
-    @property
-    def holds_cordon(self) -> bool:
-        return self in (Stage.CORDON, Stage.DRAIN)
-
-
-_STAGE_RANK = {s: i for i, s in enumerate(Stage)}
-
-
 # --- small accessors ---------------------------------------------------------------------------
 
 
-def _as_map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _map(obj: object, key: str) -> Mapping[str, Any]:
-    return _as_map(obj.get(key) if isinstance(obj, Mapping) else None)
-
-
-def _list(obj: object, key: str) -> list[Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, list) else []
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(_map(obj, "metadata").get("name") or "")
-
-
-def _deleting(obj: Mapping[str, Any]) -> bool:
-    return _map(obj, "metadata").get("deletionTimestamp") is not None
-
-
 def _has_finalizer(obj: Mapping[str, Any]) -> bool:
-    return FINALIZER in (_map(obj, "metadata").get("finalizers") or ())
-
-
-def _spec_stage(nm: Mapping[str, Any]) -> str:
-    raw = _map(nm, "spec").get("stage")
-    return raw if isinstance(raw, str) and raw else Stage.IDLE.value
-
-
-def _time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for cond in _list(status, "conditions"):
-        if isinstance(cond, Mapping) and cond.get("type") == type_:
-            return cond
-    return None
-
-
-def _condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    cond = _condition(_map(obj, "status"), type_)
-    return cond is not None and cond.get("status") == "True"
+    return FINALIZER in (mapping(obj, "metadata").get("finalizers") or ())
 
 
 def _requesters(er: Mapping[str, Any]) -> list[str]:
     return [
         str(r.get("name"))
-        for r in _list(_map(er, "spec"), "requesters")
+        for r in items(mapping(er, "spec"), "requesters")
         if isinstance(r, Mapping) and r.get("name")
     ]
 
 
 def _cordoned_by(node: Mapping[str, Any]) -> list[str] | None:
     """The maintenances holding nodeagent's cordon of `node`; None when nodeagent holds none."""
-    raw = _map(_map(node, "metadata"), "annotations").get(CORDONED_BY_ANNOTATION)
+    raw = mapping(mapping(node, "metadata"), "annotations").get(CORDONED_BY_ANNOTATION)
     if not isinstance(raw, str):
         return None
     return [n for n in (part.strip() for part in raw.split(",")) if n]
 
 
 def _unschedulable(node: Mapping[str, Any]) -> bool:
-    return _map(node, "spec").get("unschedulable") is True
+    return mapping(node, "spec").get("unschedulable") is True
 
 
-# --- stage, validity, selection -----------------------------------------------------------------
+# --- selection ---------------------------------------------------------------------------------
 
 
-def effective_stage(nm: Mapping[str, Any]) -> Stage | None:
-    """The stage to act on: Complete while the maintenance is being deleted ("Deleting a
-    maintenance that is not Idle runs Complete first"); None for an unknown stage value."""
-    if _deleting(nm):
-        return Stage.COMPLETE
-    try:
-        return Stage(_spec_stage(nm))
-    except ValueError:
-        return None
-
-
-def _started_stages(nm: Mapping[str, Any]) -> list[Stage]:
-    out: list[Stage] = []
-    for entry in _list(_map(nm, "status"), "stageStatuses"):
-        try:
-            out.append(Stage(str(_as_map(entry).get("name"))))
-        except ValueError:
-            continue
-    return out
-
-
-def drain_plan_hash(nm: Mapping[str, Any]) -> str:
-    """Fingerprint of ``spec.drainPlan`` as written (recorded in ``status.drainPlanHash``)."""
-    raw = _map(nm, "spec").get("drainPlan")
-    text = json.dumps(raw, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Validity:
-    """``reason`` is the Valid condition's reason; ``plan`` the effective plan when valid."""
-
-    valid: bool
-    reason: str
-    message: str
-    plan: tuple[DrainPlanEntry, ...] = ()
-
-
-def validate(nm: Mapping[str, Any]) -> Validity:
-    """What the CRD's schema and CEL rules would reject, plus the drain plan's own rules."""
-    raw_stage = _spec_stage(nm)
-    try:
-        stage = Stage(raw_stage)
-    except ValueError:
-        return Validity(
-            False,
-            "InvalidStage",
-            f"spec.stage: unknown stage {raw_stage!r}; must be one of "
-            + ", ".join(s.value for s in Stage),
-        )
-    started = _started_stages(nm)
-    if started:
-        furthest = max(started, key=lambda s: s.rank)
-        if stage.rank < furthest.rank:
-            return Validity(
-                False,
-                "InvalidStageTransition",
-                f"spec.stage: cannot go back from {furthest.value} to {stage.value}; "
-                f"allowed transitions are {_ALLOWED}",
-            )
-    spec = _map(nm, "spec")
-    selector = spec.get("nodeSelector")
-    if not isinstance(selector, Mapping):
-        return Validity(False, "InvalidNodeSelector", "spec.nodeSelector: required")
-    problems = validate_node_selector(selector)
-    if problems:
-        return Validity(
-            False, "InvalidNodeSelector", "; ".join("spec.nodeSelector." + p for p in problems)
-        )
-    recorded = _map(nm, "status").get("drainPlanHash")
-    if isinstance(recorded, str) and recorded and recorded != drain_plan_hash(nm):
-        return Validity(
-            False,
-            "InvalidDrainPlan",
-            "spec.drainPlan: changed after the maintenance was created; drainPlan is immutable",
-        )
-    raw_plan = spec.get("drainPlan")
-    try:
-        if raw_plan is not None and not isinstance(raw_plan, list):
-            raise InvalidPlan("spec.drainPlan: must be a list")
-        plan_entries = effective_plan(raw_plan)
-    except InvalidPlan as e:
-        return Validity(False, "InvalidDrainPlan", str(e))
-    return Validity(True, "Valid", "spec is valid", tuple(plan_entries))
-
-
-def selected_nodes(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
-    """Names of the nodes ``spec.nodeSelector`` selects (none for an invalid selector)."""
-    selector = _map(nm, "spec").get("nodeSelector")
-    if not isinstance(selector, Mapping) or validate_node_selector(selector):
-        return frozenset()
-    return frozenset(n for n, node in nodes.items() if node_selector_matches(selector, node))
-
-
-def status_nodes(nm: Mapping[str, Any]) -> set[str]:
-    """The nodes named in ``status.nodeStatuses``."""
-    out: set[str] = set()
-    for entry in _list(_map(nm, "status"), "nodeStatuses"):
-        name = _map(entry, "nodeRef").get("name")
-        if isinstance(name, str) and name:
-            out.add(name)
-    return out
-
-
-def covers(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+def involves(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """Whether the maintenance selects ``node`` or holds a cordon on it."""
-    if _name(nm) in (_cordoned_by(node) or ()):
-        return True
-    selector = _map(nm, "spec").get("nodeSelector")
-    return (
-        isinstance(selector, Mapping)
-        and not validate_node_selector(selector)
-        and node_selector_matches(selector, node)
-    )
+    return name_of(nm) in (_cordoned_by(node) or ()) or selects(nm, node)
 
 
 def maintenance_nodes(
@@ -306,7 +146,7 @@ def maintenance_nodes(
 ) -> frozenset[str]:
     """Every node the maintenance has to do with: selected now, reported in its status, or
     cordoned on its behalf."""
-    return frozenset(n for n, node in nodes.items() if covers(nm, node)) | status_nodes(nm)
+    return frozenset(n for n, node in nodes.items() if involves(nm, node)) | status_nodes(nm)
 
 
 def connected(
@@ -349,11 +189,11 @@ class Inputs:
     least the pods on those nodes and the requests labelled with one of them.
     """
 
-    maintenance: Mapping[str, Any]
-    maintenances: Sequence[Mapping[str, Any]]
+    maintenance: NodeMaintenance
+    maintenances: Sequence[NodeMaintenance]
     nodes: Mapping[str, Mapping[str, Any]]
     pods: Mapping[str, Sequence[Mapping[str, Any]]]
-    eviction_requests: Mapping[str, Mapping[str, Any]]
+    eviction_requests: Mapping[str, EvictionRequest]
     now: datetime
 
 
@@ -475,7 +315,7 @@ class Actions:
 class _Other:
     """Another maintenance (or this one), as the decision needs it."""
 
-    obj: Mapping[str, Any]
+    obj: NodeMaintenance
     name: str
     stage: Stage | None
     validity: Validity
@@ -490,21 +330,21 @@ class _Other:
 
 
 def _creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
-    md = _map(nm, "metadata")
+    md = mapping(nm, "metadata")
     return (str(md.get("creationTimestamp") or ""), str(md.get("name") or ""))
 
 
 def _view(o: _Other) -> MaintenanceView | None:
     if o.stage != Stage.DRAIN or not o.validity.valid:
         return None
-    status = _map(o.obj, "status")
+    status = mapping(o.obj, "status")
     progress: dict[str, list[DrainPlanEntry]] = {}
-    for entry in _list(status, "nodeStatuses"):
-        node = _map(entry, "nodeRef").get("name")
+    for entry in items(status, "nodeStatuses"):
+        node = mapping(entry, "nodeRef").get("name")
         if not isinstance(node, str) or node not in o.selected:
             continue
         try:
-            progress[node] = entries_from_dicts(_as_map(entry).get("drainTargets"), "drainTargets")
+            progress[node] = entries_from_dicts(as_map(entry).get("drainTargets"), "drainTargets")
         except InvalidPlan:
             continue  # unreadable stored progress: recovered from the others, conservatively
     index = status.get("drainPlanIndex")
@@ -522,48 +362,6 @@ def _view(o: _Other) -> MaintenanceView | None:
     )
 
 
-def _set_condition(
-    conditions: list[dict[str, Any]],
-    type_: str,
-    status: str,
-    reason: str,
-    message: str,
-    now: str,
-    generation: int | None,
-) -> None:
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == type_:
-            same = cond.get("status") == status
-            new = {
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": cond.get("lastTransitionTime") if same else now,
-            }
-            if generation is not None:
-                new["observedGeneration"] = generation
-            if not new["lastTransitionTime"]:
-                new["lastTransitionTime"] = now
-            conditions[i] = new
-            return
-    new = {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": now,
-    }
-    if generation is not None:
-        new["observedGeneration"] = generation
-    conditions.append(new)
-
-
-def _generation(nm: Mapping[str, Any]) -> int | None:
-    gen = _map(nm, "metadata").get("generation")
-    return gen if isinstance(gen, int) and not isinstance(gen, bool) else None
-
-
 def _pod_infos(pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
     return [PodInfo.from_pod(p) for p in pods]
 
@@ -571,16 +369,16 @@ def _pod_infos(pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
 def _node_of_request(
     er: Mapping[str, Any], pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]]
 ) -> str | None:
-    label = _map(_map(er, "metadata"), "labels").get(NODE_LABEL)
+    label = mapping(mapping(er, "metadata"), "labels").get(NODE_LABEL)
     if isinstance(label, str) and label:
         return label
-    found = pods_by_uid.get(_name(er))
+    found = pods_by_uid.get(name_of(er))
     return found[0] if found is not None else None
 
 
 def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
-    md = _map(pod, "metadata")
-    labels = {k: v for k, v in _map(md, "labels").items() if isinstance(v, str)}
+    md = mapping(pod, "metadata")
+    labels = {k: v for k, v in mapping(md, "labels").items() if isinstance(v, str)}
     labels[NODE_LABEL] = node
     return {
         "apiVersion": "nodeagent.io/v1alpha1",
@@ -609,7 +407,7 @@ def _note_ignored_interceptors(
         targeted = {ref.uid for ref in ns.targeted_pods}
         bad: list[str] = []
         for pod in pods.get(ns.node, ()):
-            md = _map(pod, "metadata")
+            md = mapping(pod, "metadata")
             if md.get("uid") not in targeted:
                 continue
             try:
@@ -632,8 +430,8 @@ def _drain_status(
     conditions: list[dict[str, Any]],
     drain: MaintenanceDrain,
     plan_length: int,
-    now: str,
-    generation: int | None,
+    now: datetime,
+    observed: int | None,
 ) -> list[RecordedEvent]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
     worth."""
@@ -650,7 +448,11 @@ def _drain_status(
         RecordedEvent("Warning", "FastForwarded", ff.message) for ff in drain.fast_forwards
     )
     if drain.drained:
-        drained = ("True", "Drained", f"All pods of {len(drain.nodes)} nodes are gone")
+        drained: tuple[ConditionStatus, str, str] = (
+            "True",
+            "Drained",
+            f"All pods of {len(drain.nodes)} nodes are gone",
+        )
         if old_drained is None or old_drained.get("status") != "True":
             events.append(RecordedEvent("Normal", "Drained", drained[2]))
     else:
@@ -661,7 +463,7 @@ def _drain_status(
             "Draining",
             f"{left} pods left on {busy} of {len(drain.nodes)} nodes; {entry}",
         )
-    _set_condition(conditions, "Drained", *drained, now, generation)
+    conditions[:] = set_condition(conditions, "Drained", *drained, now, observed)
     return events
 
 
@@ -672,7 +474,7 @@ def _copy(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _neighbour_statuses(
-    others: Mapping[str, _Other], resolution: Resolution, me: str, now: str
+    others: Mapping[str, _Other], resolution: Resolution, me: str, now: datetime
 ) -> list[StatusUpdate]:
     """The drain resolution is one computation over all intersecting maintenances; store it
     for each of them at once, so that no maintenance's stored position lags behind the ones
@@ -683,15 +485,15 @@ def _neighbour_statuses(
         o = others.get(name)
         if name == me or o is None:
             continue
-        old = _map(o.obj, "status")
+        old = mapping(o.obj, "status")
         status = _copy(old)
-        conditions = [dict(c) for c in _list(status, "conditions") if isinstance(c, Mapping)]
+        conditions = [dict(c) for c in items(status, "conditions") if isinstance(c, Mapping)]
         events = _drain_status(
-            status, conditions, drain, len(o.validity.plan), now, _generation(o.obj)
+            status, conditions, drain, len(o.validity.plan), now, generation(o.obj)
         )
         status["conditions"] = conditions
         if status != dict(old):
-            rv = str(_map(o.obj, "metadata").get("resourceVersion") or "")
+            rv = str(mapping(o.obj, "metadata").get("resourceVersion") or "")
             out.append(StatusUpdate(name, rv, status, tuple(events)))
     return out
 
@@ -709,23 +511,39 @@ def selects_every_node(
     return None
 
 
-def decide(inp: Inputs) -> Actions:
-    """Decide what to do for ``inp.maintenance``."""
-    nm = inp.maintenance
-    me = _name(nm)
-    now = _time(inp.now)
-    stage = effective_stage(nm)
-    deleting = _deleting(nm)
-    validity = validate(nm)
+@dataclass(frozen=True)
+class _Context:
+    """What every step of one decision reads."""
 
-    if deleting and not _has_finalizer(nm):
-        # Idle (or never handled): nothing was touched, nothing to undo; the API server
-        # removes the object once the other finalizers (if any) are gone.
-        return Actions(stage=stage, validity=validity)
+    inp: Inputs
+    me: str
+    stage: Stage | None
+    deleting: bool
+    validity: Validity
+    others: Mapping[str, _Other]
+    """Every maintenance of the inputs by name, this one included."""
+    acting: bool
+    """Touch nothing while invalid, except that Complete (asked for, or by deletion) always
+    undoes what the maintenance did: its cordons are known by the annotation, not the spec."""
 
+    @property
+    def nm(self) -> NodeMaintenance:
+        return self.inp.maintenance
+
+    @property
+    def mine(self) -> _Other:
+        return self.others[self.me]
+
+    @property
+    def act_stage(self) -> Stage | None:
+        return self.stage if self.acting else None
+
+
+def _others(inp: Inputs, me: str, validity: Validity) -> dict[str, _Other]:
+    """Every maintenance of the inputs as the decision needs it (``validity`` is this one's)."""
     others: dict[str, _Other] = {}
-    for obj in [*inp.maintenances, nm]:
-        name = _name(obj)
+    for obj in [*inp.maintenances, inp.maintenance]:
+        name = name_of(obj)
         if not name:
             continue
         v = validity if name == me else validate(obj)
@@ -736,234 +554,332 @@ def decide(inp: Inputs) -> Actions:
             validity=v,
             selected=selected_nodes(obj, inp.nodes) if v.valid else frozenset(),
         )
-    mine = others[me]
-    # Touch nothing while invalid, except that Complete (asked for, or by deletion) always
-    # undoes what the maintenance did: its cordons are known by the annotation, not the spec.
-    acting = validity.valid or deleting or stage == Stage.COMPLETE
-    act_stage = stage if acting else None
+    return others
 
-    # -- cordon ownership --------------------------------------------------------------------
+
+def _cordons(ctx: _Context) -> tuple[list[NodePatch], list[RecordedEvent]]:
+    """Cordon the selected nodes (in Cordon and Drain), naming every holder on each."""
     cordon: list[NodePatch] = []
-    uncordon: list[NodePatch] = []
-    cordon_events: list[RecordedEvent] = []
-    holds_now = act_stage is not None and act_stage.holds_cordon
-    if holds_now:
-        for node_name in sorted(mine.selected):
-            node = inp.nodes[node_name]
-            annotation = _cordoned_by(node)
-            rv = str(_map(node, "metadata").get("resourceVersion") or "")
-            holders = {o.name for o in others.values() if o.holds(node_name, annotation or ())}
-            holders.add(me)
-            if not _unschedulable(node):
-                cordon.append(NodePatch(node_name, rv, True, _cordon_value(holders)))
-                cordon_events.append(
-                    RecordedEvent("Normal", "Cordoned", f"Cordoned node {node_name}")
-                )
-            elif annotation is not None and _cordon_value(annotation) != _cordon_value(holders):
-                cordon.append(NodePatch(node_name, rv, None, _cordon_value(holders)))
-    if acting:
-        keep = mine.selected if holds_now else frozenset()
-        for node_name in sorted(inp.nodes):
-            node = inp.nodes[node_name]
-            annotation = _cordoned_by(node)
-            if annotation is None or me not in annotation or node_name in keep:
-                continue
-            rv = str(_map(node, "metadata").get("resourceVersion") or "")
-            remaining = {
-                o.name for o in others.values() if o.name != me and o.holds(node_name, annotation)
-            }
-            if remaining:
-                uncordon.append(NodePatch(node_name, rv, None, _cordon_value(remaining)))
-            elif _unschedulable(node):
-                uncordon.append(NodePatch(node_name, rv, False, None))
-                cordon_events.append(
-                    RecordedEvent("Normal", "Uncordoned", f"Uncordoned node {node_name}")
-                )
-            else:
-                uncordon.append(NodePatch(node_name, rv, None, None))
-
-    # -- drain resolution ----------------------------------------------------------------------
-    views = [view for o in others.values() if (view := _view(o)) is not None]
-    resolution: Resolution | None = None
-    if views:
-        nodes_needed = {n for v in views for n in v.nodes}
-        pods_by_node = {n: _pod_infos(inp.pods.get(n, ())) for n in nodes_needed}
-        resolution = resolve(views, pods_by_node)
-    my_drain: MaintenanceDrain | None = (
-        resolution.maintenances.get(me) if resolution is not None and acting else None
-    )
-    all_targeted: set[str] = set()
-    if resolution is not None:
-        for m in resolution.maintenances.values():
-            for ns in m.nodes:
-                all_targeted.update(ref.uid for ref in ns.targeted_pods)
-
-    # -- status --------------------------------------------------------------------------------
-    old_status = _map(nm, "status")
-    status = _copy(old_status)
     events: list[RecordedEvent] = []
-    generation = _generation(nm)
-    if generation is not None:
-        status["observedGeneration"] = generation
-    conditions: list[dict[str, Any]] = [
-        dict(c) for c in _list(status, "conditions") if isinstance(c, Mapping)
-    ]
-    old_valid = _condition(old_status, "Valid")
-    _set_condition(
+    for node_name in sorted(ctx.mine.selected):
+        node = ctx.inp.nodes[node_name]
+        annotation = _cordoned_by(node)
+        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        holders = {o.name for o in ctx.others.values() if o.holds(node_name, annotation or ())}
+        holders.add(ctx.me)
+        if not _unschedulable(node):
+            cordon.append(NodePatch(node_name, rv, True, _cordon_value(holders)))
+            events.append(RecordedEvent("Normal", "Cordoned", f"Cordoned node {node_name}"))
+        elif annotation is not None and _cordon_value(annotation) != _cordon_value(holders):
+            cordon.append(NodePatch(node_name, rv, None, _cordon_value(holders)))
+    return cordon, events
+
+
+def _uncordons(ctx: _Context, keep: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+    """Let go of the cordons this maintenance holds outside ``keep``: the hold passes to the
+    other holders, or the node is uncordoned when none is left."""
+    uncordon: list[NodePatch] = []
+    events: list[RecordedEvent] = []
+    for node_name in sorted(ctx.inp.nodes):
+        node = ctx.inp.nodes[node_name]
+        annotation = _cordoned_by(node)
+        if annotation is None or ctx.me not in annotation or node_name in keep:
+            continue
+        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        remaining = {
+            o.name
+            for o in ctx.others.values()
+            if o.name != ctx.me and o.holds(node_name, annotation)
+        }
+        if remaining:
+            uncordon.append(NodePatch(node_name, rv, None, _cordon_value(remaining)))
+        elif _unschedulable(node):
+            uncordon.append(NodePatch(node_name, rv, False, None))
+            events.append(RecordedEvent("Normal", "Uncordoned", f"Uncordoned node {node_name}"))
+        else:
+            uncordon.append(NodePatch(node_name, rv, None, None))
+    return uncordon, events
+
+
+def _resolve(
+    others: Mapping[str, _Other], pods: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Resolution | None:
+    """The drainTargets of every valid maintenance in Drain, resolved together (None: none)."""
+    views = [view for o in others.values() if (view := _view(o)) is not None]
+    if not views:
+        return None
+    nodes_needed = {n for v in views for n in v.nodes}
+    return resolve(views, {n: _pod_infos(pods.get(n, ())) for n in nodes_needed})
+
+
+def _targeted_uids(resolution: Resolution | None) -> set[str]:
+    """UIDs of the pods any maintenance of the resolution targets."""
+    if resolution is None:
+        return set()
+    return {
+        ref.uid
+        for m in resolution.maintenances.values()
+        for ns in m.nodes
+        for ref in ns.targeted_pods
+    }
+
+
+def _validity_status(
+    ctx: _Context, conditions: list[dict[str, Any]], observed: int | None
+) -> list[RecordedEvent]:
+    """Set the Valid condition; a warning when the maintenance turns (or stays, with another
+    message) invalid."""
+    validity = ctx.validity
+    old_valid = condition(mapping(ctx.nm, "status"), "Valid")
+    conditions[:] = set_condition(
         conditions,
         "Valid",
         "True" if validity.valid else "False",
         validity.reason,
         validity.message,
-        now,
-        generation,
+        ctx.inp.now,
+        observed,
     )
     if not validity.valid and (
         old_valid is None
         or old_valid.get("status") != "False"
         or old_valid.get("message") != validity.message
     ):
-        events.append(RecordedEvent("Warning", validity.reason, validity.message))
-    if validity.valid and "drainPlanHash" not in status:
-        status["drainPlanHash"] = drain_plan_hash(nm)
+        return [RecordedEvent("Warning", validity.reason, validity.message)]
+    return []
 
-    if act_stage is not None:
-        stage_statuses = [dict(s) for s in _list(status, "stageStatuses") if isinstance(s, Mapping)]
-        if act_stage.value not in {s.get("name") for s in stage_statuses}:
-            stage_statuses.append({"name": act_stage.value, "startTimestamp": now})
-            if act_stage != Stage.IDLE:
-                why = " (the maintenance is being deleted)" if deleting else ""
-                events.append(
-                    RecordedEvent("Normal", "StageStarted", f"Stage {act_stage.value} started{why}")
-                )
-            if act_stage in (Stage.CORDON, Stage.DRAIN) and not deleting:
-                everyone = selects_every_node(mine.selected, inp.nodes)
-                if everyone is not None:
-                    events.append(RecordedEvent("Warning", "SelectsEveryNode", everyone))
-        status["stageStatuses"] = stage_statuses
-        events.extend(cordon_events)
 
-        if act_stage == Stage.DRAIN and my_drain is not None:
-            events.extend(
-                _drain_status(status, conditions, my_drain, len(validity.plan), now, generation)
+def _stage_started(ctx: _Context, act_stage: Stage, status: dict[str, Any]) -> list[RecordedEvent]:
+    """Record ``act_stage`` in ``status.stageStatuses`` when it starts, and say so."""
+    events: list[RecordedEvent] = []
+    now = format_time(ctx.inp.now)
+    stage_statuses = [dict(s) for s in items(status, "stageStatuses") if isinstance(s, Mapping)]
+    if act_stage.value not in {s.get("name") for s in stage_statuses}:
+        stage_statuses.append({"name": act_stage.value, "startTimestamp": now})
+        if act_stage != Stage.IDLE:
+            why = " (the maintenance is being deleted)" if ctx.deleting else ""
+            events.append(
+                RecordedEvent("Normal", "StageStarted", f"Stage {act_stage.value} started{why}")
             )
-            _note_ignored_interceptors(status["nodeStatuses"], my_drain, inp.pods)
+        if act_stage in (Stage.CORDON, Stage.DRAIN) and not ctx.deleting:
+            everyone = selects_every_node(ctx.mine.selected, ctx.inp.nodes)
+            if everyone is not None:
+                events.append(RecordedEvent("Warning", "SelectsEveryNode", everyone))
+    status["stageStatuses"] = stage_statuses
+    return events
+
+
+def _undrained_node_statuses(ctx: _Context, act_stage: Stage) -> list[dict[str, Any]]:
+    """The node statuses of Idle and Cordon: no drainTargets, the pods still there."""
+    message = "Idle" if act_stage == Stage.IDLE else "Cordoned"
+    node_statuses = []
+    for node_name in sorted(ctx.mine.selected):
+        infos = [p for p in _pod_infos(ctx.inp.pods.get(node_name, ())) if p.present]
+        leaving = sum(1 for p in infos if p.terminating)
+        node_statuses.append(
+            {
+                "nodeRef": {"name": node_name},
+                "drainTargets": [],
+                "drainMessage": message,
+                "podsPendingEvacuation": len(infos) - leaving,
+                "podsEvacuating": leaving,
+            }
+        )
+    return node_statuses
+
+
+def _status(
+    ctx: _Context, cordon_events: Sequence[RecordedEvent], my_drain: MaintenanceDrain | None
+) -> tuple[dict[str, Any] | None, list[RecordedEvent]]:
+    """The maintenance's new status (None when it does not change) and the events it is
+    worth, cordon events included."""
+    old_status = mapping(ctx.nm, "status")
+    status = _copy(old_status)
+    observed = generation(ctx.nm)
+    if observed is not None:
+        status["observedGeneration"] = observed
+    conditions = [dict(c) for c in items(status, "conditions") if isinstance(c, Mapping)]
+    events = _validity_status(ctx, conditions, observed)
+    if ctx.validity.valid and "drainPlanHash" not in status:
+        status["drainPlanHash"] = drain_plan_hash(ctx.nm)
+
+    act_stage = ctx.act_stage
+    if act_stage is not None:
+        events.extend(_stage_started(ctx, act_stage, status))
+        events.extend(cordon_events)
+        if act_stage == Stage.DRAIN and my_drain is not None:
+            plan_length = len(ctx.validity.plan)
+            events.extend(
+                _drain_status(status, conditions, my_drain, plan_length, ctx.inp.now, observed)
+            )
+            _note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.inp.pods)
         elif act_stage in (Stage.IDLE, Stage.CORDON):
-            message = "Idle" if act_stage == Stage.IDLE else "Cordoned"
-            node_statuses = []
-            for node_name in sorted(mine.selected):
-                infos = [p for p in _pod_infos(inp.pods.get(node_name, ())) if p.present]
-                leaving = sum(1 for p in infos if p.terminating)
-                node_statuses.append(
-                    {
-                        "nodeRef": {"name": node_name},
-                        "drainTargets": [],
-                        "drainMessage": message,
-                        "podsPendingEvacuation": len(infos) - leaving,
-                        "podsEvacuating": leaving,
-                    }
-                )
-            status["nodeStatuses"] = node_statuses
-            _set_condition(
+            status["nodeStatuses"] = _undrained_node_statuses(ctx, act_stage)
+            conditions[:] = set_condition(
                 conditions,
                 "Drained",
                 "False",
                 "DrainNotRequested",
                 f"The stage is {act_stage.value}",
-                now,
-                generation,
+                ctx.inp.now,
+                observed,
             )
         # Complete: the last drain status and the Drained condition stay as they were.
     status["conditions"] = conditions
-    new_status: dict[str, Any] | None = status if status != dict(old_status) else None
-    neighbours = (
-        _neighbour_statuses(others, resolution, me, now)
-        if resolution is not None and acting
-        else []
-    )
+    return (status if status != dict(old_status) else None), events
 
-    # -- eviction requests ---------------------------------------------------------------------
-    creates: list[EvictionRequestCreate] = []
-    deletes: list[EvictionRequestDelete] = []
-    requester_patches: list[RequesterPatch] = []
-    my_targeted: set[str] = set()
-    if acting:
-        scope = maintenance_nodes(nm, inp.nodes) | mine.selected
-        pods_by_uid: dict[str, tuple[str, Mapping[str, Any]]] = {}
-        for node_name in scope:
-            for pod in inp.pods.get(node_name, ()):
-                uid = _map(pod, "metadata").get("uid")
-                if isinstance(uid, str) and uid:
-                    pods_by_uid[uid] = (node_name, pod)
-        handled: set[str] = set()
-        if my_drain is not None and act_stage == Stage.DRAIN:
-            for ns in my_drain.nodes:
-                for ref in ns.targeted_pods:
-                    my_targeted.add(ref.uid)
-                    handled.add(ref.uid)
-                    found = pods_by_uid.get(ref.uid)
-                    if found is None:
-                        continue
-                    er = inp.eviction_requests.get(ref.uid)
-                    body = _eviction_request_body(found[1], ns.node)
-                    if er is None:
-                        creates.append(EvictionRequestCreate(ref.namespace, body))
-                        continue
-                    er_md = _map(er, "metadata")
-                    er_rv = str(er_md.get("resourceVersion") or "")
-                    if _condition_true(er, "Canceled"):
-                        # A canceled request for a pod that is targeted again: start anew.
-                        if not _deleting(er):
-                            deletes.append(
-                                EvictionRequestDelete(
-                                    ref.namespace,
-                                    ref.uid,
-                                    str(er_md.get("uid") or ""),
-                                    er_rv,
-                                    "recreate",
-                                )
-                            )
-                            creates.append(EvictionRequestCreate(ref.namespace, body))
-                        continue
-                    requesters = _requesters(er)
-                    if REQUESTER not in requesters and not _deleting(er):
-                        requester_patches.append(
-                            RequesterPatch(ref.namespace, ref.uid, er_rv, (*requesters, REQUESTER))
-                        )
-        for uid, er in sorted(inp.eviction_requests.items()):
-            if uid in handled or _deleting(er):
+
+@dataclass
+class _EvictionActions:
+    creates: list[EvictionRequestCreate] = field(default_factory=list)
+    deletes: list[EvictionRequestDelete] = field(default_factory=list)
+    requester_patches: list[RequesterPatch] = field(default_factory=list)
+    targeted: set[str] = field(default_factory=set)
+    """UIDs of the pods this maintenance targets now."""
+
+
+def _pods_by_uid(
+    scope: Iterable[str], pods: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """The pods on the nodes of ``scope`` by UID, with their node."""
+    out: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for node_name in scope:
+        for pod in pods.get(node_name, ()):
+            uid = mapping(pod, "metadata").get("uid")
+            if isinstance(uid, str) and uid:
+                out[uid] = (node_name, pod)
+    return out
+
+
+def _ask_for_targeted(
+    ctx: _Context,
+    my_drain: MaintenanceDrain,
+    pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]],
+    out: _EvictionActions,
+) -> None:
+    """Ask for the eviction of every pod this maintenance targets: create its request, start
+    a canceled one anew, or add our requester to someone else's."""
+    for ns in my_drain.nodes:
+        for ref in ns.targeted_pods:
+            out.targeted.add(ref.uid)
+            found = pods_by_uid.get(ref.uid)
+            if found is None:
                 continue
-            er_node = _node_of_request(er, pods_by_uid)
-            if er_node is None or er_node not in scope:
+            er = ctx.inp.eviction_requests.get(ref.uid)
+            body = _eviction_request_body(found[1], ns.node)
+            if er is None:
+                out.creates.append(EvictionRequestCreate(ref.namespace, body))
+                continue
+            er_md = mapping(er, "metadata")
+            er_rv = str(er_md.get("resourceVersion") or "")
+            if condition_true(er, "Canceled"):
+                # A canceled request for a pod that is targeted again: start anew.
+                if not deleting(er):
+                    er_uid = str(er_md.get("uid") or "")
+                    out.deletes.append(
+                        EvictionRequestDelete(ref.namespace, ref.uid, er_uid, er_rv, "recreate")
+                    )
+                    out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
             requesters = _requesters(er)
-            er_md = _map(er, "metadata")
-            namespace = str(er_md.get("namespace") or "default")
-            er_rv = str(er_md.get("resourceVersion") or "")
-            if _condition_true(er, "Evicted"):
-                if set(requesters) <= {REQUESTER}:
-                    deletes.append(
-                        EvictionRequestDelete(
-                            namespace, uid, str(er_md.get("uid") or ""), er_rv, "evicted"
-                        )
-                    )
-                continue
-            # While draining, a request whose pod is gone stays for the eviction request
-            # controller to mark Evicted; on Complete every request is withdrawn.
-            withdraw = act_stage != Stage.DRAIN or uid in pods_by_uid
-            if REQUESTER in requesters and uid not in all_targeted and withdraw:
-                kept = tuple(r for r in requesters if r != REQUESTER)
-                requester_patches.append(RequesterPatch(namespace, uid, er_rv, kept))
-            elif not requesters and _condition_true(er, "Canceled"):
-                deletes.append(
-                    EvictionRequestDelete(
-                        namespace, uid, str(er_md.get("uid") or ""), er_rv, "canceled"
-                    )
+            if REQUESTER not in requesters and not deleting(er):
+                out.requester_patches.append(
+                    RequesterPatch(ref.namespace, ref.uid, er_rv, (*requesters, REQUESTER))
                 )
 
+
+def _withdraw(
+    ctx: _Context,
+    scope: frozenset[str],
+    pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]],
+    all_targeted: set[str],
+    out: _EvictionActions,
+) -> None:
+    """The other requests on the nodes of ``scope``: delete Evicted ones only we asked for and
+    canceled ones nobody asks for; withdraw our requester where no maintenance targets the pod
+    any more."""
+    for uid, er in sorted(ctx.inp.eviction_requests.items()):
+        if uid in out.targeted or deleting(er):
+            continue
+        er_node = _node_of_request(er, pods_by_uid)
+        if er_node is None or er_node not in scope:
+            continue
+        requesters = _requesters(er)
+        er_md = mapping(er, "metadata")
+        namespace = str(er_md.get("namespace") or "default")
+        er_rv = str(er_md.get("resourceVersion") or "")
+        er_uid = str(er_md.get("uid") or "")
+        if condition_true(er, "Evicted"):
+            if set(requesters) <= {REQUESTER}:
+                out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "evicted"))
+            continue
+        # While draining, a request whose pod is gone stays for the eviction request
+        # controller to mark Evicted; on Complete every request is withdrawn.
+        withdraw = ctx.act_stage != Stage.DRAIN or uid in pods_by_uid
+        if REQUESTER in requesters and uid not in all_targeted and withdraw:
+            kept = tuple(r for r in requesters if r != REQUESTER)
+            out.requester_patches.append(RequesterPatch(namespace, uid, er_rv, kept))
+        elif not requesters and condition_true(er, "Canceled"):
+            out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "canceled"))
+
+
+def _evictions(
+    ctx: _Context, my_drain: MaintenanceDrain | None, all_targeted: set[str]
+) -> _EvictionActions:
+    """What to do with the EvictionRequests of the maintenance's nodes."""
+    out = _EvictionActions()
+    if not ctx.acting:
+        return out
+    scope = maintenance_nodes(ctx.nm, ctx.inp.nodes) | ctx.mine.selected
+    pods_by_uid = _pods_by_uid(scope, ctx.inp.pods)
+    if my_drain is not None and ctx.act_stage == Stage.DRAIN:
+        _ask_for_targeted(ctx, my_drain, pods_by_uid, out)
+    _withdraw(ctx, scope, pods_by_uid, all_targeted, out)
+    return out
+
+
+def decide(inp: Inputs) -> Actions:
+    """Decide what to do for ``inp.maintenance``."""
+    nm = inp.maintenance
+    me = name_of(nm)
+    stage = effective_stage(nm)
+    is_deleting = deleting(nm)
+    validity = validate(nm)
+
+    if is_deleting and not _has_finalizer(nm):
+        # Idle (or never handled): nothing was touched, nothing to undo; the API server
+        # removes the object once the other finalizers (if any) are gone.
+        return Actions(stage=stage, validity=validity)
+
+    ctx = _Context(
+        inp=inp,
+        me=me,
+        stage=stage,
+        deleting=is_deleting,
+        validity=validity,
+        others=_others(inp, me, validity),
+        acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
+    )
+    act_stage = ctx.act_stage
+    holds_now = act_stage is not None and act_stage.holds_cordon
+    cordon, cordon_events = _cordons(ctx) if holds_now else ([], [])
+    uncordon: list[NodePatch] = []
+    if ctx.acting:
+        uncordon, uncordon_events = _uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
+        cordon_events.extend(uncordon_events)
+
+    resolution = _resolve(ctx.others, inp.pods)
+    my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
+    status, events = _status(ctx, cordon_events, my_drain)
+    neighbours = (
+        _neighbour_statuses(ctx.others, resolution, me, inp.now)
+        if resolution is not None and ctx.acting
+        else []
+    )
+    evictions = _evictions(ctx, my_drain, _targeted_uids(resolution))
     add_finalizer = (
-        acting
-        and not deleting
+        ctx.acting
+        and not is_deleting
         and stage is not None
         and stage != Stage.IDLE
         and not _has_finalizer(nm)
@@ -973,13 +889,13 @@ def decide(inp: Inputs) -> Actions:
         validity=validity,
         add_finalizer=add_finalizer,
         cordon=tuple(cordon),
-        status=new_status,
+        status=status,
         events=tuple(events),
         neighbours=tuple(neighbours),
-        delete_evictions=tuple(deletes),
-        create_evictions=tuple(creates),
-        requester_patches=tuple(requester_patches),
+        delete_evictions=tuple(evictions.deletes),
+        create_evictions=tuple(evictions.creates),
+        requester_patches=tuple(evictions.requester_patches),
         uncordon=tuple(uncordon),
-        remove_finalizer=deleting and _has_finalizer(nm),
-        targeted=frozenset(my_targeted),
+        remove_finalizer=is_deleting and _has_finalizer(nm),
+        targeted=frozenset(evictions.targeted),
     )

@@ -1,0 +1,243 @@
+"""Typed API bodies (kopf's ``structs/bodies``): the NodeMaintenance and EvictionRequest objects
+as the decision code reads them, the accessors that read untrusted objects safely, and meta/v1
+Conditions.
+
+The TypedDicts describe the CRDs in ``nodeagent/manifests/crds`` (every key optional: an object
+from the API server may lack any of them, and the readers check types). An object from an
+informer is a plain ``dict``; :func:`as_maintenance` and :func:`as_eviction_request` give it
+its type where it enters a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal, TypedDict, cast
+
+from nodeagent.model.times import format_time
+
+__all__ = [
+    "Condition",
+    "ConditionStatus",
+    "EvictionRequest",
+    "EvictionRequestSpec",
+    "EvictionRequestStatus",
+    "InterceptorEntry",
+    "NodeMaintenance",
+    "NodeMaintenanceSpec",
+    "NodeMaintenanceStatus",
+    "NodeStatus",
+    "ObjectMeta",
+    "StageStatus",
+    "as_eviction_request",
+    "as_maintenance",
+    "as_map",
+    "condition",
+    "condition_true",
+    "deleting",
+    "generation",
+    "items",
+    "mapping",
+    "name_of",
+    "set_condition",
+]
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+class ObjectMeta(TypedDict, total=False):
+    name: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+    generation: int
+    creationTimestamp: str
+    deletionTimestamp: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    finalizers: list[str]
+
+
+class Condition(TypedDict, total=False):
+    type: str
+    status: ConditionStatus
+    observedGeneration: int
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
+# --- NodeMaintenance (nodeagent.io/v1alpha1, KEP-4212) ------------------------------------------
+
+
+class NodeMaintenanceSpec(TypedDict, total=False):
+    nodeSelector: dict[str, Any]
+    stage: str
+    drainPlan: list[dict[str, Any]]
+    reason: str
+
+
+class StageStatus(TypedDict, total=False):
+    name: str
+    startTimestamp: str
+
+
+class NodeStatus(TypedDict, total=False):
+    nodeRef: dict[str, str]
+    drainTargets: list[dict[str, Any]]
+    drainMessage: str
+    podsPendingEvacuation: int
+    podsEvacuating: int
+
+
+class NodeMaintenanceStatus(TypedDict, total=False):
+    observedGeneration: int
+    drainPlanIndex: int
+    drainPlanHash: str
+    stageStatuses: list[StageStatus]
+    nodeStatuses: list[NodeStatus]
+    conditions: list[Condition]
+
+
+class NodeMaintenance(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: NodeMaintenanceSpec
+    status: NodeMaintenanceStatus
+
+
+# --- EvictionRequest (nodeagent.io/v1alpha1, KEP-4563) ------------------------------------------
+
+
+class EvictionRequestSpec(TypedDict, total=False):
+    target: dict[str, dict[str, str]]
+    requesters: list[dict[str, str]]
+
+
+class InterceptorEntry(TypedDict, total=False):
+    name: str
+    heartbeatTime: str
+    expectedFinishTime: str
+    startTime: str
+    completionTime: str
+    message: str
+
+
+class EvictionRequestStatus(TypedDict, total=False):
+    observedGeneration: int
+    conditions: list[Condition]
+    targetInterceptors: list[dict[str, str]]
+    activeInterceptors: list[str]
+    processedInterceptors: list[str]
+    interceptors: list[InterceptorEntry]
+
+
+class EvictionRequest(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: EvictionRequestSpec
+    status: EvictionRequestStatus
+
+
+def as_maintenance(obj: Mapping[str, Any]) -> NodeMaintenance:
+    """``obj`` typed as a NodeMaintenance (no check: the readers check what they read)."""
+    return cast("NodeMaintenance", obj)
+
+
+def as_eviction_request(obj: Mapping[str, Any]) -> EvictionRequest:
+    """``obj`` typed as an EvictionRequest (no check: the readers check what they read)."""
+    return cast("EvictionRequest", obj)
+
+
+# --- reading untrusted objects -------------------------------------------------------------------
+
+
+def as_map(value: object) -> Mapping[str, Any]:
+    """``value`` if it is a mapping, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def mapping(obj: object, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` if ``obj`` is a mapping and that is one, else an empty mapping."""
+    return as_map(obj.get(key) if isinstance(obj, Mapping) else None)
+
+
+def items(obj: object, key: str) -> list[Any]:
+    """``obj[key]`` if ``obj`` is a mapping and that is a list, else an empty list."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(mapping(obj, "metadata").get("name") or "")
+
+
+def deleting(obj: Mapping[str, Any]) -> bool:
+    """Whether the object carries a deletionTimestamp."""
+    return bool(mapping(obj, "metadata").get("deletionTimestamp"))
+
+
+def generation(obj: Mapping[str, Any]) -> int | None:
+    gen = mapping(obj, "metadata").get("generation")
+    return gen if isinstance(gen, int) and not isinstance(gen, bool) else None
+
+
+# --- meta/v1 Conditions ---------------------------------------------------------------------------
+
+
+def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The condition of ``type_`` in ``status.conditions``, if any."""
+    for cond in items(status, "conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == type_:
+            return cond
+    return None
+
+
+def condition_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """Whether ``obj``'s condition ``type_`` has status True."""
+    cond = condition(mapping(obj, "status"), type_)
+    return cond is not None and cond.get("status") == "True"
+
+
+def set_condition(
+    conditions: Iterable[Mapping[str, Any]],
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    observed_generation: int | None = None,
+) -> list[dict[str, Any]]:
+    """Conditions with ``type_`` set (meta/v1 Condition); lastTransitionTime changes only when
+    the status does."""
+    out: list[dict[str, Any]] = []
+    found = False
+    for raw in conditions:
+        c = dict(raw)
+        if c.get("type") == type_ and not found:
+            found = True
+            transition = c.get("lastTransitionTime") if c.get("status") == status else None
+            c = _condition(type_, status, reason, message, transition or format_time(now))
+            if observed_generation is not None:
+                c["observedGeneration"] = observed_generation
+        out.append(c)
+    if not found:
+        c = _condition(type_, status, reason, message, format_time(now))
+        if observed_generation is not None:
+            c["observedGeneration"] = observed_generation
+        out.append(c)
+    return out
+
+
+def _condition(
+    type_: str, status: ConditionStatus, reason: str, message: str, transition: str
+) -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transition,
+    }

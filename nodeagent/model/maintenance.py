@@ -1,0 +1,211 @@
+"""What a NodeMaintenance means (KEP-4212), defined once for the controllers and the node side:
+its names, its stage, whether its spec is valid, which nodes it selects or covers, and whether
+it keeps evicted pods off a node.
+
+Which maintenance keeps evicted pods off a node. The DaemonSet interceptor's taint (DaemonSet
+pods) and the static-pod interceptor's stash (static pods) follow the one rule
+:func:`holds_pods_off`: a maintenance in stage Drain, not being deleted, that covers the node
+(selects it, or reports on it in ``status.nodeStatuses``). KEP-4212: in Idle the controller
+"should not touch the pods or nodes ... in any way"; Cordon only makes nodes unschedulable; pods
+are evicted in Drain and, once gone, "should not be re-scheduled on the node ... until the node
+maintenance is complete" - and the only stage after Drain is Complete, which deletion runs
+first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from nodeagent.model.bodies import as_map, deleting, items, mapping
+from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
+from nodeagent.model.selectors import node_selector_matches, validate_node_selector
+
+__all__ = [
+    "CORDONED_BY_ANNOTATION",
+    "FINALIZER",
+    "NODE_LABEL",
+    "REQUESTER",
+    "Stage",
+    "Validity",
+    "covers",
+    "drain_plan_hash",
+    "effective_stage",
+    "holds_pods_off",
+    "selected_nodes",
+    "selects",
+    "spec_stage",
+    "started_stages",
+    "status_nodes",
+    "validate",
+]
+
+NODE_LABEL = "nodeagent.io/node"
+"""Label on EvictionRequests (the target pod's node) and on the shutdown maintenance (its node)."""
+FINALIZER = "nodeagent.io/maintenance-completion"
+"""The NodeMaintenance controller's finalizer: Complete runs before the object goes."""
+REQUESTER = "nodemaintenance.k8s.io"
+"""The one requester name every maintenance asks for evictions with."""
+CORDONED_BY_ANNOTATION = "nodeagent.io/cordoned-by"
+"""Node annotation: the maintenances holding nodeagent's cordon of the node."""
+
+_ALLOWED = "Idle -> Cordon | Drain | Complete, Cordon -> Drain | Complete, Drain -> Complete"
+
+
+class Stage(StrEnum):
+    """NodeMaintenance stages in the only order they may be taken."""
+
+    IDLE = "Idle"
+    CORDON = "Cordon"
+    DRAIN = "Drain"
+    COMPLETE = "Complete"
+
+    @property
+    def rank(self) -> int:
+        return _STAGE_RANK[self]
+
+    @property
+    def holds_cordon(self) -> bool:
+        return self in (Stage.CORDON, Stage.DRAIN)
+
+
+_STAGE_RANK = {s: i for i, s in enumerate(Stage)}
+
+
+def spec_stage(nm: Mapping[str, Any]) -> str:
+    """``spec.stage`` as written (Idle when absent)."""
+    raw = mapping(nm, "spec").get("stage")
+    return raw if isinstance(raw, str) and raw else Stage.IDLE.value
+
+
+def effective_stage(nm: Mapping[str, Any]) -> Stage | None:
+    """The stage to act on: Complete while the maintenance is being deleted ("Deleting a
+    maintenance that is not Idle runs Complete first"); None for an unknown stage value."""
+    if deleting(nm):
+        return Stage.COMPLETE
+    try:
+        return Stage(spec_stage(nm))
+    except ValueError:
+        return None
+
+
+def started_stages(nm: Mapping[str, Any]) -> list[Stage]:
+    """The stages ``status.stageStatuses`` records as started."""
+    out: list[Stage] = []
+    for entry in items(mapping(nm, "status"), "stageStatuses"):
+        try:
+            out.append(Stage(str(as_map(entry).get("name"))))
+        except ValueError:
+            continue
+    return out
+
+
+def drain_plan_hash(nm: Mapping[str, Any]) -> str:
+    """Fingerprint of ``spec.drainPlan`` as written (recorded in ``status.drainPlanHash``)."""
+    raw = mapping(nm, "spec").get("drainPlan")
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Validity:
+    """``reason`` is the Valid condition's reason; ``plan`` the effective plan when valid."""
+
+    valid: bool
+    reason: str
+    message: str
+    plan: tuple[DrainPlanEntry, ...] = ()
+
+
+def validate(nm: Mapping[str, Any]) -> Validity:
+    """What the CRD's schema and CEL rules would reject, plus the drain plan's own rules."""
+    raw_stage = spec_stage(nm)
+    try:
+        stage = Stage(raw_stage)
+    except ValueError:
+        return Validity(
+            False,
+            "InvalidStage",
+            f"spec.stage: unknown stage {raw_stage!r}; must be one of "
+            + ", ".join(s.value for s in Stage),
+        )
+    started = started_stages(nm)
+    if started:
+        furthest = max(started, key=lambda s: s.rank)
+        if stage.rank < furthest.rank:
+            return Validity(
+                False,
+                "InvalidStageTransition",
+                f"spec.stage: cannot go back from {furthest.value} to {stage.value}; "
+                f"allowed transitions are {_ALLOWED}",
+            )
+    spec = mapping(nm, "spec")
+    selector = spec.get("nodeSelector")
+    if not isinstance(selector, Mapping):
+        return Validity(False, "InvalidNodeSelector", "spec.nodeSelector: required")
+    problems = validate_node_selector(selector)
+    if problems:
+        return Validity(
+            False, "InvalidNodeSelector", "; ".join("spec.nodeSelector." + p for p in problems)
+        )
+    recorded = mapping(nm, "status").get("drainPlanHash")
+    if isinstance(recorded, str) and recorded and recorded != drain_plan_hash(nm):
+        return Validity(
+            False,
+            "InvalidDrainPlan",
+            "spec.drainPlan: changed after the maintenance was created; drainPlan is immutable",
+        )
+    raw_plan = spec.get("drainPlan")
+    try:
+        if raw_plan is not None and not isinstance(raw_plan, list):
+            raise InvalidPlan("spec.drainPlan: must be a list")
+        plan_entries = effective_plan(raw_plan)
+    except InvalidPlan as e:
+        return Validity(False, "InvalidDrainPlan", str(e))
+    return Validity(True, "Valid", "spec is valid", tuple(plan_entries))
+
+
+# --- which nodes --------------------------------------------------------------------------------
+
+
+def selects(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether ``spec.nodeSelector`` (a valid one) selects ``node``."""
+    selector = mapping(nm, "spec").get("nodeSelector")
+    return (
+        isinstance(selector, Mapping)
+        and not validate_node_selector(selector)
+        and node_selector_matches(selector, node)
+    )
+
+
+def selected_nodes(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """Names of the nodes ``spec.nodeSelector`` selects (none for an invalid selector)."""
+    return frozenset(n for n, node in nodes.items() if selects(nm, node))
+
+
+def status_nodes(nm: Mapping[str, Any]) -> set[str]:
+    """The nodes named in ``status.nodeStatuses``."""
+    out: set[str] = set()
+    for entry in items(mapping(nm, "status"), "nodeStatuses"):
+        name = mapping(entry, "nodeRef").get("name")
+        if isinstance(name, str) and name:
+            out.add(name)
+    return out
+
+
+def covers(nm: Mapping[str, Any], node_name: str, node: Mapping[str, Any] | None) -> bool:
+    """Whether the maintenance is about node ``node_name``: it selects the node (``node``, its
+    object, when known) or reports on it in ``status.nodeStatuses`` (the controller keeps the
+    node there while the drain it resolved for it stands, even once the node is relabelled)."""
+    return node_name in status_nodes(nm) or (node is not None and selects(nm, node))
+
+
+def holds_pods_off(nm: Mapping[str, Any], node_name: str, node: Mapping[str, Any] | None) -> bool:
+    """Whether the maintenance keeps the pods it evicts off node ``node_name`` (the DaemonSet
+    taint, the stashed static pods): it is in Drain, not being deleted, and covers the node
+    (see the module docstring for why)."""
+    return effective_stage(nm) == Stage.DRAIN and covers(nm, node_name, node)

@@ -1,0 +1,32 @@
+"""API times (meta/v1 Time and MicroTime), defined once: how they are written and read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+__all__ = ["format_micro_time", "format_time", "parse_time"]
+
+
+def format_time(when: datetime) -> str:
+    """meta/v1 Time: RFC 3339 in UTC with second precision (``2006-01-02T15:04:05Z``)."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(when: datetime) -> str:
+    """meta/v1 MicroTime: RFC 3339 in UTC with microseconds (``2006-01-02T15:04:05.000000Z``),
+    also valid for ``format: date-time`` fields of our CRDs."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: object) -> datetime | None:
+    """A Time or MicroTime (any RFC 3339 offset) as an aware datetime; None if absent or bad."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text[-1] in "Zz":
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
