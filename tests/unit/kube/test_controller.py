@@ -15,6 +15,9 @@ from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.resources import NODES, PODS, Obj, Resource
 from nodeagent.kube.store import key_of, namespace_index
 
+# no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
+pytestmark = pytest.mark.fake_time
+
 
 class FakeSource:
     """Lists what it holds and streams events put after the list; counts the lists."""

@@ -14,6 +14,9 @@ from nodeagent.kube.resources import LEASES, format_micro_time
 from .fakeapi import Backend, FakeClient
 from .waiting import eventually
 
+# no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
+pytestmark = pytest.mark.fake_time
+
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 FAST: dict[str, float] = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
 

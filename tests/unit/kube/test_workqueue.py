@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 
 from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.workqueue import ShutDown, WorkQueue
+from tests.faketime import fake_clock
+
+# no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
+pytestmark = pytest.mark.fake_time
 
 
 class RecordingMetrics:
@@ -123,7 +127,7 @@ async def test_add_after_keeps_earliest() -> None:
     q.add_after("a", 5.0)  # later is ignored
     assert len(q) == 0
     assert await asyncio.wait_for(q.get(), 2) == "a"
-    assert 0.04 <= loop.time() - start < 0.5
+    assert loop.time() - start == pytest.approx(0.05)
     q.done("a")
     await asyncio.sleep(0.6)
     assert len(q) == 0  # the superseded timer did not fire
@@ -242,21 +246,21 @@ def test_burst_of_adds_while_waiting_runs_once() -> None:
 
 
 async def test_queue_and_work_durations_and_unfinished_work() -> None:
-    """client-go's latency metrics, on a fake clock: waiting time from the first add, working
-    time until done, and the age of the keys being processed while they are."""
-    now = [100.0]
+    """client-go's latency metrics, on the loop's fake clock: waiting time from the first add,
+    working time until done, and the age of the keys being processed while they are."""
+    clock = fake_clock()
     metrics = RecordingMetrics()
-    q: WorkQueue[str] = WorkQueue("t", metrics=metrics, clock=lambda: now[0])
+    q: WorkQueue[str] = WorkQueue("t", metrics=metrics, clock=clock)
     q.add("a")
-    now[0] += 2
+    await asyncio.sleep(2)
     q.add("a")  # folded: the wait counts from the first add
-    now[0] += 1
+    clock.advance(1)
     assert await q.get() == "a"
     assert metrics.queued == [3.0]
-    now[0] += 4
+    await asyncio.sleep(4)
     assert metrics.running() == [4.0]
     q.add("a")  # added again while processing
-    now[0] += 1
+    clock.advance(1)
     q.done("a")
     assert metrics.worked == [5.0] and metrics.running() == []
     assert await q.get() == "a"
