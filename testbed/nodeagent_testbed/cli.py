@@ -27,13 +27,19 @@ def add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"
     )
     demo.add_argument("--verbose", action="store_true", help="also show the agents' logs")
+    demo.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        help="fold lines to this many columns (default: the terminal's width; 0: do not fold)",
+    )
     demo.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from nodeagent_testbed import demo  # runs agents: their imports are not needed elsewhere
 
-    return demo.main(args.speed, json_output=args.json, verbose=args.verbose)
+    return demo.main(args.speed, json_output=args.json, verbose=args.verbose, width=args.width)
 
 
 def _node_dir(value: str) -> tuple[str, Path]:

@@ -22,13 +22,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import shutil
 import sys
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 from nodeagent.app import Agent
 from nodeagent.config import LeaderConfig, from_mapping
@@ -40,6 +41,7 @@ from nodeagent.observability.sdnotify import Notifier
 from nodeagent_testbed.demo import scene
 from nodeagent_testbed.demo.progress import Tracker, format_summary, plan_overview, removal_order_ok
 from nodeagent_testbed.demo.readiness import ReadinessDelay
+from nodeagent_testbed.demo.wrap import Folded
 from nodeagent_testbed.fakelogind import DBusDaemon, FakeInhibitor, FakeLogind, dbus_daemon_path
 from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.store import Obj
@@ -516,8 +518,15 @@ async def _main(options: Options, out: TextIO, err: TextIO) -> int:
         return 0
 
 
-def main(speed: float = 1.0, *, json_output: bool = False, verbose: bool = False) -> int:
-    """Run the demo; returns the exit status."""
+def main(
+    speed: float = 1.0,
+    *,
+    json_output: bool = False,
+    verbose: bool = False,
+    width: int | None = None,
+) -> int:
+    """Run the demo; returns the exit status. Its lines are folded to `width` columns (None: the
+    terminal's width when the output is one; 0: not folded)."""
     if dbus_daemon_path() is None:
         print(
             "nodeagent demo: needs dbus-daemon for its simulated logind "
@@ -533,4 +542,8 @@ def main(speed: float = 1.0, *, json_output: bool = False, verbose: bool = False
         logging.getLogger().setLevel(logging.ERROR)
     options = Options(speed=speed, json=json_output)
     out = sys.stderr if json_output else sys.stdout
+    if width is None:
+        width = shutil.get_terminal_size().columns if out.isatty() else 0
+    if width > 0:
+        out = cast(TextIO, Folded(out, width))  # print() only writes and flushes
     return asyncio.run(_main(options, out, sys.stderr))
