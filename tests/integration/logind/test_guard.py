@@ -9,6 +9,7 @@ import pytest
 from nodeagent.logind.guard import WHO
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import Handler, RunGuard
+from tests.narrowing import now
 
 
 async def test_lock_held_after_startup(fake: FakeLogind, run_guard: RunGuard) -> None:
@@ -44,7 +45,7 @@ async def test_shutdown_holds_lock_until_on_shutdown_returns(
 
     handler.proceed.set()
     await fake.lock_released(timeout=1.0, inhibitor=inh)
-    assert not guard.lock_held and guard.lock_free_event.is_set()
+    assert not now(guard.lock_held) and guard.lock_free_event.is_set()
     assert handler.kinds == ["reboot"]
     # logind refuses new delay locks now; the guard does not take one
     assert fake.active() == []

@@ -17,6 +17,7 @@ from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import KIND_UNKNOWN, Logind, LogindUnavailable, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
 from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind
+from tests.narrowing import now
 
 
 def _open_fds() -> int:
@@ -153,7 +154,7 @@ async def test_inhibitor_fd_is_the_lock(daemon: DBusDaemon) -> None:
         assert inh.active
         assert lock.release() is True
         assert lock.release() is False
-        assert not lock.held
+        assert not now(lock.held)
         await fake.lock_released(timeout=1.0, inhibitor=inh)
     finally:
         await bus.close()

@@ -276,7 +276,7 @@ def test_shipped_config_documents_every_setting_with_its_default(
 
     for f in dataclasses.fields(agent_config.Config):
         assert camel(f.name) in raw, f.name
-        section = f.default_factory  # a section's class; MISSING for plain settings
+        section: object = f.default_factory  # a section's class; MISSING for plain settings
         if isinstance(section, type) and dataclasses.is_dataclass(section):
             for sub in dataclasses.fields(section):
                 assert camel(sub.name) in (raw[camel(f.name)] or {}), f"{f.name}.{sub.name}"

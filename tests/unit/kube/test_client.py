@@ -394,7 +394,6 @@ async def test_closing_a_watch_ends_the_response_and_thread(
         except (ConnectionResetError, asyncio.CancelledError):
             disconnected.set()
             raise
-        return resp
 
     server.on("GET", "/api/v1/pods", handler)
     threads_before = {t.name for t in threading.enumerate()}

@@ -16,6 +16,7 @@ from nodeagent.kube.informer import Informer
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import PODS, Resource
 from nodeagent.kube.store import namespace_index
+from tests.narrowing import now
 
 from .waiting import eventually
 
@@ -189,7 +190,7 @@ async def test_list_then_watch(fast_backoff: JitteredBackoff) -> None:
     informer.add_handler(rec.on_add, rec.on_update, rec.on_delete)
     assert not informer.has_synced
     task = await start(informer)
-    assert informer.has_synced
+    assert now(informer.has_synced)
     assert rec.log == [("add", "a", "11"), ("add", "b", "12")]
     await eventually(lambda: src.watchers)
     assert src.watch_calls == ["12"]  # watched from the list's resourceVersion
