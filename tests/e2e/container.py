@@ -202,7 +202,8 @@ class Container:
         while True:
             for child in nspawn.children():
                 if _is_container_init(child):
-                    return child.pid
+                    pid: int = child.pid
+                    return pid
             if self.proc.returncode is not None:
                 raise AssertionError(f"systemd-nspawn exited ({self.proc.returncode})")
             # nspawn sets up the namespaces and execs systemd within a second; nothing to

@@ -166,7 +166,8 @@ async def test_drain_retries_evictions_refused_by_a_pdb(
 
 
 def on_node_1(pod: Obj) -> bool:
-    return pod["spec"].get("nodeName") == "node-1"
+    node: str | None = pod["spec"].get("nodeName")
+    return node == "node-1"
 
 
 async def test_unknown_resource_is_reported(backend: TestCluster, kubectl: Kubectl) -> None:

@@ -106,7 +106,8 @@ async def test_the_lock_is_stored_and_a_restart_during_a_shutdown_carries_it_on(
     inh = await fake.lock_taken()
     (stored,) = manager.fds()
     assert stored[1].startswith("logind-inhibitor-")
-    assert os.fstat(stored[0]).st_ino == os.fstat(guard._lock.fd).st_ino  # type: ignore[union-attr]
+    assert guard._lock is not None and guard._lock.fd is not None
+    assert os.fstat(stored[0]).st_ino == os.fstat(guard._lock.fd).st_ino
 
     fake.emit_shutdown(True, type="reboot")
     async with asyncio.timeout(5):
@@ -144,7 +145,8 @@ async def test_a_new_lock_replaces_the_stored_one(
     second = await fake.lock_taken(after=first.id, timeout=10)
     await fake.wait_for(lambda: len(manager.fds()) == 1 and not first.active, timeout=5)
     (stored,) = manager.fds()
-    assert os.fstat(stored[0]).st_ino == os.fstat(guard._lock.fd).st_ino  # type: ignore[union-attr]
+    assert guard._lock is not None and guard._lock.fd is not None
+    assert os.fstat(stored[0]).st_ino == os.fstat(guard._lock.fd).st_ino
     assert second.active
     await stop(task)
     # stopped outside a shutdown: the store still holds it, systemd closes it when the unit

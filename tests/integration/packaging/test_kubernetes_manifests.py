@@ -159,7 +159,8 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
 
 
 def daemonset_container() -> dict[str, Any]:
-    (container,) = daemonset()["spec"]["template"]["spec"]["containers"]
+    containers: list[dict[str, Any]] = daemonset()["spec"]["template"]["spec"]["containers"]
+    (container,) = containers
     return container
 
 
@@ -346,8 +347,10 @@ def resource_constants() -> dict[str, tuple[str, str]]:
             ):
                 args = [a.value for a in node.value.args if isinstance(a, ast.Constant)]
                 name = node.targets[0].id
-                assert found.get(name, (args[0], args[2])) == (args[0], args[2]), name
-                found[name] = (args[0], args[2])
+                group, plural = args[0], args[2]
+                assert isinstance(group, str) and isinstance(plural, str), name
+                assert found.get(name, (group, plural)) == (group, plural), name
+                found[name] = (group, plural)
     return found
 
 

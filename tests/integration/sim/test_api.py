@@ -41,7 +41,7 @@ async def call(
 
 
 def pod(name: str, node: str | None = None, **labels: str) -> dict[str, Any]:
-    p = json.loads(json.dumps(POD))
+    p: dict[str, Any] = json.loads(json.dumps(POD))
     p["metadata"]["name"] = name
     p["metadata"]["labels"] = labels or {"app": "a"}
     if node:
