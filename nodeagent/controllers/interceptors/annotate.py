@@ -9,17 +9,17 @@ Eviction API is never called: the operator decides how the pod goes.
 When the request is canceled before the pod went, the annotation is taken off the pod again
 (only if it still has the configured value), so the operator does not move a pod nobody wants
 moved any more.
+
+The decisions are `plans.plan_annotate` and `plans.plan_withdraw`; this module carries them out.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 
 from nodeagent.controllers.evictionrequest.controller import EventSink
 from nodeagent.controllers.evictionrequest.settings import AnnotateRule, EvictionSettings
 from nodeagent.controllers.interceptors.common import (
-    WAITING,
     Clock,
     InterceptorClient,
     complete,
@@ -28,26 +28,18 @@ from nodeagent.controllers.interceptors.common import (
     target_pod,
     utcnow,
 )
+from nodeagent.controllers.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.interceptors import (
-    EvictionRequestView,
-    next_heartbeat_in,
-    pod_terminal,
-)
+from nodeagent.model.interceptors import EvictionRequestView, next_heartbeat_in
 
 __all__ = ["AnnotateInterceptors"]
 
 log = logging.getLogger(__name__)
-
-
-def _annotations(pod: Obj) -> Mapping[str, object]:
-    annotations = (pod.get("metadata") or {}).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
 
 
 class AnnotateInterceptors(Controller):
@@ -95,20 +87,18 @@ class AnnotateInterceptors(Controller):
         if view.canceled:
             await self._withdraw(view)
             return
-        rule = self._rules.get(view.active or "")
+        rule = annotate_rule(view, self._rules)
         if rule is None:
-            return
-        entry = view.entry(rule.name)
-        if entry.completion_time is not None:
             return
         now = self._clock()
         pod = await target_pod(self._client, self.pods.store, view)
-        if pod is None or pod_terminal(pod):
+        plan = plan_annotate(rule, pod)
+        if plan.complete or pod is None:
             done = await complete(self._client, request, rule.name, now)
             if done is not None and self._events is not None:
                 await self._events.record(request, "Normal", "InterceptorCompleted", done.message)
             return
-        if _annotations(pod).get(rule.annotation_key) != rule.annotation_value:
+        if plan.annotate:
             await self._annotate(pod, rule, rule.annotation_value)
             if self._events is not None:
                 await self._events.record(
@@ -118,12 +108,8 @@ class AnnotateInterceptors(Controller):
                     f"{rule.name} annotated pod {view.target_name} with "
                     f"{rule.annotation_key}={rule.annotation_value} so its operator moves it.",
                 )
-        message = (
-            f"Annotated the pod with {rule.annotation_key}={rule.annotation_value} so its "
-            f"operator moves it; {WAITING}"
-        )
         stored = await progress(
-            self._client, request, rule.name, message, now, self._deadline, self._min_interval
+            self._client, request, rule.name, plan.message, now, self._deadline, self._min_interval
         )
         if stored is not None:
             self.enqueue_after(
@@ -151,19 +137,13 @@ class AnnotateInterceptors(Controller):
         """Canceled: take the annotation off the pod if the interceptor had its turn (so it may
         have set it) and did not finish, and the pod still has the configured value."""
         pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
-        if pod is None or (pod.get("metadata") or {}).get("uid") != view.target_uid:
-            return  # gone (a pod that was annotated is in the cache by now)
-        for rule in self._rules.values():
-            had_turn = rule.name == view.active or rule.name in view.processed
-            entry = view.entry(rule.name)
-            if not had_turn or entry.completion_time is not None:
-                continue
-            if _annotations(pod).get(rule.annotation_key) == rule.annotation_value:
-                log.info(
-                    "request %s/%s canceled: removing %s from pod %s",
-                    view.namespace,
-                    view.name,
-                    rule.annotation_key,
-                    view.target_name,
-                )
-                await self._annotate(pod, rule, None)
+        for rule in plan_withdraw(view, pod, self._rules):
+            assert pod is not None
+            log.info(
+                "request %s/%s canceled: removing %s from pod %s",
+                view.namespace,
+                view.name,
+                rule.annotation_key,
+                view.target_name,
+            )
+            await self._annotate(pod, rule, None)
