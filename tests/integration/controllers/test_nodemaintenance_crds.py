@@ -11,6 +11,7 @@ in tests/unit/controllers/nodemaintenance/test_nodemaintenance_crd_schemas.py.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -135,8 +136,8 @@ spec:
   reason: kernel
 """,
     )
-    out = await kubectl.ok("get", "nm")
-    header, row = out.splitlines()
+    listed = await kubectl.ok("get", "nm")
+    header, row = listed.splitlines()
     assert header.split() == ["NAME", "STAGE", "DRAINED", "REASON", "AGE"]
     assert row.split()[:3] == ["planned", "Idle", "kernel"]
     bad = await kubectl.run(
@@ -197,7 +198,7 @@ async def test_nodemaintenance_stage_only_moves_forward_and_the_plan_is_immutabl
         ("complete-to-drain", "Complete", "Drain"),
     ):
         await kube.create(NODEMAINTENANCES, nm_body(name, first))
-        written = await refused_by_cel(backend, lambda n=name, t=to: stage(n, t), STAGE_RULE)
+        written = await refused_by_cel(backend, functools.partial(stage, name, to), STAGE_RULE)
         assert written is None or written["spec"]["stage"] == to
 
     # drainPlan: changed, added or removed after creation
@@ -209,7 +210,7 @@ async def test_nodemaintenance_stage_only_moves_forward_and_the_plan_is_immutabl
     for name, value in (("planned", other), ("unplanned", plan), ("dropped", None)):
         written = await refused_by_cel(
             backend,
-            lambda n=name, v=value: kube.patch(NODEMAINTENANCES, n, {"spec": {"drainPlan": v}}),
+            functools.partial(kube.patch, NODEMAINTENANCES, name, {"spec": {"drainPlan": value}}),
             NM_RULES["drainPlan"],
         )
         assert written is None or written["spec"].get("drainPlan") == value
@@ -272,8 +273,12 @@ async def test_evictionrequest_rules(backend: TestCluster) -> None:
     for value in ([{"name": "imperative-eviction.k8s.io"}], None):
         await refused_by_cel(
             backend,
-            lambda v=value: kube.patch_status(
-                EVICTIONREQUESTS, UID, {"status": {"targetInterceptors": v}}, "default"
+            functools.partial(
+                kube.patch_status,
+                EVICTIONREQUESTS,
+                UID,
+                {"status": {"targetInterceptors": value}},
+                "default",
             ),
             EVR_RULES["targetInterceptors"],
         )
@@ -330,7 +335,9 @@ async def test_evictionrequest_heartbeats_only_from_the_active_interceptor_60s_a
     await report(entry("kubelet.k8s.io", t0))  # (the sim took it: back as it was)
     # the active one: not sooner than 60 s after its last heartbeat, never backwards
     for too_soon in ("2026-11-24T10:00:59Z", "2026-11-24T09:59:00Z"):
-        await refused_by_cel(backend, lambda t=too_soon: report(entry("kubelet.k8s.io", t)), rule)
+        await refused_by_cel(
+            backend, functools.partial(report, entry("kubelet.k8s.io", too_soon)), rule
+        )
         await report(entry("kubelet.k8s.io", t0))
     # its message may change between heartbeats; the next heartbeat 60 s on goes through
     await report(entry("kubelet.k8s.io", t0, "half way"))

@@ -170,7 +170,10 @@ async def test_survives_dropped_watches(
             exists.add(name)
         if step % 10 == 0:
             # drop a watch, once the informer has reopened one since the last drop
-            await requests.until(lambda c=cut_at: requests.total("watch", "configmaps") > c)
+            def reopened(since: int = cut_at) -> bool:
+                return requests.total("watch", "configmaps") > since
+
+            await requests.until(reopened)
             cut_at = requests.total("watch", "configmaps")
             informer.proxy.cut()
     await converged(kube, rec)
