@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from nodeagent.model.times import format_micro_time, format_time, parse_time
+
 __all__ = [
     "CRDS",
     "DAEMONSETS",
@@ -101,27 +103,6 @@ NODEMAINTENANCES = Resource(
 EVICTIONREQUESTS = Resource(
     "nodeagent.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
 )
-
-
-def format_time(when: datetime) -> str:
-    """meta/v1 Time: RFC 3339 in UTC with second precision (`2006-01-02T15:04:05Z`)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_micro_time(when: datetime) -> str:
-    """meta/v1 MicroTime: `2006-01-02T15:04:05.000000Z`."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: str) -> datetime:
-    """Parse Time or MicroTime (any RFC 3339 offset) into an aware datetime."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
 
 
 def utcnow() -> datetime:

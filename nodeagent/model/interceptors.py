@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from nodeagent.model.bodies import set_condition
 from nodeagent.model.drainplan import PodType, classify, pod_labels
+from nodeagent.model.maintenance import NODE_LABEL
 from nodeagent.model.selectors import LabelSelector
+from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
     "ACTIVATED_ANNOTATION",
@@ -45,7 +48,6 @@ __all__ = [
     "activation_annotation",
     "default_interceptors",
     "eviction_backoff",
-    "format_time",
     "heartbeat_due",
     "heartbeat_interval",
     "imperative_refusal_message",
@@ -67,8 +69,6 @@ __all__ = [
 
 INTERCEPTORS_ANNOTATION = "nodeagent.io/eviction-interceptors"
 """Pod annotation: comma-separated, ordered interceptor names (index 0 goes first)."""
-NODE_LABEL = "nodeagent.io/node"
-"""Label the controller puts on each EvictionRequest: the target pod's node."""
 ACTIVATED_ANNOTATION = "nodeagent.io/interceptor-activated"
 """EvictionRequest annotation ``<interceptor> <time>``: when the active interceptor got its turn,
 so an interceptor that never reports is passed over one deadline after that."""
@@ -101,28 +101,6 @@ MIN_HEARTBEAT_INTERVAL = timedelta(seconds=60)
 
 class InvalidInterceptors(ValueError):
     """A pod's interceptor list is malformed; the message says what and where."""
-
-
-# --- times -------------------------------------------------------------------------------------
-
-
-def parse_time(value: object) -> datetime | None:
-    """An RFC 3339 time (meta/v1 Time or MicroTime) as an aware datetime; None if absent or bad."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text[-1] in "Zz":
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def format_time(when: datetime) -> str:
-    """RFC 3339 in UTC with microseconds (valid for ``format: date-time`` fields)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # --- interceptor names and the target list ------------------------------------------------------
@@ -284,7 +262,7 @@ class InterceptorStatus:
             ("completionTime", self.completion_time),
         ):
             if value is not None:
-                out[key] = format_time(value)
+                out[key] = format_micro_time(value)
         if self.message:
             out["message"] = self.message
         return out
@@ -419,7 +397,7 @@ class EvictionRequestView:
 
 
 def activation_annotation(name: str, when: datetime) -> str:
-    return f"{name} {format_time(when)}"
+    return f"{name} {format_micro_time(when)}"
 
 
 def parse_activation(value: object) -> tuple[str, datetime] | None:
@@ -446,52 +424,6 @@ def with_interceptor_status(
     if not placed:
         out.append(entry.to_dict())
     return out
-
-
-def set_condition(
-    conditions: Iterable[Mapping[str, Any]],
-    type_: str,
-    status: Literal["True", "False", "Unknown"],
-    reason: str,
-    message: str,
-    now: datetime,
-    observed_generation: int | None = None,
-) -> list[dict[str, Any]]:
-    """Conditions with ``type_`` set (meta/v1 Condition); lastTransitionTime changes only when
-    the status does."""
-    out: list[dict[str, Any]] = []
-    found = False
-    for raw in conditions:
-        c = dict(raw)
-        if c.get("type") == type_ and not found:
-            found = True
-            transition = c.get("lastTransitionTime") if c.get("status") == status else None
-            c = {
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": transition or _seconds(now),
-            }
-            if observed_generation is not None:
-                c["observedGeneration"] = observed_generation
-        out.append(c)
-    if not found:
-        c = {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": _seconds(now),
-        }
-        if observed_generation is not None:
-            c["observedGeneration"] = observed_generation
-        out.append(c)
-    return out
-
-
-def _seconds(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- whose turn it is ---------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-LABEL_NODE = "nodeagent.io/node"
+from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
+
 LABEL_TRIGGER = "nodeagent.io/trigger"
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"

@@ -6,12 +6,10 @@ from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import (
     MAINTENANCE_TAINT,
     DaemonSetInterceptor,
-    maintenance_covers,
 )
 
 __all__ = [
     "MAINTENANCE_TAINT",
     "AnnotateInterceptors",
     "DaemonSetInterceptor",
-    "maintenance_covers",
 ]

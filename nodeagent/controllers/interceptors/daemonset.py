@@ -7,8 +7,10 @@ back), deletes the pod gracefully (with its UID as precondition), heartbeats whi
 terminates and sets ``completionTime`` once it is gone. A pod that tolerates the taint is named
 in the message: its DaemonSet may recreate it on the node.
 
-The taint stays while a NodeMaintenance that is not Complete (and not being deleted) selects the
-node; when none does any more, it is removed and the DaemonSet pods come back.
+The taint stays while a NodeMaintenance holds the node's evicted pods off it
+(:func:`nodeagent.model.maintenance.holds_pods_off`: in Drain, not being deleted, covering the
+node - the same rule as the static pods'); when none does any more, it is removed and the
+DaemonSet pods come back.
 """
 
 from __future__ import annotations
@@ -50,13 +52,13 @@ from nodeagent.model.interceptors import (
     pod_terminal,
     pod_terminating,
 )
-from nodeagent.model.selectors import node_selector_matches, tolerates
+from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off
+from nodeagent.model.selectors import tolerates
 
 __all__ = [
     "MAINTENANCE_TAINT",
     "DaemonSetInterceptor",
     "draining_maintenance",
-    "maintenance_covers",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,19 +86,6 @@ def has_taint(node: Obj) -> bool:
     return any(_is_ours(t) for t in _taints(node))
 
 
-def maintenance_covers(maintenance: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """A NodeMaintenance keeps the taint on ``node`` while it selects it and is neither Complete
-    nor being deleted (deletion runs Complete first)."""
-    md = maintenance.get("metadata")
-    if isinstance(md, Mapping) and md.get("deletionTimestamp"):
-        return False
-    spec = maintenance.get("spec")
-    if not isinstance(spec, Mapping) or spec.get("stage") == "Complete":
-        return False
-    selector = spec.get("nodeSelector")
-    return isinstance(selector, Mapping) and node_selector_matches(selector, node)
-
-
 def draining_maintenance(
     maintenances: Iterable[Mapping[str, Any]], node_name: str, pod: Mapping[str, Any]
 ) -> Mapping[str, Any] | None:
@@ -104,8 +93,7 @@ def draining_maintenance(
     (stage Drain, not being deleted). KEP-4212: the DaemonSet interceptor acts only then; an
     EvictionRequest from anyone else (a descheduler, say) is declined."""
     for nm in maintenances:
-        md, spec = nm.get("metadata") or {}, nm.get("spec") or {}
-        if spec.get("stage") != "Drain" or md.get("deletionTimestamp"):
+        if effective_stage(nm) != Stage.DRAIN:
             continue
         for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
             if not isinstance(ns, Mapping) or (ns.get("nodeRef") or {}).get("name") != node_name:
@@ -272,7 +260,7 @@ class DaemonSetInterceptor(Controller):
         node = self.nodes.store.get(name)
         if node is None or not has_taint(node):
             return
-        if any(maintenance_covers(nm, node) for nm in self.maintenances.store.list()):
+        if any(holds_pods_off(nm, name, node) for nm in self.maintenances.store.list()):
             return
         taints = [t for t in _taints(node) if not _is_ours(t)]
         patch = {

@@ -1,9 +1,11 @@
 """What the `kubelet.k8s.io` interceptor decides, as pure functions of API objects.
 
-- Which NodeMaintenances hold this node's static pods down: those in stage `Drain` that select
-  the node (by `spec.nodeSelector` or a `status.nodeStatuses` entry), are not being deleted, and
-  are not the agent's shutdown maintenance of an earlier boot (whose manifests are put back at
-  start-up, before the kubelet runs, so that the node can come back).
+- Which NodeMaintenances hold this node's static pods down: those that hold the node's evicted
+  pods off it (`nodeagent.model.maintenance.holds_pods_off`: in stage `Drain`, not being
+  deleted, selecting the node by `spec.nodeSelector` or naming it in `status.nodeStatuses` - the
+  rule the DaemonSet taint follows too), except the agent's shutdown maintenance of an earlier
+  boot (whose manifests are put back at start-up, before the kubelet runs, so that the node can
+  come back).
 - Whether a static pod is targeted: one of those maintenances lists, in
   `status.nodeStatuses[this node].drainTargets`, a `Static` entry covering the pod's priority
   (and labels).
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodeagent.model.bodies import mapping, name_of
 from nodeagent.model.drainplan import (
     MIRROR_ANNOTATION,
     DrainPlanEntry,
@@ -25,9 +28,10 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
-from nodeagent.model.interceptors import MIN_HEARTBEAT_INTERVAL, parse_time
-from nodeagent.model.selectors import node_selector_matches
+from nodeagent.model.interceptors import MIN_HEARTBEAT_INTERVAL
+from nodeagent.model.maintenance import NODE_LABEL, holds_pods_off
 from nodeagent.model.shutdown import boot_of, is_ours
+from nodeagent.model.times import parse_time
 
 __all__ = [
     "BUILTIN_PRIORITIES",
@@ -49,8 +53,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 INTERCEPTOR = "kubelet.k8s.io"
-NODE_LABEL = "nodeagent.io/node"
-DRAIN = "Drain"
 BUILTIN_PRIORITIES = {
     "system-node-critical": 2_000_001_000,
     "system-cluster-critical": 2_000_000_000,
@@ -58,18 +60,9 @@ BUILTIN_PRIORITIES = {
 DEFAULT_GRACE_SECONDS = 30
 
 
-def _mapping(obj: object, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(_mapping(obj, "metadata").get("name") or "")
-
-
 def _node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | None:
-    for status in _mapping(nm, "status").get("nodeStatuses") or ():
-        if isinstance(status, Mapping) and _mapping(status, "nodeRef").get("name") == node_name:
+    for status in mapping(nm, "status").get("nodeStatuses") or ():
+        if isinstance(status, Mapping) and mapping(status, "nodeRef").get("name") == node_name:
             return status
     return None
 
@@ -78,18 +71,9 @@ def maintenance_holds_node(
     nm: Mapping[str, Any], node: Mapping[str, Any] | None, node_name: str, boot_id: str
 ) -> bool:
     """Whether `nm` keeps the static pods of `node_name` down (see the module docstring)."""
-    if _mapping(nm, "spec").get("stage") != DRAIN:
-        return False
-    if _mapping(nm, "metadata").get("deletionTimestamp"):
-        return False  # deleting runs Complete first
     if is_ours(nm, node_name) and boot_of(nm) not in (None, boot_id):
         return False
-    if _node_status(nm, node_name) is not None:
-        return True
-    selector = _mapping(nm, "spec").get("nodeSelector")
-    if node is not None and isinstance(selector, Mapping):
-        return node_selector_matches(selector, node)
-    return False
+    return holds_pods_off(nm, node_name, node)
 
 
 @dataclass(frozen=True)
@@ -106,7 +90,7 @@ class Coverage:
 
     @property
     def names(self) -> list[str]:
-        return [_name(nm) for nm in self.holding]
+        return [name_of(nm) for nm in self.holding]
 
     def covering(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The oldest holding maintenance whose drainTargets for the node target `pod`."""
@@ -124,7 +108,7 @@ class Coverage:
 
 
 def _age_key(nm: Mapping[str, Any]) -> tuple[str, str]:
-    meta = _mapping(nm, "metadata")
+    meta = mapping(nm, "metadata")
     return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
 
@@ -146,13 +130,13 @@ def coverage(
             entries = tuple(
                 entries_from_dicts(
                     status.get("drainTargets"),
-                    f"NodeMaintenance {_name(nm)} status.nodeStatuses[{node_name}].drainTargets",
+                    f"NodeMaintenance {name_of(nm)} status.nodeStatuses[{node_name}].drainTargets",
                 )
             )
         except InvalidPlan as e:
             problems.append(str(e))
             entries = ()
-        targets.append((_name(nm), entries))
+        targets.append((name_of(nm), entries))
     return Coverage(tuple(holding), tuple(targets), tuple(problems))
 
 
@@ -165,7 +149,7 @@ def manifest_priority(
     """The priority the API gives the mirror pod of a manifest's pod (the Priority admission
     plugin): `spec.priority` as written, else its class's value, else the global default
     class's, else 0. None when the class does not exist (the API refuses such a mirror pod)."""
-    spec = _mapping(pod, "spec")
+    spec = mapping(pod, "spec")
     class_name = spec.get("priorityClassName")
     if class_name:
         value = BUILTIN_PRIORITIES.get(str(class_name))
@@ -190,11 +174,11 @@ def _int(value: object) -> int:
 
 def manifest_pod(pod: Mapping[str, Any], priority: int) -> dict[str, Any]:
     """The parts of the would-be mirror pod that drain targets look at."""
-    meta = _mapping(pod, "metadata")
+    meta = mapping(pod, "metadata")
     return {
         "metadata": {
-            "labels": dict(_mapping(meta, "labels")),
-            "annotations": {**_mapping(meta, "annotations"), MIRROR_ANNOTATION: "manifest"},
+            "labels": dict(mapping(meta, "labels")),
+            "annotations": {**mapping(meta, "annotations"), MIRROR_ANNOTATION: "manifest"},
         },
         "spec": {"priority": priority},
     }
@@ -227,9 +211,9 @@ class EvictionView:
 
     @classmethod
     def of(cls, evr: Mapping[str, Any]) -> EvictionView:
-        meta = _mapping(evr, "metadata")
-        status = _mapping(evr, "status")
-        pod = _mapping(_mapping(evr, "spec"), "target").get("pod")
+        meta = mapping(evr, "metadata")
+        status = mapping(evr, "status")
+        pod = mapping(mapping(evr, "spec"), "target").get("pod")
         pod = pod if isinstance(pod, Mapping) else {}
         conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
         finished = any(
@@ -253,7 +237,7 @@ class EvictionView:
 
 
 def grace_period(pod: Mapping[str, Any] | None) -> int:
-    value = _mapping(pod, "spec").get("terminationGracePeriodSeconds") if pod else None
+    value = mapping(pod, "spec").get("terminationGracePeriodSeconds") if pod else None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return DEFAULT_GRACE_SECONDS

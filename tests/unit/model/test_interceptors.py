@@ -22,7 +22,6 @@ from nodeagent.model.interceptors import (
     SelectorInterceptor,
     activation_annotation,
     eviction_backoff,
-    format_time,
     heartbeat_due,
     heartbeat_interval,
     imperative_refusal_message,
@@ -38,6 +37,7 @@ from nodeagent.model.interceptors import (
     with_interceptor_status,
 )
 from nodeagent.model.selectors import label_selector_from_dict
+from nodeagent.model.times import format_micro_time
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
@@ -419,7 +419,7 @@ def test_set_condition_keeps_transition_time_while_status_holds() -> None:
 
 
 def test_times() -> None:
-    assert parse_time(format_time(T0)) == T0
+    assert parse_time(format_micro_time(T0)) == T0
     assert parse_time("2030-01-01T12:00:00+02:00") == T0 - 2 * 60 * MIN
     assert parse_time("garbage") is None
     assert parse_time(None) is None

@@ -13,10 +13,11 @@ from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.controllers.evictionrequest.controller import refusal_detail
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
-from nodeagent.controllers.interceptors.daemonset import has_taint, maintenance_covers
+from nodeagent.controllers.interceptors.daemonset import has_taint
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.workqueue import WorkQueue
 from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.maintenance import holds_pods_off
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 
 # --- settings ------------------------------------------------------------------------------
@@ -140,16 +141,19 @@ def nm(stage: str = "Drain", *, deleting: bool = False, node: str = "node-1") ->
     ("maintenance", "covers"),
     [
         (nm("Drain"), True),
-        (nm("Cordon"), True),
-        (nm("Idle"), True),
+        # KEP-4212: Idle touches nothing, Cordon evicts nothing (as for the static pods)
+        (nm("Cordon"), False),
+        (nm("Idle"), False),
         (nm("Complete"), False),
         (nm("Drain", deleting=True), False),
         (nm("Drain", node="node-2"), False),
         ({"metadata": {"name": "m"}, "spec": {"stage": "Drain"}}, False),
     ],
 )
-def test_maintenance_covers(maintenance: dict[str, Any], covers: bool) -> None:
-    assert maintenance_covers(maintenance, NODE) is covers
+def test_the_taint_stays_while_a_maintenance_holds_pods_off(
+    maintenance: dict[str, Any], covers: bool
+) -> None:
+    assert holds_pods_off(maintenance, "node-1", NODE) is covers
 
 
 def test_has_taint_needs_key_and_effect() -> None:

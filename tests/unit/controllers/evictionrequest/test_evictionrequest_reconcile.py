@@ -26,8 +26,8 @@ from nodeagent.model.interceptors import (
     NODE_LABEL,
     EvictionRequestView,
     activation_annotation,
-    format_time,
 )
+from nodeagent.model.times import format_micro_time
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 SEC = timedelta(seconds=1)
@@ -274,7 +274,7 @@ def test_evicted_when_the_pod_is_gone_terminal_or_replaced(
     assert plan.status["activeInterceptors"] == []
     assert plan.status["processedInterceptors"] == [IMPERATIVE_INTERCEPTOR]
     entry = plan.status["interceptors"][0]
-    assert entry["completionTime"] == format_time(T0)
+    assert entry["completionTime"] == format_micro_time(T0)
 
 
 def test_another_interceptor_keeps_its_turn_after_eviction_until_it_completes() -> None:
@@ -287,7 +287,7 @@ def test_another_interceptor_keeps_its_turn_after_eviction_until_it_completes() 
     # it reports completion afterwards: it leaves activeInterceptors, nobody follows
     for e in request["status"]["interceptors"]:
         if e["name"] == "mover.example.com":
-            e["completionTime"] = format_time(T0 + 2 * SEC)
+            e["completionTime"] = format_micro_time(T0 + 2 * SEC)
     plan = plan_request(request, None, T0 + 3 * SEC, SETTINGS)
     assert plan.status is not None
     assert plan.status["activeInterceptors"] == []
@@ -378,7 +378,7 @@ def test_imperative_evicts_then_reports() -> None:
     assert plan.status is not None
     entry = plan.status["interceptors"][0]
     assert entry["message"].startswith("Evicted the pod through the Eviction API")
-    assert entry["startTime"] == entry["heartbeatTime"] == format_time(T0)
+    assert entry["startTime"] == entry["heartbeatTime"] == format_micro_time(T0)
     assert [e.reason for e in plan.events] == ["EvictingPod"]
 
 
