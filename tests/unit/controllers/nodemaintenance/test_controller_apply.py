@@ -51,8 +51,8 @@ async def test_a_create_decided_before_the_informer_saw_the_request_is_not_sent(
     # taken before the watch brings it in, and the watch event arrives while that decision is
     # being applied. Sending its create anyway only gets AlreadyExists.
     client = RecordingClient()
-    informers = SharedInformers(client)  # type: ignore[arg-type]
-    controller = NodeMaintenanceController(client, informers, Silent())  # type: ignore[arg-type]
+    informers = SharedInformers(client)
+    controller = NodeMaintenanceController(client, informers, Silent())
     stale = Actions(
         stage=None,
         validity=Validity(True, "Valid", ""),

@@ -129,7 +129,7 @@ def test_nodemaintenance_schema_defaults_and_rejects() -> None:
 
 def test_evictionrequest_schema() -> None:
     s = schema("evictionrequests")
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "EvictionRequest",
         "metadata": {"name": "u1", "namespace": "default"},

@@ -893,9 +893,9 @@ def check_invariants(w: World, previous: dict[tuple[str, str], list[Any]]) -> No
                         assert c.pod_type == PodType.STATIC, (name, node, pod["metadata"]["name"])
     # evictions are only ever requested for targeted, unskipped pods
     for er in w.ers.values():
-        pod = w.pods.get(er["metadata"]["name"])
-        if pod is not None and {"name": REQUESTER} in er["spec"]["requesters"]:
-            assert not classify(pod).skip
+        target = w.pods.get(er["metadata"]["name"])
+        if target is not None and {"name": REQUESTER} in er["spec"]["requesters"]:
+            assert not classify(target).skip
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
