@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,7 +111,6 @@ class ShutdownGuard:
         self.dropin_result: DropinResult | None = None
         self.inhibit_delay_max: float | None = None  # seconds, as logind last reported it
         self.shutdown_kind: str | None = None
-        self.shutdown_started_at: float | None = None  # time.monotonic() of the signal
         self.sessions = 0  # connections that got as far as subscribing
         self.reconnects = 0  # connections lost or failed (each followed by a backoff)
 
@@ -283,7 +281,6 @@ class ShutdownGuard:
         self._changed()
         if sig.active:
             self.shutdown_kind = sig.kind
-            self.shutdown_started_at = time.monotonic()
             log.warning(
                 "shutdown (%s) under way (%s); lock %s until the node-side flow lets go",
                 sig.kind,
@@ -294,7 +291,6 @@ class ShutdownGuard:
             return
         log.warning("shutdown cancelled (%s)", sig.source)
         self.shutdown_kind = None
-        self.shutdown_started_at = None
         for task, is_shutdown in self._flows.items():
             if is_shutdown:
                 task.cancel()

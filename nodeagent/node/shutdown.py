@@ -63,7 +63,6 @@ class ShutdownFlow:
         self.record_file = record_file
         self.backoff = JitteredBackoff(base=0.2, cap=5.0)
         self.maintenance: str | None = None  # the name of this boot's shutdown maintenance
-        self.last_reason: str | None = None
         self._last_answer = 0.0  # when the API server last answered during this shutdown
 
     def set_node_name(self, name: str) -> None:
@@ -111,7 +110,6 @@ class ShutdownFlow:
             while True:
                 reason = model.release_reason(state, self.clock())
                 if reason is not None:
-                    self.last_reason = reason
                     log.info("releasing the shutdown lock of %s: %s", self.node, reason)
                     return reason
                 changed.clear()

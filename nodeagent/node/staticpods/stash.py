@@ -679,13 +679,6 @@ class Stash:
 
     # --- restoring ---------------------------------------------------------------------------
 
-    def restore(self, entry_id: str, *, dry_run: bool = False) -> RestoreResult:
-        """Put one stashed manifest back (see `restore_all`)."""
-        results = self.restore_all(lambda e: e.id == entry_id, dry_run=dry_run)
-        if not results:
-            raise StashError(f"no stashed manifest with id {entry_id} in {self.stash_dir}")
-        return results[0]
-
     def restore_all(
         self,
         select: Callable[[JournalEntry], bool] | None = None,

@@ -60,15 +60,6 @@ class SimCluster:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def add_node(self, name: str, static_pod_dir: Path | None = None) -> Kubelet:
-        """A further node (its kubelet starts at once when the cluster runs)."""
-        kubelet = Kubelet(self.store, name, static_pod_dir, self.router)
-        self.kubelets[name] = kubelet
-        self.node_names.append(name)
-        if self._runner is not None:
-            self._spawn(kubelet.run())
-        return kubelet
-
     async def start(self) -> None:
         self._runner = web.AppRunner(self.server.app(), handler_cancellation=True, access_log=None)
         await self._runner.setup()
