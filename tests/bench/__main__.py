@@ -178,18 +178,24 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 ("nodeagent", "nodeagent (ordered)"),
                 ("nodeagent_default_plan", "nodeagent (default plan)"),
             ):
+
+                def requests(r: dict[str, Any], k: str = key) -> str:
+                    return (
+                        f"{r[k]['requests_per_pod']:.2f} / "
+                        f"{r[k]['requests_per_pod_with_cleanup']:.2f}"
+                    )
+
+                def within_goal(r: dict[str, Any], k: str = key) -> bool:
+                    with_cleanup: float = r[k]["requests_per_pod_with_cleanup"]
+                    return with_cleanup <= GOALS["requests_per_pod"]
+
                 out.append(
                     _per_backend(
                         per,
                         f"API requests / drained pod: {name}, to Drained / with clean-up",
-                        lambda r, k=key: (
-                            f"{r[k]['requests_per_pod']:.2f} / "
-                            f"{r[k]['requests_per_pod_with_cleanup']:.2f}"
-                        ),
+                        requests,
                         "<= 4",
-                        lambda r, k=key: (
-                            r[k]["requests_per_pod_with_cleanup"] <= GOALS["requests_per_pod"]
-                        ),
+                        within_goal,
                     )
                 )
             out.append(

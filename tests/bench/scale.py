@@ -24,7 +24,7 @@ import psutil
 
 from nodeagent.kube.resources import EVICTIONREQUESTS, LEASES, NODEMAINTENANCES, NODES, PODS, Obj
 from tests.bench import common
-from tests.bench.backends import PYTHON_CLIENT, Backend, condition_true, open_backend
+from tests.bench.backends import Backend, condition_true, open_backend
 from tests.bench.drain import agent_config, eviction_requests_gone, wait_agent_leading
 from tests.controlplane.build import Binaries
 
@@ -183,10 +183,10 @@ async def run_one(
                 server_cpu1 = _cpu(servers)
                 await sampler.stop()
                 agent_drain_cpu = sampler.cpu1 - cpu_sync
-                requests = await b.requests_since(mark, PYTHON_CLIENT)
+                requests = await b.requests_since(mark, common.PYTHON_CLIENT)
                 left = await b.kube.list(PODS, NAMESPACE, label_selector=f"{POOL_LABEL}=maint")
                 cleanup = await eviction_requests_gone(view, timeout=300)
-                with_cleanup = await b.requests_since(mark, PYTHON_CLIENT)
+                with_cleanup = await b.requests_since(mark, common.PYTHON_CLIENT)
                 peak = common.peak_rss(agent.proc.pid)
                 server_rss = _rss_mib(servers)
         finally:
