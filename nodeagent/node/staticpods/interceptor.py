@@ -46,13 +46,12 @@ from nodeagent.kube.resources import (
     format_time,
 )
 from nodeagent.kube.store import key_of
-from nodeagent.model.drainplan import MIRROR_ANNOTATION
 from nodeagent.model.shutdown import is_ours
 from nodeagent.node.staticpods.fsops import DirHandle
 from nodeagent.node.staticpods.journal import State
 from nodeagent.node.staticpods.manifests import FileId, ScanResult, scan_manifest_dir
+from nodeagent.node.staticpods.plan import plan_eviction
 from nodeagent.node.staticpods.policy import (
-    INTERCEPTOR,
     NODE_LABEL,
     Coverage,
     EvictionView,
@@ -115,10 +114,6 @@ def _evr_pod_index(evr: Obj) -> list[str]:
     namespace = (evr.get("metadata") or {}).get("namespace")
     name = pod.get("name") if isinstance(pod, dict) else None
     return [f"{namespace}/{name}"] if namespace and name else []
-
-
-def _is_mirror(pod: Mapping[str, Any]) -> bool:
-    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
 class StaticPodInterceptor(Controller):
@@ -408,42 +403,13 @@ class StaticPodInterceptor(Controller):
         if evr is None:
             return
         view = EvictionView.of(evr)
-        if view.completed:
-            return
-        if view.entry is None and (view.finished or not view.active):
-            return  # not our turn (and we never started)
         now = self._now()
         stamp = format_time(now)
         pod = self._pods.store.get(f"{view.namespace}/{view.pod_name}")
-        if pod is None or (pod.get("metadata") or {}).get("uid") != view.pod_uid:
-            message = (
-                f"static pod {view.namespace}/{view.pod_name} is gone"
-                if view.entry
-                else f"pod {view.namespace}/{view.pod_name} is gone already"
-            )
-            await self._write(
-                view,
-                interceptor_entry(
-                    view.entry,
-                    now=stamp,
-                    message=message,
-                    completion_time=stamp,
-                    heartbeat_every=self._heartbeat,
-                ),
-            )
-            return
-        if not _is_mirror(pod):
-            await self._write(
-                view,
-                interceptor_entry(
-                    view.entry,
-                    now=stamp,
-                    message=f"declined: {view.namespace}/{view.pod_name} is not a static (mirror) "
-                    f"pod; {INTERCEPTOR} only stops static pods",
-                    completion_time=stamp,
-                    heartbeat_every=self._heartbeat,
-                ),
-            )
+        plan = plan_eviction(view, pod, now=stamp, heartbeat_every=self._heartbeat)
+        if plan.action == "finish" and plan.entry is not None:
+            await self._write(view, plan.entry)
+        if plan.action != "stop_pod" or pod is None:
             return
         if not await self._open_stash():
             await self._progress(
