@@ -315,7 +315,9 @@ async def test_heartbeat_and_expected_finish_while_the_pod_stops(
         assert "completionTime" not in first
         start = first["startTime"]
         # expectedFinishTime: the pod's grace period (45 s) after the start
-        finish = parse_time(first["expectedFinishTime"]) - parse_time(start)
+        expected, started = parse_time(first["expectedFinishTime"]), parse_time(start)
+        assert expected is not None and started is not None
+        finish = expected - started
         assert finish.total_seconds() == 45
         # heartbeats go on, startTime stays
         await env.until(
