@@ -820,7 +820,7 @@ def worlds(draw: st.DrawFn) -> World:
             draw(st.sampled_from(PRIORITIES)),
             draw(st.sampled_from(TYPES)),
             labels={"tier": draw(st.sampled_from(["a", "b"]))},
-            skip=draw(st.booleans().filter(lambda _: True)) and draw(st.integers(0, 5)) == 0,
+            skip=draw(st.booleans()) and draw(st.integers(0, 5)) == 0,
         )
     for j in range(draw(st.integers(1, 3))):
         nodes = draw(st.sets(st.sampled_from(NODES), min_size=1, max_size=3))
