@@ -32,6 +32,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     maintenance_nodes,
     validate,
 )
+from nodeagent.model.bodies import as_eviction_request, as_maintenance
 from nodeagent.model.drainplan import (
     INT32_MAX,
     PodType,
@@ -183,11 +184,11 @@ class World:
         for pod in self.pods.values():
             pods.setdefault(pod["spec"]["nodeName"], []).append(pod)
         return Inputs(
-            maintenance=self.nms[name],
-            maintenances=list(self.nms.values()),
+            maintenance=as_maintenance(self.nms[name]),
+            maintenances=[as_maintenance(nm) for nm in self.nms.values()],
             nodes=self.nodes,
             pods=pods,
-            eviction_requests=self.ers,
+            eviction_requests={k: as_eviction_request(er) for k, er in self.ers.items()},
             now=self.clock,
         )
 
