@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
-from nodeagent.kube.resources import EVENTS, Obj, Resource, format_time
+from nodeagent.kube.protocols import Creator, Patcher
+from nodeagent.kube.resources import EVENTS, Obj, format_time
 
 __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
 
@@ -38,20 +39,8 @@ _MAX_MESSAGE = 1024  # what events.k8s.io/v1 allows; kubectl truncates longer on
 _MAX_NAME = 253
 
 
-class EventClient(Protocol):
+class EventClient(Creator, Patcher, Protocol):
     """The part of `KubeClient` the recorder needs."""
-
-    async def create(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
-    ) -> Obj: ...
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
 
 
 @dataclass(eq=False)

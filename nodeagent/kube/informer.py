@@ -17,11 +17,12 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from nodeagent.kube.errors import Gone, KubeError
+from nodeagent.kube.protocols import Lister, Watcher
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Delta, Indexer, Store, key_of
@@ -39,31 +40,8 @@ OnDelete = Callable[[Obj], None]
 _SHORT_WATCH_SECONDS = 1.0
 
 
-class ListWatcher(Protocol):
+class ListWatcher(Lister, Watcher, Protocol):
     """The part of `KubeClient` an informer needs."""
-
-    async def list(
-        self,
-        resource: Resource,
-        namespace: str | None = ...,
-        *,
-        label_selector: str | None = ...,
-        field_selector: str | None = ...,
-        resource_version: str | None = ...,
-        page_size: int = ...,
-    ) -> Obj: ...
-
-    def watch(
-        self,
-        resource: Resource,
-        namespace: str | None = ...,
-        *,
-        resource_version: str | None = ...,
-        label_selector: str | None = ...,
-        field_selector: str | None = ...,
-        timeout_seconds: int | None = ...,
-        allow_bookmarks: bool = ...,
-    ) -> AsyncGenerator[Obj, None]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,13 @@ import asyncio
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
-from nodeagent.kube.resources import LEASES, Obj, Resource, format_micro_time
+from nodeagent.kube.protocols import Creator, Getter, Replacer
+from nodeagent.kube.resources import LEASES, Obj, format_micro_time
 
 __all__ = ["LeaderElector", "LeaseClient"]
 
@@ -32,18 +33,8 @@ log = logging.getLogger(__name__)
 _JITTER = 1.2  # client-go's JitterFactor for retries while not leading
 
 
-class LeaseClient(Protocol):
+class LeaseClient(Getter, Creator, Replacer, Protocol):
     """The part of `KubeClient` leader election needs."""
-
-    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
-
-    async def create(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
-    ) -> Obj: ...
-
-    async def replace(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
-    ) -> Obj: ...
 
 
 def _spec(lease: Obj | None) -> Obj:

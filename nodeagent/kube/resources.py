@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ __all__ = [
     "PODS",
     "REPLICASETS",
     "STATEFULSETS",
+    "Clock",
     "Obj",
     "Resource",
     "format_micro_time",
@@ -103,6 +105,10 @@ NODEMAINTENANCES = Resource(
 EVICTIONREQUESTS = Resource(
     "nodeagent.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
 )
+
+
+Clock = Callable[[], datetime]
+"""A wall clock (aware datetimes), injected into controllers so tests can move it."""
 
 
 def utcnow() -> datetime:

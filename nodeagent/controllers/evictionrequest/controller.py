@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,11 +16,12 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     plan_request,
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
-from nodeagent.kube import events
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
+from nodeagent.kube.events import EventSink
+from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource, utcnow
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Clock, Obj, utcnow
 from nodeagent.kube.store import key_of, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors import EvictionRequestView
@@ -31,41 +32,9 @@ __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", 
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 
-
-class EvictionClient(Protocol):
+class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
     """The part of `KubeClient` the controller and the interceptors need."""
-
-    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def evict(
-        self,
-        namespace: str,
-        name: str,
-        *,
-        grace_period_seconds: int | None = ...,
-        uid: str | None = ...,
-    ) -> Obj: ...
-
-
-EventSink = events.EventSink
 
 
 def refusal_detail(exc: KubeError) -> str:

@@ -4,12 +4,13 @@ and writing their own ``status.interceptors[]`` entry with optimistic concurrenc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from nodeagent.kube.errors import Conflict, NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource, utcnow
+from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Clock, Obj, utcnow
 from nodeagent.kube.store import Store
 from nodeagent.model.interceptors import (
     EvictionRequestView,
@@ -34,41 +35,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 
-
-class InterceptorClient(Protocol):
+class InterceptorClient(Getter, Lister, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the interceptors need."""
-
-    async def get(self, resource: Resource, name: str, namespace: str | None = ...) -> Obj: ...
-
-    async def list(self, resource: Resource, namespace: str | None = ...) -> Obj: ...
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = ...,
-        *,
-        grace_period_seconds: int | None = ...,
-        uid: str | None = ...,
-    ) -> Obj: ...
 
 
 WAITING = "waiting for the pod to go."

@@ -40,7 +40,8 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj, Resource
+from nodeagent.kube.protocols import Creator, Deleter, Patcher, StatusPatcher
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
@@ -48,7 +49,6 @@ from nodeagent.model.bodies import as_eviction_request, as_maintenance
 __all__ = [
     "NodeMaintenanceClient",
     "NodeMaintenanceController",
-    "Recorder",
     "eviction_request_node_index",
     "pod_node_index",
 ]
@@ -73,41 +73,8 @@ PROGRESS_INTERVAL = 1.0
 EXPECTATION_TIMEOUT = 30.0
 
 
-class NodeMaintenanceClient(Protocol):
+class NodeMaintenanceClient(Creator, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the controller writes with."""
-
-    async def create(
-        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = ...
-    ) -> Obj: ...
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
-
-    async def delete(
-        self,
-        resource: Resource,
-        name: str,
-        namespace: str | None = ...,
-        *,
-        uid: str | None = ...,
-        resource_version: str | None = ...,
-    ) -> Obj: ...
-
-
-Recorder = EventSink
 
 
 def pod_node_index(pod: Obj) -> list[str]:
@@ -248,7 +215,7 @@ class NodeMaintenanceController(Controller):
         self,
         client: NodeMaintenanceClient,
         informers: SharedInformers,
-        recorder: Recorder,
+        recorder: EventSink,
         *,
         workers: int = 4,
         max_concurrent_writes: int = 16,
