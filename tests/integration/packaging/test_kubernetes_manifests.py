@@ -535,8 +535,8 @@ def test_client_certificate_agents_get_the_node_role_only() -> None:
 
 
 def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
-    from nodeagent.model.interceptors import KUBELET_INTERCEPTOR, NODE_LABEL
-    from nodeagent.model.shutdown import LABEL_NODE
+    from nodeagent.model.interceptors import KUBELET_INTERCEPTOR
+    from nodeagent.model.maintenance import NODE_LABEL
 
     policy = one("ValidatingAdmissionPolicy", "nodeagent-node-restriction")
     binding = one("ValidatingAdmissionPolicyBinding", "nodeagent-node-restriction")
@@ -554,10 +554,9 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     assert f"substring({len(CERT_USER_PREFIX)})" in variables["nodeName"]
     assert "'authentication.kubernetes.io/node-name'" in variables["nodeName"]
-    # the names it checks are the code's
-    assert LABEL_NODE == NODE_LABEL
+    # the names it checks are the code's (the node label: one constant, model.maintenance's)
     rules = yaml.safe_dump(policy["spec"]["validations"]) + yaml.safe_dump(variables)
-    assert f"'{LABEL_NODE}'" in rules and f"'{KUBELET_INTERCEPTOR}'" in rules
+    assert f"'{NODE_LABEL}'" in rules and f"'{KUBELET_INTERCEPTOR}'" in rules
     resources = {
         r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]
     }

@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model import shutdown as model
+from nodeagent.model.maintenance import NODE_LABEL
 
 times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 
@@ -43,7 +44,7 @@ def test_adopt_only_this_boots_live_maintenance() -> None:
     found, attempt = model.adoptable([done], "node-1", "b00t")
     assert found is None and attempt == 2
     assert model.maintenance_name("node-1", "b00t", 2).endswith("-2")
-    hand_made = {"metadata": {"name": "x", "labels": {model.LABEL_NODE: "node-1"}}}
+    hand_made = {"metadata": {"name": "x", "labels": {NODE_LABEL: "node-1"}}}
     assert not model.is_ours(hand_made, "node-1")
 
 
