@@ -14,18 +14,16 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
 from nodeagent.kube.resources import EVENTS, Obj, format_time
+from nodeagent.model.bodies import EventType
 
 __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
 
 log = logging.getLogger(__name__)
-
-EventType = Literal["Normal", "Warning"]
-
 
 class EventSink(Protocol):
     """What controllers need of `EventRecorder`: best effort, never raises."""

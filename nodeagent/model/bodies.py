@@ -19,6 +19,7 @@ from nodeagent.model.times import format_time
 __all__ = [
     "Condition",
     "ConditionStatus",
+    "EventType",
     "EvictionRequest",
     "EvictionRequestSpec",
     "EvictionRequestStatus",
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
+EventType = Literal["Normal", "Warning"]
 
 
 class ObjectMeta(TypedDict, total=False):

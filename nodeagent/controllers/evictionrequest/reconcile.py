@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.model.bodies import EventType
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import (
     ACTIVATED_ANNOTATION,
@@ -51,9 +52,6 @@ __all__ = [
     "Plan",
     "plan_request",
 ]
-
-EventType = Literal["Normal", "Warning"]
-
 
 @dataclass(frozen=True)
 class ImperativeState:
