@@ -36,6 +36,7 @@ from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventClient
 from nodeagent.kube.informer import ListWatcher
+from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
     NODEMAINTENANCES,
@@ -85,16 +86,8 @@ _WATCH_TIMEOUT_MS = 1000
 T = TypeVar("T")
 
 
-class InterceptorClient(ListWatcher, EventClient, Protocol):
+class InterceptorClient(ListWatcher, EventClient, StatusPatcher, Protocol):
     """The part of `KubeClient` the interceptor needs."""
-
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = ...,
-    ) -> Obj: ...
 
 
 class EventSink(Protocol):
