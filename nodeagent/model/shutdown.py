@@ -7,6 +7,7 @@ is `nodeagent.node.shutdown`.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -163,4 +164,8 @@ def next_decision(s: ReleaseState, now: float) -> float:
     times = [s.deadline]
     if s.unreachable_since is not None:
         times.append(s.unreachable_since + s.unreachable_bound)
-    return max(0.0, min(times) - now)
+    at = min(times)
+    wait = max(0.0, at - now)
+    while now + wait < at:  # float rounding: waking a hair early would decide nothing
+        wait = math.nextafter(wait, math.inf)
+    return wait

@@ -65,3 +65,12 @@ def test_the_reason_says_what_logind_said() -> None:
     assert shutdown_reason("node-1", "unknown") == (
         "Shutdown or reboot of node-1 requested through systemd-logind (logind did not say which)"
     )
+
+
+def test_the_wait_reaches_the_deadline_despite_rounding() -> None:
+    # found by hypothesis: now + (deadline - now) can fall a hair short of the deadline
+    now = 212449.74199448974
+    s = model.ReleaseState(deadline=906562.6767316825, unreachable_bound=1.0)
+    assert now + (s.deadline - now) < s.deadline
+    wait = model.next_decision(s, now)
+    assert model.release_reason(s, now + wait) is not None
