@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--stash-dir",
         type=Path,
-        help="where manifests were moved (default: <manifest-dir>.nodeagent-stash)",
+        help="where manifests were moved (default: <manifest-dir>/.nodeagent-stash)",
     )
     r.add_argument(
         "--after-reboot",

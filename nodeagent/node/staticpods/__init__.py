@@ -2,7 +2,7 @@
 
 - `manifests`: reading the kubelet's manifest directory; manifest <-> mirror pod mapping.
 - `locate`: where the manifest directory is (configuration, running kubelet, default) and the
-  stash directory beside it.
+  stash directory in it (`.nodeagent-stash`, which the kubelet skips).
 - `stash`, `journal`, `fsops`: moving manifests aside and back, crash-safely.
 - `restore`: putting them back without the API server (start-up, `restore-static-pods`).
 - `policy`: what the interceptor decides (pure); `interceptor`: the interceptor itself

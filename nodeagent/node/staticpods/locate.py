@@ -3,7 +3,9 @@
 The manifest directory comes from configuration, else from the running kubelet (its
 `--pod-manifest-path` flag, else `staticPodPath` in its `--config-dir` drop-ins or the file its
 `--config` flag names, as the kubelet itself lets flags win over drop-ins over the file), else
-`/etc/kubernetes/manifests`. The stash directory sits beside it: `<manifest dir>.nodeagent-stash`.
+`/etc/kubernetes/manifests`. The stash directory sits inside it, `<manifest dir>/.nodeagent-stash`:
+the kubelet skips dot entries, and a move into it stays on the manifest directory's mount (the
+DaemonSet and the unit give the agent that one directory; rename(2) cannot cross mounts).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import yaml
 __all__ = [
     "DEFAULT_MANIFEST_DIR",
     "KUBEADM_KUBELET_CONFIG",
-    "STASH_SUFFIX",
+    "STASH_NAME",
     "KubeletProcess",
     "ManifestDirChoice",
     "StaticPodPaths",
@@ -36,7 +38,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MANIFEST_DIR = Path("/etc/kubernetes/manifests")
 KUBEADM_KUBELET_CONFIG = Path("/var/lib/kubelet/config.yaml")
 """Read when no kubelet runs (at boot, before it starts): where kubeadm puts its config."""
-STASH_SUFFIX = ".nodeagent-stash"
+STASH_NAME = ".nodeagent-stash"
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
@@ -200,8 +202,7 @@ def static_pod_paths(
     kubelet_config: Path = KUBEADM_KUBELET_CONFIG,
 ) -> StaticPodPaths | None:
     """Both directories from configuration (`StaticPodConfig.manifest_dir`, `.stash_dir`, either
-    may be None) and discovery; None when the kubelet runs with static pods turned off.
-    Raises ValueError when no stash directory can be put beside the manifest directory."""
+    may be None) and discovery; None when the kubelet runs with static pods turned off."""
     choice = find_manifest_dir(manifest_dir, processes, kubelet_config)
     if choice.path is None:
         return None
@@ -210,7 +211,5 @@ def static_pod_paths(
 
 
 def default_stash_dir(manifest_dir: Path) -> Path:
-    """`<manifest dir>.nodeagent-stash`, beside the manifest directory."""
-    if manifest_dir.name in ("", ".", ".."):
-        raise ValueError(f"cannot put a stash beside {manifest_dir}: give a stash directory")
-    return manifest_dir.parent / (manifest_dir.name + STASH_SUFFIX)
+    """`<manifest dir>/.nodeagent-stash`, inside the manifest directory."""
+    return manifest_dir / STASH_NAME

@@ -208,15 +208,20 @@ class Stash:
     def open(self, *, create: bool = True, writable: bool = True) -> None:
         """Check the two directories and open them. Raises StashUnavailable (ReadOnlyStash)
         with a clear message; touches nothing then. `create` makes a missing stash directory
-        (mode 0700) beside the manifest directory."""
+        (mode 0700)."""
         if self._m is not None:
             return
         m_path = self._resolve_dir(self._manifest_path, "manifest directory")
         s_path = self._stash_path.absolute()
-        if s_path == m_path or m_path in s_path.parents or s_path in m_path.parents:
+        # beside the manifest directory, or in it under a dot name (which the kubelet and our
+        # scan skip); never the manifest directory itself, above it, or deeper in it
+        hidden_inside = s_path.parent == m_path and s_path.name.startswith(".")
+        if s_path == m_path or s_path in m_path.parents or (
+            m_path in s_path.parents and not hidden_inside
+        ):
             raise StashUnavailable(
-                f"stash directory {s_path} must be beside the manifest directory {m_path}, "
-                "not inside it or containing it"
+                f"stash directory {s_path} must be beside the manifest directory {m_path} or "
+                "directly in it under a name that starts with a dot"
             )
         m = DirHandle(m_path)
         try:

@@ -181,7 +181,12 @@ class Env:
     # --- the directories ----------------------------------------------------------------------
 
     def in_dir(self) -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in self.manifests.iterdir()}
+        """The manifests the kubelet sees (not the stash in the directory, a dot name)."""
+        return {
+            p.name: p.read_bytes()
+            for p in self.manifests.iterdir()
+            if not p.name.startswith(".")
+        }
 
     def stashed(self) -> dict[str, bytes]:
         with Stash(self.manifests, self.stash_dir) as stash:
@@ -196,7 +201,7 @@ async def environment(
     stash_dir: Path | None = None,
     **kw: Any,
 ) -> AsyncIterator[Env]:
-    s = stash_dir or manifests.with_name("manifests.nodeagent-stash")
+    s = stash_dir or manifests / ".nodeagent-stash"  # the default place
     # a test's heartbeats seconds apart need a CRD that allows them (the shipped one asks 60 s)
     fast = kw.get("heartbeat_interval", 60) < 60
     await backend.install_crds(heartbeat_spacing=0 if fast else None)

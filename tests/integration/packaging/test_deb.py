@@ -359,7 +359,7 @@ from nodeagent.node.staticpods.stash import Owner, Stash
 m = Path("/etc/kubernetes/manifests")
 with DirHandle(m) as d:
     (manifest,) = scan_manifest_dir(d).manifests
-with Stash(m, m.with_name("manifests.nodeagent-stash")) as stash:
+with Stash(m, m / ".nodeagent-stash") as stash:
     stash.stash(manifest, Owner("maintenance-a", shutdown=False, node="node-1"))
 """
 
@@ -379,7 +379,7 @@ def test_removal_never_loses_a_stashed_manifest(deb: Path, container: Container)
     assert r.returncode == 0, r.stderr
     assert "static pod manifests are still moved aside" in r.stderr, r.stderr
     assert "etcd" in r.stderr
-    stash = c.path("/etc/kubernetes/manifests.nodeagent-stash")
+    stash = c.path("/etc/kubernetes/manifests/.nodeagent-stash")
     assert content in [p.read_bytes() for p in stash.iterdir() if p.is_file()]
 
 

@@ -28,19 +28,19 @@ def m(tmp_path: Path) -> Path:
 
 def test_dry_run_then_restore(m: Path, capsys: pytest.CaptureFixture[str]) -> None:
     originals = control_plane(m)
-    stash_all(m, m.parent / "manifests.nodeagent-stash")
+    stash_all(m, m / ".nodeagent-stash")
     assert main(["restore-static-pods", "--manifest-dir", str(m), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert f"manifest directory: {m} (configuration)" in out
-    assert f"stash directory: {m}.nodeagent-stash" in out
+    assert f"stash directory: {m}/.nodeagent-stash" in out
     assert out.count("would-restore: would move") == 3
     assert "maintenance maint-a" in out
-    assert list(m.iterdir()) == []
+    assert [p.name for p in m.iterdir()] == [".nodeagent-stash"]  # (which the kubelet skips)
 
     assert main(["restore-static-pods", "--manifest-dir", str(m)]) == 0
     out = capsys.readouterr().out
     assert out.count("restored: moved") == 3
-    assert {p.name: p.read_bytes() for p in m.iterdir()} == originals
+    assert {p.name: p.read_bytes() for p in m.iterdir() if p.is_file()} == originals
 
     assert main(["restore-static-pods", "--manifest-dir", str(m)]) == 0
     assert "nothing to restore" in capsys.readouterr().out
@@ -81,7 +81,7 @@ def test_unusable_stash_exits_2(m: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_as_a_command(m: Path) -> None:
     originals = control_plane(m)
-    stash_all(m, m.parent / "manifests.nodeagent-stash")
+    stash_all(m, m / ".nodeagent-stash")
     done = subprocess.run(
         [sys.executable, "-m", "nodeagent", "restore-static-pods", "--manifest-dir", str(m)],
         capture_output=True,
@@ -90,4 +90,4 @@ def test_as_a_command(m: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("restored:") == 3
-    assert {p.name: p.read_bytes() for p in m.iterdir()} == originals
+    assert {p.name: p.read_bytes() for p in m.iterdir() if p.is_file()} == originals

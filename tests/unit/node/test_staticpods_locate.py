@@ -117,7 +117,7 @@ def test_kubeadm_config_when_no_kubelet_runs_yet(tmp_path: Path) -> None:
 def test_static_pod_paths(tmp_path: Path) -> None:
     paths = static_pod_paths(Path("/m"), None, procs())
     assert paths is not None
-    assert (paths.manifest_dir, paths.stash_dir) == (Path("/m"), Path("/m.nodeagent-stash"))
+    assert (paths.manifest_dir, paths.stash_dir) == (Path("/m"), Path("/m/.nodeagent-stash"))
     paths = static_pod_paths(Path("/m"), Path("/s"), procs())
     assert paths is not None and paths.stash_dir == Path("/s")
     off = tmp_path / "off.yaml"
@@ -132,12 +132,12 @@ def test_first_kubelet_that_says_wins() -> None:
     assert choice.path == Path("/second")
 
 
-def test_default_stash_dir() -> None:
+def test_default_stash_dir_is_inside_where_the_kubelet_skips_it() -> None:
+    # inside: the agent may write the manifest directory only, and rename(2) cannot cross
+    # mounts; the kubelet skips dot entries
     assert default_stash_dir(Path("/etc/kubernetes/manifests")) == Path(
-        "/etc/kubernetes/manifests.nodeagent-stash"
+        "/etc/kubernetes/manifests/.nodeagent-stash"
     )
-    with pytest.raises(ValueError, match="give a stash directory"):
-        default_stash_dir(Path("/"))
 
 
 def test_manifest_dir_of_kubelet_without_hints() -> None:

@@ -270,11 +270,19 @@ def test_stash_on_another_file_system_is_refused(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in m.iterdir()} == originals
 
 
-@pytest.mark.parametrize("where", ["inside", "same", "symlink", "file"])
+@pytest.mark.parametrize("where", ["inside", "deeper", "above", "same", "symlink", "file"])
 def test_bad_stash_locations(tmp_path: Path, where: str) -> None:
+    # inside only under a dot name, which the kubelet skips (`.nodeagent-stash`, the default)
     m = tmp_path / "manifests"
     m.mkdir()
-    s = {"inside": m / "stash", "same": m, "symlink": tmp_path / "s", "file": tmp_path / "f"}[where]
+    s = {
+        "inside": m / "stash",
+        "deeper": m / ".a" / "stash",
+        "above": tmp_path,
+        "same": m,
+        "symlink": tmp_path / "s",
+        "file": tmp_path / "f",
+    }[where]
     if where == "symlink":
         (tmp_path / "real").mkdir()
         s.symlink_to(tmp_path / "real")
