@@ -3,10 +3,8 @@ configured annotate-and-wait interceptors. ``imperative-eviction.k8s.io`` lives 
 request controller; ``kubelet.k8s.io`` runs in every node agent."""
 
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
-from nodeagent.controllers.interceptors.daemonset import (
-    MAINTENANCE_TAINT,
-    DaemonSetInterceptor,
-)
+from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
+from nodeagent.controllers.interceptors.plans import MAINTENANCE_TAINT
 
 __all__ = [
     "MAINTENANCE_TAINT",

@@ -13,7 +13,7 @@ from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.controllers.evictionrequest.controller import refusal_detail
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
-from nodeagent.controllers.interceptors.daemonset import has_taint
+from nodeagent.controllers.interceptors.plans import has_taint
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.workqueue import WorkQueue
 from nodeagent.model.interceptors import EvictionRequestView
