@@ -18,11 +18,13 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "JitteredBackoff",
     "MaxOfRateLimiter",
+    "MonotonicClock",
     "RateLimiter",
     "default_controller_rate_limiter",
 ]
 
-Clock = Callable[[], float]
+MonotonicClock = Callable[[], float]
+"""Seconds from a monotonic clock (`time.monotonic`), injected so tests can move it."""
 
 
 class RateLimiter(Protocol):
@@ -78,7 +80,9 @@ class BucketRateLimiter:
     (10 qps, burst 100).
     """
 
-    def __init__(self, qps: float = 10.0, burst: int = 100, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, qps: float = 10.0, burst: int = 100, clock: MonotonicClock = time.monotonic
+    ) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError("need qps > 0 and burst >= 1")
         self._qps = qps

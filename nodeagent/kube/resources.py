@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -23,7 +21,6 @@ __all__ = [
     "PODS",
     "REPLICASETS",
     "STATEFULSETS",
-    "Clock",
     "Obj",
     "Resource",
     "format_micro_time",
@@ -105,12 +102,3 @@ NODEMAINTENANCES = Resource(
 EVICTIONREQUESTS = Resource(
     "nodeagent.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
 )
-
-
-Clock = Callable[[], datetime]
-"""A wall clock (aware datetimes), injected into controllers so tests can move it."""
-
-
-def utcnow() -> datetime:
-    """The clock controllers take by default (injected, so tests can move it)."""
-    return datetime.now(UTC)

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
-from nodeagent.kube.ratelimit import Clock, RateLimiter, default_controller_rate_limiter
+from nodeagent.kube.ratelimit import MonotonicClock, RateLimiter, default_controller_rate_limiter
 
 __all__ = ["ShutDown", "WorkQueue", "WorkQueueMetrics"]
 
@@ -77,7 +77,7 @@ class WorkQueue(Generic[K]):
         name: str = "",
         rate_limiter: RateLimiter | None = None,
         metrics: WorkQueueMetrics | None = None,
-        clock: Clock = time.monotonic,
+        clock: MonotonicClock = time.monotonic,
     ) -> None:
         self.name = name
         self._clock = clock

@@ -1,10 +1,20 @@
-"""API times (meta/v1 Time and MicroTime), defined once: how they are written and read."""
+"""API times (meta/v1 Time and MicroTime), defined once: how they are written and read; and the
+wall clock the product reads them from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-__all__ = ["format_micro_time", "format_time", "parse_time"]
+__all__ = ["Clock", "format_micro_time", "format_time", "parse_time", "utcnow"]
+
+Clock = Callable[[], datetime]
+"""A wall clock (aware datetimes), injected into controllers so tests can move it."""
+
+
+def utcnow() -> datetime:
+    """The clock controllers take by default (injected, so tests can move it)."""
+    return datetime.now(UTC)
 
 
 def format_time(when: datetime) -> str:

@@ -21,11 +21,12 @@ from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, To
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Clock, Obj, utcnow
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
+from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import EvictionRequestMetrics
 
 __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", "refusal_detail"]

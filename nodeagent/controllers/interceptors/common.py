@@ -10,7 +10,7 @@ from typing import Protocol
 
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Clock, Obj, utcnow
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import Store
 from nodeagent.model.interceptors import (
     EvictionRequestView,
@@ -18,6 +18,7 @@ from nodeagent.model.interceptors import (
     report_progress,
     with_interceptor_status,
 )
+from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
     "WAITING",

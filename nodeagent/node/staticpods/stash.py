@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from nodeagent.model.times import Clock, format_time, utcnow
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.staticpods.fsops import (
     DirHandle,
@@ -150,10 +151,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Stash:
     """Moves manifests between `manifest_dir` and `stash_dir`. Use as a context manager (or call
     `open` and `close`); the methods are blocking and thread-safe between processes."""
@@ -166,7 +163,7 @@ class Stash:
         boot_id: str | None = None,
         on_step: StepHook | None = None,
         mover: Mover | None = None,
-        now: Callable[[], datetime] = _now,
+        now: Clock = utcnow,
     ) -> None:
         """`on_step` is called after every change on disk (for crash tests); `mover` moves files
         without replacing (default: renameat2 RENAME_NOREPLACE, else link and unlink)."""
@@ -616,7 +613,7 @@ class Stash:
                 node=owner.node,
                 pod_namespace=manifest.namespace,
                 pod_name=manifest.mirror_name(owner.node),
-                stashed_at=now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                stashed_at=format_time(now),
             )
             try:
                 self._write_entry(entry, "stash.intent")
