@@ -49,17 +49,21 @@ from nodeagent.kube.resources import (
 from nodeagent.kube.store import key_of
 from nodeagent.model.shutdown import is_ours
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.journal import State
 from nodeagent.node.staticpods.manifests import FileId, ScanResult, scan_manifest_dir
-from nodeagent.node.staticpods.plan import plan_eviction
+from nodeagent.node.staticpods.plan import (
+    find_manifest,
+    not_moved_message,
+    plan_eviction,
+    plan_missing_manifest,
+    plan_progress,
+    plan_stash,
+    plan_stopping,
+)
 from nodeagent.node.staticpods.policy import (
     NODE_LABEL,
     Coverage,
     EvictionView,
     coverage,
-    expected_finish,
-    heartbeat_left,
-    interceptor_entry,
     manifest_pod,
     manifest_priority,
     progress_status,
@@ -392,6 +396,9 @@ class StaticPodInterceptor(Controller):
     # --- EvictionRequests --------------------------------------------------------------------
 
     async def _reconcile_eviction(self, key: str) -> None:
+        """Carry out the plans of `plan.py`: read the cache, the manifest directory, the stash
+        and (when the cache may lag) the maintenances from the API; move the manifest aside and
+        write our entry."""
         evr = self._evrs.store.get(key)
         if evr is None:
             return
@@ -409,40 +416,31 @@ class StaticPodInterceptor(Controller):
                 view, pod, now, f"cannot move manifests: {self._warned.get('stash')}"
             )
             return
-        base_name = view.pod_name.removesuffix("-" + self._node_name.lower())
         scan = await self._fs(self._scan)
-        manifest = scan.by_mirror_key(self._node_name).get((view.namespace, view.pod_name))
+        manifest = find_manifest(scan, view, self._node_name)
         if manifest is None:
             listing = await self._fs(self._stash.contents)
-            stashed = [
-                s
-                for s in listing.entries
-                if s.entry.pod_key == (view.namespace, view.pod_name)
-                and s.entry.state is State.STASHED
-            ]
-            if stashed:
-                await self._progress(
-                    view,
-                    pod,
-                    now,
-                    f"manifest moved aside to {stashed[-1].payload}; waiting for the kubelet to "
-                    f"stop static pod {view.namespace}/{view.pod_name}",
-                )
-                return
-            problem = scan.problem_for(view.namespace, base_name)
-            message = (
-                f"cannot stop static pod {view.namespace}/{view.pod_name}: {problem}"
-                if problem is not None
-                else f"cannot stop static pod {view.namespace}/{view.pod_name}: no manifest in "
-                f"{self._stash.manifest_dir} defines it"
+            missing = plan_missing_manifest(
+                view,
+                scan,
+                listing,
+                node_name=self._node_name,
+                manifest_dir=self._stash.manifest_dir,
             )
-            if self._warn_once("evr:" + key, message):
-                await self._events.warning(pod, "StaticPodNotStopped", message)
-            await self._progress(view, pod, now, message)
+            if missing.warn and self._warn_once("evr:" + key, missing.message):
+                await self._events.warning(pod, "StaticPodNotStopped", missing.message)
+            await self._progress(view, pod, now, missing.message)
             return
-        cov = self._coverage()
-        nm = cov.covering(pod)
-        if nm is None:
+        stash = plan_stash(
+            view,
+            pod,
+            self._coverage(),
+            listed=False,
+            node_name=self._node_name,
+            now=stamp,
+            heartbeat_every=self._heartbeat,
+        )
+        if stash.action == "ask_api":
             # our cache may lag behind the maintenance that led to this request: ask the API
             listed = await self._client.list(NODEMAINTENANCES)
             cov = coverage(
@@ -451,27 +449,22 @@ class StaticPodInterceptor(Controller):
                 self._node_name,
                 self._boot_id,
             )
-            nm = cov.covering(pod)
-        if nm is None:
-            priority = (pod.get("spec") or {}).get("priority", 0)
-            message = (
-                f"declined: no NodeMaintenance drain target of node {self._node_name} covers "
-                f"static pod {view.namespace}/{view.pod_name} (priority {priority}; targets: "
-                f"{cov.describe_targets()}); it is not stopped out of order"
-            )
-            await self._events.normal(pod, "StaticPodEvictionDeclined", message)
-            await self._write(
+            stash = plan_stash(
                 view,
-                interceptor_entry(
-                    view.entry,
-                    now=stamp,
-                    message=message,
-                    completion_time=stamp,
-                    heartbeat_every=self._heartbeat,
-                ),
+                pod,
+                cov,
+                listed=True,
+                node_name=self._node_name,
+                now=stamp,
+                heartbeat_every=self._heartbeat,
             )
+        if stash.action == "decline" and stash.entry is not None:
+            await self._events.normal(pod, "StaticPodEvictionDeclined", stash.message)
+            await self._write(view, stash.entry)
             return
-        owner = Owner(str(nm["metadata"]["name"]), is_ours(nm, self._node_name), self._node_name)
+        owner = stash.owner
+        if owner is None:
+            return
         try:
             entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
         except ManifestChanged as e:
@@ -479,7 +472,7 @@ class StaticPodInterceptor(Controller):
             self.enqueue(_EVR + key)
             return
         except StashError as e:
-            message = f"cannot move {manifest.path} aside: {e}"
+            message = not_moved_message(manifest.path, e)
             if self._warn_once("evr:" + key, message):
                 await self._events.warning(pod, "StaticPodNotStopped", message)
             await self._progress(view, pod, now, message)
@@ -487,43 +480,21 @@ class StaticPodInterceptor(Controller):
         self._warned.pop("evr:" + key, None)
         if self._known is not None:
             self._known.pop(manifest.path.name, None)
-        payload = self._stash.stash_dir / entry.payload_name
-        await self._events.normal(
-            pod,
-            "StaticPodStopping",
-            f"moved manifest {manifest.path} aside to {payload} for NodeMaintenance "
-            f"{owner.maintenance}",
-        )
-        await self._progress(
-            view,
-            pod,
-            now,
-            f"manifest {manifest.path} moved aside to {payload} for NodeMaintenance "
-            f"{owner.maintenance}; waiting for the kubelet to stop the pod",
-            start=True,
-        )
+        stopping = plan_stopping(manifest.path, self._stash.stash_dir / entry.payload_name, owner)
+        await self._events.normal(pod, "StaticPodStopping", stopping.event)
+        await self._progress(view, pod, now, stopping.progress, start=True)
 
     async def _progress(
         self, view: EvictionView, pod: Obj, now: datetime, message: str, *, start: bool = False
     ) -> None:
         """Heartbeat: write our entry (if anything changed or a heartbeat is due), then look
         again after the heartbeat interval."""
-        stamp = format_time(now)
-        finish = None
-        if start or not (view.entry or {}).get("expectedFinishTime"):
-            finish = format_time(expected_finish(now, pod))
-        entry = interceptor_entry(
-            view.entry,
-            now=stamp,
-            message=message,
-            expected_finish_time=finish,
-            heartbeat_every=self._heartbeat,
+        progress = plan_progress(
+            view, pod, now, message, heartbeat_every=self._heartbeat, start=start
         )
-        if entry != view.entry:
-            await self._write(view, entry)
-        left = heartbeat_left(entry["heartbeatTime"], stamp, self._heartbeat)
-        # a second more: heartbeatTime is stored in whole seconds
-        self.enqueue_after(_EVR + view.key, left + 1.0)
+        if progress.write:
+            await self._write(view, progress.entry)
+        self.enqueue_after(_EVR + view.key, progress.recheck_in)
 
     async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
         try:

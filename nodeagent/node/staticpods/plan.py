@@ -1,19 +1,50 @@
-"""The static-pod interceptor's first decision about an EvictionRequest, pure: whether it acts
-at all, finishes at once (the pod is gone, or is not a static pod), or goes on to the manifest
-directory (which `interceptor.py` reads and moves, I/O this module never does).
+"""The static-pod interceptor's decisions about an EvictionRequest, pure: whether it acts at
+all, finishes at once (the pod is gone, or is not a static pod), or goes on to the manifest
+directory (which `interceptor.py` reads and moves, I/O this module never does); then, from what
+it read there (the scan, the stash's contents, the maintenances covering the node), what to say
+when the manifest is missing, whether to move it aside and for whom or to decline, and which
+entry to write while the kubelet stops the pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from nodeagent.model.drainplan import MIRROR_ANNOTATION
-from nodeagent.node.staticpods.policy import INTERCEPTOR, EvictionView, interceptor_entry
+from nodeagent.model.shutdown import is_ours
+from nodeagent.model.times import format_time
+from nodeagent.node.staticpods.journal import State
+from nodeagent.node.staticpods.manifests import Manifest, ScanResult
+from nodeagent.node.staticpods.policy import (
+    INTERCEPTOR,
+    Coverage,
+    EvictionView,
+    expected_finish,
+    heartbeat_left,
+    interceptor_entry,
+)
+from nodeagent.node.staticpods.stash import Owner, StashListing
 
-__all__ = ["EvictionPlan", "is_mirror", "plan_eviction"]
+__all__ = [
+    "EvictionPlan",
+    "MissingManifest",
+    "Progress",
+    "StashPlan",
+    "Stopping",
+    "find_manifest",
+    "is_mirror",
+    "not_moved_message",
+    "plan_eviction",
+    "plan_missing_manifest",
+    "plan_progress",
+    "plan_stash",
+    "plan_stopping",
+    "stashed_payload",
+]
 
 
 def is_mirror(pod: Mapping[str, Any]) -> bool:
@@ -57,3 +88,173 @@ def plan_eviction(
         heartbeat_every=heartbeat_every,
     )
     return EvictionPlan("finish", entry)
+
+
+# --- the manifest ----------------------------------------------------------------------------
+
+
+def find_manifest(scan: ScanResult, view: EvictionView, node_name: str) -> Manifest | None:
+    """The manifest in the directory that defines the request's (mirror) pod."""
+    return scan.by_mirror_key(node_name).get((view.namespace, view.pod_name))
+
+
+def stashed_payload(listing: StashListing, view: EvictionView) -> Path | None:
+    """Where the stash keeps the request's pod's manifest moved aside (the latest entry still
+    stashed), if it does."""
+    stashed = [
+        s
+        for s in listing.entries
+        if s.entry.pod_key == (view.namespace, view.pod_name) and s.entry.state is State.STASHED
+    ]
+    return stashed[-1].payload if stashed else None
+
+
+@dataclass(frozen=True)
+class MissingManifest:
+    """No manifest in the directory defines the pod: report ``message`` as progress; ``warn``:
+    it is a problem (a warning Event, once), not a manifest moved aside already."""
+
+    message: str
+    warn: bool
+
+
+def plan_missing_manifest(
+    view: EvictionView,
+    scan: ScanResult,
+    listing: StashListing,
+    *,
+    node_name: str,
+    manifest_dir: Path,
+) -> MissingManifest:
+    payload = stashed_payload(listing, view)
+    pod = f"{view.namespace}/{view.pod_name}"
+    if payload is not None:
+        return MissingManifest(
+            f"manifest moved aside to {payload}; waiting for the kubelet to stop static pod {pod}",
+            warn=False,
+        )
+    base_name = view.pod_name.removesuffix("-" + node_name.lower())
+    problem = scan.problem_for(view.namespace, base_name)
+    if problem is not None:
+        return MissingManifest(f"cannot stop static pod {pod}: {problem}", warn=True)
+    return MissingManifest(
+        f"cannot stop static pod {pod}: no manifest in {manifest_dir} defines it", warn=True
+    )
+
+
+# --- coverage --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StashPlan:
+    """``stash``: move the manifest aside for ``owner``; ``ask_api``: no maintenance in the
+    cache covers the pod, but the cache may lag behind the one that led to this request - plan
+    again with the maintenances listed from the API server; ``decline``: finish with ``entry``
+    (completionTime, ``message``), the pod is not stopped out of order."""
+
+    action: Literal["stash", "ask_api", "decline"]
+    owner: Owner | None = None
+    message: str = ""
+    entry: Mapping[str, Any] | None = None
+
+
+def plan_stash(
+    view: EvictionView,
+    pod: Mapping[str, Any],
+    cov: Coverage,
+    *,
+    listed: bool,
+    node_name: str,
+    now: str,
+    heartbeat_every: timedelta,
+) -> StashPlan:
+    """``cov``: the maintenances holding the node, from the cache or (``listed``) the API
+    server; ``now`` a meta/v1 Time."""
+    nm = cov.covering(pod)
+    if nm is not None:
+        return StashPlan(
+            "stash", Owner(str(nm["metadata"]["name"]), is_ours(nm, node_name), node_name)
+        )
+    if not listed:
+        return StashPlan("ask_api")
+    priority = (pod.get("spec") or {}).get("priority", 0)
+    message = (
+        f"declined: no NodeMaintenance drain target of node {node_name} covers "
+        f"static pod {view.namespace}/{view.pod_name} (priority {priority}; targets: "
+        f"{cov.describe_targets()}); it is not stopped out of order"
+    )
+    entry = interceptor_entry(
+        view.entry,
+        now=now,
+        message=message,
+        completion_time=now,
+        heartbeat_every=heartbeat_every,
+    )
+    return StashPlan("decline", message=message, entry=entry)
+
+
+# --- what to write ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """The manifest is moved aside: the ``event`` (StaticPodStopping) and the ``progress``
+    message of our entry."""
+
+    event: str
+    progress: str
+
+
+def plan_stopping(manifest_path: Path, payload: Path, owner: Owner) -> Stopping:
+    return Stopping(
+        event=(
+            f"moved manifest {manifest_path} aside to {payload} for NodeMaintenance "
+            f"{owner.maintenance}"
+        ),
+        progress=(
+            f"manifest {manifest_path} moved aside to {payload} for NodeMaintenance "
+            f"{owner.maintenance}; waiting for the kubelet to stop the pod"
+        ),
+    )
+
+
+def not_moved_message(manifest_path: Path, error: Exception) -> str:
+    return f"cannot move {manifest_path} aside: {error}"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Our entry while the pod is being stopped: write ``entry`` when ``write`` (something
+    changed, or a heartbeat is due), then look again in ``recheck_in`` seconds."""
+
+    entry: Mapping[str, Any]
+    write: bool
+    recheck_in: float
+
+
+def plan_progress(
+    view: EvictionView,
+    pod: Mapping[str, Any] | None,
+    now: datetime,
+    message: str,
+    *,
+    heartbeat_every: timedelta,
+    start: bool = False,
+) -> Progress:
+    """``start``: the manifest was moved aside just now, so the kubelet's grace period (the
+    expectedFinishTime) starts now; it is set too when the entry has none yet. The heartbeat
+    moves at most every ``heartbeat_every``; the next look is due when it may move again."""
+    stamp = format_time(now)
+    finish = None
+    if start or not (view.entry or {}).get("expectedFinishTime"):
+        finish = format_time(expected_finish(now, pod))
+    entry = interceptor_entry(
+        view.entry,
+        now=stamp,
+        message=message,
+        expected_finish_time=finish,
+        heartbeat_every=heartbeat_every,
+    )
+    left = heartbeat_left(entry["heartbeatTime"], stamp, heartbeat_every)
+    # a second more: heartbeatTime is stored in whole seconds
+    return Progress(entry, entry != view.entry, left + 1.0)

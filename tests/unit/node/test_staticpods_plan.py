@@ -1,16 +1,30 @@
-"""The static-pod interceptor's first decision about an EvictionRequest, pure."""
+"""The static-pod interceptor's decisions about an EvictionRequest, pure."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model.drainplan import MIRROR_ANNOTATION
-from nodeagent.node.staticpods.plan import plan_eviction
-from nodeagent.node.staticpods.policy import INTERCEPTOR, EvictionView
+from nodeagent.model.times import parse_time
+from nodeagent.node.staticpods.journal import JournalEntry, State
+from nodeagent.node.staticpods.manifests import FileId, Manifest, ManifestProblem, ScanResult
+from nodeagent.node.staticpods.plan import (
+    find_manifest,
+    not_moved_message,
+    plan_eviction,
+    plan_missing_manifest,
+    plan_progress,
+    plan_stash,
+    plan_stopping,
+    stashed_payload,
+)
+from nodeagent.node.staticpods.policy import INTERCEPTOR, EvictionView, coverage
+from nodeagent.node.staticpods.stash import Owner, Stashed, StashListing
 
 NOW = "2030-01-01T12:00:00Z"
 MINUTE = timedelta(minutes=1)
@@ -74,3 +88,211 @@ def test_a_started_request_keeps_its_recent_heartbeat_when_it_finishes(
     assert plan.action == "finish" and plan.entry is not None
     assert plan.entry["heartbeatTime"] == beat and plan.entry["startTime"] == beat
     assert "static pod kube-system/etcd-node-1 is gone" in plan.entry["message"]
+
+
+# --- the manifest half ----------------------------------------------------------------------
+
+NODE = "node-1"
+MANIFESTS = Path("/etc/kubernetes/manifests")
+STASH = MANIFESTS / ".nodeagent-stash"
+
+
+def manifest(name: str = "etcd", file_name: str = "etcd.yaml") -> Manifest:
+    return Manifest(
+        path=MANIFESTS / file_name,
+        name=name,
+        namespace="kube-system",
+        sha256="0" * 64,
+        file_id=FileId(1, 2, 3, 4),
+        content=b"",
+        pod={"metadata": {"name": name, "namespace": "kube-system"}},
+    )
+
+
+def stashed(pod_name: str = "etcd-node-1", state: State = State.STASHED, n: int = 1) -> Stashed:
+    entry = JournalEntry(
+        id=f"e{n}",
+        state=state,
+        original_path=str(MANIFESTS / "etcd.yaml"),
+        sha256="0" * 64,
+        size=1,
+        maintenance="nm",
+        shutdown=False,
+        boot_id="b1",
+        node=NODE,
+        pod_namespace="kube-system",
+        pod_name=pod_name,
+        stashed_at=NOW,
+    )
+    return Stashed(entry, STASH / entry.payload_name)
+
+
+def listing(*entries: Stashed) -> StashListing:
+    return StashListing(entries, ())
+
+
+def test_the_manifest_of_the_mirror_pod_is_found() -> None:
+    etcd = manifest()
+    scan = ScanResult(MANIFESTS, (manifest("kube-apiserver", "apiserver.yaml"), etcd))
+    assert find_manifest(scan, request(), NODE) == etcd
+    assert find_manifest(scan, request(), "node-2") is None
+    assert find_manifest(ScanResult(MANIFESTS), request(), NODE) is None
+
+
+def test_a_manifest_moved_aside_already_is_waited_for() -> None:
+    entries = listing(
+        stashed("kube-apiserver-node-1", n=1),
+        stashed(n=2),
+        stashed(state=State.RESTORING, n=3),
+        stashed(n=4),
+    )
+    assert stashed_payload(entries, request()) == STASH / "e4.manifest"
+    missing = plan_missing_manifest(
+        request(), ScanResult(MANIFESTS), entries, node_name=NODE, manifest_dir=MANIFESTS
+    )
+    assert not missing.warn
+    assert missing.message == (
+        f"manifest moved aside to {stashed(n=4).payload}; waiting for the kubelet to stop "
+        "static pod kube-system/etcd-node-1"
+    )
+    assert stashed_payload(listing(stashed(state=State.STASHING)), request()) is None
+
+
+def test_a_missing_manifest_is_a_problem_named_once() -> None:
+    problem = ManifestProblem(MANIFESTS / "etcd.yaml", "a directory", ("kube-system", "etcd"))
+    bad = plan_missing_manifest(
+        request(), ScanResult(MANIFESTS, (), (problem,)), listing(), node_name=NODE,
+        manifest_dir=MANIFESTS,
+    )  # fmt: skip
+    assert bad.warn
+    assert bad.message == f"cannot stop static pod kube-system/etcd-node-1: {problem}"
+    none = plan_missing_manifest(
+        request(), ScanResult(MANIFESTS), listing(), node_name=NODE, manifest_dir=MANIFESTS
+    )
+    assert none.warn
+    assert none.message == (
+        f"cannot stop static pod kube-system/etcd-node-1: no manifest in {MANIFESTS} defines it"
+    )
+
+
+def drain(
+    name: str, targets: list[dict[str, Any]], created: str = "2030-01-01T10:00:00Z"
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": {"stage": "Drain"},
+        "status": {"nodeStatuses": [{"nodeRef": {"name": NODE}, "drainTargets": targets}]},
+    }
+
+
+STATIC = {"podType": "Static", "podPriority": 2_000_001_000}
+
+
+def static_pod(priority: int = 2_000_001_000) -> dict[str, Any]:
+    target = pod()
+    target["spec"] = {"priority": priority}
+    return target
+
+
+def test_covered_static_pods_are_moved_aside_for_the_oldest_covering_maintenance() -> None:
+    cov = coverage(
+        [drain("newer", [STATIC], "2030-01-01T11:00:00Z"), drain("older", [STATIC])],
+        None,
+        NODE,
+        "b1",
+    )
+    for listed in (False, True):
+        plan = plan_stash(
+            request(), static_pod(), cov, listed=listed, node_name=NODE, now=NOW,
+            heartbeat_every=MINUTE,
+        )  # fmt: skip
+        assert plan.action == "stash" and plan.entry is None
+        assert plan.owner == Owner("older", False, NODE)
+
+
+def test_uncovered_asks_the_api_then_declines() -> None:
+    cov = coverage([drain("nm", [{"podType": "Static", "podPriority": 100}])], None, NODE, "b1")
+    cached = plan_stash(
+        request(), static_pod(), cov, listed=False, node_name=NODE, now=NOW, heartbeat_every=MINUTE
+    )
+    assert cached.action == "ask_api" and cached.owner is None and cached.entry is None
+    fresh = plan_stash(
+        request(), static_pod(), cov, listed=True, node_name=NODE, now=NOW, heartbeat_every=MINUTE
+    )
+    assert fresh.action == "decline" and fresh.owner is None and fresh.entry is not None
+    assert fresh.message == (
+        "declined: no NodeMaintenance drain target of node node-1 covers static pod "
+        "kube-system/etcd-node-1 (priority 2000001000; targets: nm: [Static<=100]); it is not "
+        "stopped out of order"
+    )
+    assert fresh.entry["completionTime"] == NOW and fresh.entry["message"] == fresh.message
+
+
+def test_what_the_move_says() -> None:
+    owner = Owner("nm", False, NODE)
+    said = plan_stopping(MANIFESTS / "etcd.yaml", STASH / "e1.manifest", owner)
+    assert said.event == (
+        f"moved manifest {MANIFESTS}/etcd.yaml aside to {STASH}/e1.manifest for NodeMaintenance nm"
+    )
+    assert said.progress == (
+        f"manifest {MANIFESTS}/etcd.yaml moved aside to {STASH}/e1.manifest for NodeMaintenance "
+        "nm; waiting for the kubelet to stop the pod"
+    )
+    assert not_moved_message(MANIFESTS / "etcd.yaml", OSError("read-only")) == (
+        f"cannot move {MANIFESTS}/etcd.yaml aside: read-only"
+    )
+
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_progress_starts_the_grace_period_and_writes_once() -> None:
+    target = static_pod()
+    target["spec"]["terminationGracePeriodSeconds"] = 45
+    first = plan_progress(request(), target, T0, "moving", heartbeat_every=MINUTE, start=True)
+    assert first.write and first.recheck_in == 61.0
+    assert first.entry == {
+        "name": INTERCEPTOR,
+        "startTime": NOW,
+        "heartbeatTime": NOW,
+        "expectedFinishTime": "2030-01-01T12:00:45Z",
+        "message": "moving",
+    }
+    written = request(entry=dict(first.entry))
+    later = T0 + timedelta(seconds=20)
+    same = plan_progress(written, target, later, "moving", heartbeat_every=MINUTE)
+    assert not same.write and same.recheck_in == 41.0
+    said = plan_progress(written, target, later, "waiting", heartbeat_every=MINUTE)
+    assert said.write and said.entry["heartbeatTime"] == NOW
+    assert said.entry["expectedFinishTime"] == "2030-01-01T12:00:45Z"
+
+
+@given(
+    beat_age=st.integers(0, 600),
+    step=st.integers(0, 600),
+    start=st.booleans(),
+    changed=st.booleans(),
+)
+def test_progress_heartbeats_no_closer_than_a_minute(
+    beat_age: int, step: int, start: bool, changed: bool
+) -> None:
+    """The CRD refuses heartbeats closer than 60 s: the heartbeat moves only once the last is a
+    minute old, and the next look comes when it may move again (a second more)."""
+    beat = T0 - timedelta(seconds=beat_age)
+    entry = {"name": INTERCEPTOR, "startTime": "2030-01-01T11:00:00Z",
+             "heartbeatTime": beat.strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "expectedFinishTime": "2030-01-01T11:00:30Z", "message": "m"}  # fmt: skip
+    now = T0 + timedelta(seconds=step)
+    progress = plan_progress(
+        request(entry=entry), static_pod(), now, "n" if changed else "m",
+        heartbeat_every=MINUTE, start=start,
+    )  # fmt: skip
+    moved = progress.entry["heartbeatTime"] != entry["heartbeatTime"]
+    age = beat_age + step
+    assert moved == (age >= 60)
+    assert progress.entry["startTime"] == entry["startTime"]
+    assert progress.write == (moved or changed or start)
+    next_beat = parse_time(progress.entry["heartbeatTime"])
+    assert next_beat is not None
+    assert progress.recheck_in == max(0.0, (next_beat + MINUTE - now).total_seconds()) + 1.0
+    assert 1.0 <= progress.recheck_in <= 61.0
