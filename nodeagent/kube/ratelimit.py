@@ -7,11 +7,12 @@ through an injected `random.Random`, so tests are deterministic.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Hashable
 from typing import Protocol
+
+from nodeagent.model.backoff import capped_exponential
 
 __all__ = [
     "BucketRateLimiter",
@@ -41,15 +42,6 @@ class RateLimiter(Protocol):
         ...
 
 
-def _exponential(base: float, factor: float, exponent: int, cap: float) -> float:
-    # Compare in log space so huge exponents do not overflow a float.
-    if base <= 0:
-        return 0.0
-    if exponent * math.log(factor) + math.log(base) >= math.log(cap):
-        return cap
-    return float(base * factor**exponent)
-
-
 class ItemExponentialFailureRateLimiter:
     """base * 2**failures per item, capped. Defaults match client-go (5 ms, 1000 s)."""
 
@@ -63,7 +55,7 @@ class ItemExponentialFailureRateLimiter:
     def when(self, item: Hashable) -> float:
         exponent = self._failures.get(item, 0)
         self._failures[item] = exponent + 1
-        return _exponential(self._base, 2.0, exponent, self._cap)
+        return capped_exponential(self._base, 2.0, exponent, self._cap)
 
     def forget(self, item: Hashable) -> None:
         self._failures.pop(item, None)
@@ -156,5 +148,5 @@ class JitteredBackoff:
     def delay(self, attempt: int) -> float:
         if attempt < 1:
             return 0.0
-        ceiling = _exponential(self.base, self.factor, attempt - 1, self.cap)
+        ceiling = capped_exponential(self.base, self.factor, attempt - 1, self.cap)
         return ceiling * (1.0 - self.jitter * self._rng.random())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from nodeagent.model.backoff import capped_exponential
+
 __all__ = ["Backoff"]
 
 
@@ -30,8 +32,5 @@ class Backoff:
             raise ValueError("backoff: jitter must be within [0, 1]")
 
     def delay(self, attempt: int) -> float:
-        try:
-            base = min(self.cap, self.initial * self.factor**attempt)
-        except OverflowError:
-            base = self.cap
+        base = capped_exponential(self.initial, self.factor, attempt, self.cap)
         return base * (1.0 - self.jitter * random.random())

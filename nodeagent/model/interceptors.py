@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from nodeagent.model.backoff import capped_exponential
 from nodeagent.model.bodies import set_condition
 from nodeagent.model.drainplan import PodType, classify, pod_labels
 from nodeagent.model.maintenance import NODE_LABEL
@@ -612,11 +613,9 @@ def next_heartbeat_in(
 def eviction_backoff(retries: int, base: float = 1.0, cap: float = 15 * 60.0) -> float:
     """Seconds to wait after ``retries`` refused evictions: base, 2*base, 4*base, ... up to
     ``cap`` (the KEP's "maximum approx. 15 minutes"). 0 before the first refusal."""
-    if retries <= 0 or base <= 0:
+    if retries <= 0:
         return 0.0
-    if retries - 1 >= 64:
-        return cap
-    return float(min(cap, base * 2.0 ** (retries - 1)))
+    return capped_exponential(base, 2.0, retries - 1, cap)
 
 
 def parse_retries(message: str) -> int:
