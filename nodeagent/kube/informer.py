@@ -26,6 +26,7 @@ from nodeagent.kube.protocols import Lister, Watcher
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Delta, Indexer, Store, key_of
+from nodeagent.model.bodies import metadata_of
 
 __all__ = ["Informer", "ListWatcher", "OnAdd", "OnDelete", "OnUpdate"]
 
@@ -49,11 +50,6 @@ class _Handlers:
     on_add: OnAdd | None
     on_update: OnUpdate | None
     on_delete: OnDelete | None
-
-
-def _meta(obj: Obj) -> Obj:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 class Informer:
@@ -151,7 +147,7 @@ class Informer:
         )
         items = [item for item in listed.get("items") or [] if isinstance(item, dict)]
         deltas = self.store.replace(items)
-        self._rv = _meta(listed).get("resourceVersion") or None
+        self._rv = metadata_of(listed).get("resourceVersion") or None
         log.debug(
             "listed %d %s at %s: %d changes", len(items), self.resource, self._rv, len(deltas)
         )
@@ -181,7 +177,7 @@ class Informer:
         if not isinstance(obj, dict):
             log.warning("watch of %s sent a %s event without an object", self.resource, kind)
             return
-        rv = _meta(obj).get("resourceVersion")
+        rv = metadata_of(obj).get("resourceVersion")
         self._progress += 1
         if kind == "BOOKMARK":
             if rv:
@@ -200,10 +196,10 @@ class Informer:
             old = self.store.upsert(obj)
             if old is None:
                 self._dispatch(Delta("Added", key, None, obj))
-            elif _meta(old).get("uid") != _meta(obj).get("uid"):
+            elif metadata_of(old).get("uid") != metadata_of(obj).get("uid"):
                 self._dispatch(Delta("Deleted", key, old, None))
                 self._dispatch(Delta("Added", key, None, obj))
-            elif _meta(old).get("resourceVersion") != rv:
+            elif metadata_of(old).get("resourceVersion") != rv:
                 self._dispatch(Delta("Updated", key, old, obj))
             # else: the same version again (a resumed watch); nothing changed
         elif kind == "DELETED":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodeagent.kube.resources import Obj
+from nodeagent.model.bodies import uid_of
 
 __all__ = ["Delta", "DeltaType", "Indexer", "Store", "key_of", "namespace_index", "split_key"]
 
@@ -43,10 +44,6 @@ def namespace_index(obj: Obj) -> list[str]:
 
 def _rv(obj: Obj | None) -> str | None:
     return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
-
-
-def _uid(obj: Obj | None) -> str | None:
-    return None if obj is None else (obj.get("metadata") or {}).get("uid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +146,7 @@ class Store:
             old = self.upsert(obj)
             if old is None:
                 deltas.append(Delta("Added", key, None, obj))
-            elif _uid(old) != _uid(obj):
+            elif uid_of(old) != uid_of(obj):
                 deltas.append(Delta("Deleted", key, old, None))
                 deltas.append(Delta("Added", key, None, obj))
             elif _rv(old) != _rv(obj) or _rv(obj) is None:

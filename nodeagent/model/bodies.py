@@ -39,8 +39,10 @@ __all__ = [
     "generation",
     "items",
     "mapping",
+    "metadata_of",
     "name_of",
     "set_condition",
+    "uid_of",
 ]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
@@ -170,6 +172,16 @@ def items(obj: object, key: str) -> list[Any]:
     """``obj[key]`` if ``obj`` is a mapping and that is a list, else an empty list."""
     value = obj.get(key) if isinstance(obj, Mapping) else None
     return value if isinstance(value, list) else []
+
+
+def metadata_of(obj: object) -> Mapping[str, Any]:
+    """``obj.metadata`` if it is a mapping, else an empty one."""
+    return mapping(obj, "metadata")
+
+
+def uid_of(obj: object) -> str:
+    """``obj.metadata.uid``, or "" (also for no object)."""
+    return str(mapping(obj, "metadata").get("uid") or "")
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

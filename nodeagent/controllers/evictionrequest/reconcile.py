@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
-from nodeagent.model.bodies import EventType
+from nodeagent.model.bodies import EventType, uid_of
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import (
     ACTIVATED_ANNOTATION,
@@ -104,13 +104,6 @@ class Plan:
     """The active interceptor and when it got its turn, as recorded by this plan."""
     finished: bool = False
     """Evicted or Canceled: nothing more will happen to this request."""
-
-
-def _uid(obj: Mapping[str, Any] | None) -> str:
-    if obj is None:
-        return ""
-    md = obj.get("metadata")
-    return str(md.get("uid") or "") if isinstance(md, Mapping) else ""
 
 
 class _Builder:
@@ -263,9 +256,9 @@ def plan_request(
     if problem is not None:
         b.cancel("ValidationFailed", problem)
         return b.plan(finished=True)
-    target = pod if pod is not None and _uid(pod) == view.target_uid else None
+    target = pod if pod is not None and uid_of(pod) == view.target_uid else None
     if target is None:
-        other = _uid(pod)
+        other = uid_of(pod)
         if view.target_interceptors is None:
             # Never seen: the request named a pod that does not exist.
             message = f"Target Pod {b.pod_ref} was not found."

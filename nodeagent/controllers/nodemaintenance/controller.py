@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from prometheus_client import Histogram
+
 from nodeagent.controllers.nodemaintenance.reconcile import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -44,7 +46,8 @@ from nodeagent.kube.protocols import Creator, Deleter, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import as_eviction_request, as_maintenance
+from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of
+from nodeagent.model.times import parse_time
 
 __all__ = [
     "NodeMaintenanceClient",
@@ -87,14 +90,9 @@ def eviction_request_node_index(er: Obj) -> list[str]:
     return [node] if isinstance(node, str) and node else []
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _pod_signature(pod: Obj) -> tuple[object, ...]:
     """What of a pod the decision depends on; other updates (status churn) are ignored."""
-    meta = _meta(pod)
+    meta = metadata_of(pod)
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     return (
@@ -143,7 +141,7 @@ def _progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def _node_signature(node: Obj) -> tuple[object, ...]:
-    meta = _meta(node)
+    meta = metadata_of(node)
     return (
         tuple(sorted((meta.get("labels") or {}).items())),
         (meta.get("annotations") or {}).get(CORDONED_BY_ANNOTATION),
@@ -175,11 +173,11 @@ class _Membership:
         self.by_nm[name] = nodes
 
     def maintenance_changed(self, nm: Obj, nodes: Callable[[], Iterable[Obj]]) -> None:
-        name = str(_meta(nm).get("name"))
-        generation = (_meta(nm).get("uid"), _meta(nm).get("generation"))
+        name = str(metadata_of(nm).get("name"))
+        generation = (metadata_of(nm).get("uid"), metadata_of(nm).get("generation"))
         if self._generation.get(name) != generation or name not in self._covered:
             self._covered[name] = {
-                str(_meta(node).get("name")) for node in nodes() if involves(nm, node)
+                str(metadata_of(node).get("name")) for node in nodes() if involves(nm, node)
             }
             self._generation[name] = generation
         self._set(name, self._covered[name] | status_nodes(nm))
@@ -221,7 +219,9 @@ class NodeMaintenanceController(Controller):
         max_concurrent_writes: int = 16,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: WorkQueueMetrics | None = None,
+        drain_duration: Histogram | None = None,
     ) -> None:
+        self._drain_duration = drain_duration
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES)
         self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
@@ -254,7 +254,7 @@ class NodeMaintenanceController(Controller):
     # -- event handlers: keep the membership index, enqueue what is affected ---------------------
 
     def _all_maintenances(self) -> dict[str, Obj]:
-        return {str(_meta(nm).get("name")): nm for nm in self._maintenances.store.list()}
+        return {str(metadata_of(nm).get("name")): nm for nm in self._maintenances.store.list()}
 
     def _enqueue_all(self, names: Iterable[str]) -> None:
         for name in names:
@@ -305,7 +305,7 @@ class NodeMaintenanceController(Controller):
         if nodes:
             return nodes
         pod = ((er.get("spec") or {}).get("target") or {}).get("pod") or {}
-        namespace = _meta(er).get("namespace")
+        namespace = metadata_of(er).get("namespace")
         if namespace and pod.get("name"):
             found = self._pods.store.get(f"{namespace}/{pod['name']}")
             if found is not None:
@@ -327,7 +327,7 @@ class NodeMaintenanceController(Controller):
 
     def _request_gone(self, er: Obj) -> None:
         self._created.pop(key_of(er), None)
-        self._deleted.pop(str(_meta(er).get("uid")), None)
+        self._deleted.pop(str(metadata_of(er).get("uid")), None)
 
     def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
         """Seconds left of the expectation on `key`, or None."""
@@ -354,9 +354,9 @@ class NodeMaintenanceController(Controller):
         requests: dict[str, Obj] = {}
         for n in node_names:
             for er in self._requests.store.by_index("node", n):
-                requests[str(_meta(er).get("name"))] = er
+                requests[str(metadata_of(er).get("name"))] = er
             for pod in pods[n]:
-                meta = _meta(pod)
+                meta = metadata_of(pod)
                 found = self._requests.store.get(f"{meta.get('namespace')}/{meta.get('uid')}")
                 if found is not None:
                     requests[str(meta.get("uid"))] = found
@@ -403,14 +403,14 @@ class NodeMaintenanceController(Controller):
         name = key_of(nm)
         current: Mapping[str, Any] = nm
         if a.add_finalizer:
-            finalizers = [*(_meta(current).get("finalizers") or []), FINALIZER]
+            finalizers = [*(metadata_of(current).get("finalizers") or []), FINALIZER]
             current = await self._client.patch(
                 NODEMAINTENANCES,
                 name,
                 {
                     "metadata": {
                         "finalizers": finalizers,
-                        "resourceVersion": _meta(current).get("resourceVersion"),
+                        "resourceVersion": metadata_of(current).get("resourceVersion"),
                     }
                 },
             )
@@ -423,12 +423,16 @@ class NodeMaintenanceController(Controller):
                 NODEMAINTENANCES,
                 name,
                 {
-                    "metadata": {"resourceVersion": _meta(current).get("resourceVersion")},
+                    "metadata": {"resourceVersion": metadata_of(current).get("resourceVersion")},
                     "status": a.status,
                 },
             )
         await self._each(a.neighbours, self._write_neighbour)
         await self._record(current, a.events)
+        if self._drain_duration is not None and any(e.reason == "Drained" for e in a.events):
+            started = drain_started(current)
+            if started is not None:
+                self._drain_duration.observe(max(0.0, (self._clock() - started).total_seconds()))
         await self._each(a.delete_evictions, lambda d: self._delete_request(name, d))
         await self._each(a.create_evictions, lambda c: self._create_request(name, c))
         await self._each(a.requester_patches, self._patch_requesters)
@@ -436,14 +440,14 @@ class NodeMaintenanceController(Controller):
             log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
         await self._each(a.uncordon, self._patch_node)
         if a.remove_finalizer:
-            finalizers = [f for f in _meta(current).get("finalizers") or [] if f != FINALIZER]
+            finalizers = [f for f in metadata_of(current).get("finalizers") or [] if f != FINALIZER]
             await self._client.patch(
                 NODEMAINTENANCES,
                 name,
                 {
                     "metadata": {
                         "finalizers": finalizers,
-                        "resourceVersion": _meta(current).get("resourceVersion"),
+                        "resourceVersion": metadata_of(current).get("resourceVersion"),
                     }
                 },
             )
@@ -486,7 +490,7 @@ class NodeMaintenanceController(Controller):
             await self._client.patch(NODES, p.node, p.to_patch())
 
     async def _create_request(self, maintenance: str, c: EvictionRequestCreate) -> None:
-        key = f"{c.namespace}/{_meta(c.body).get('name')}"
+        key = f"{c.namespace}/{metadata_of(c.body).get('name')}"
         if key in self._requests.store:
             # The decision was taken before the informer brought this request in (its event
             # came while the decision was being applied); that event decides again.
@@ -521,5 +525,13 @@ class NodeMaintenanceController(Controller):
                 resource_version=d.resource_version or None,
             )
         cached = self._requests.store.get(f"{d.namespace}/{d.name}")
-        if d.uid and cached is not None and _meta(cached).get("uid") == d.uid:
+        if d.uid and cached is not None and metadata_of(cached).get("uid") == d.uid:
             self._deleted[d.uid] = asyncio.get_running_loop().time()
+
+
+def drain_started(nm: Mapping[str, Any]) -> datetime | None:
+    """When the maintenance's Drain stage started (status.stageStatuses), if it says."""
+    for entry in (nm.get("status") or {}).get("stageStatuses") or ():
+        if isinstance(entry, Mapping) and entry.get("name") == "Drain":
+            return parse_time(entry.get("startTimestamp"))
+    return None
