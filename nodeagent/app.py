@@ -21,6 +21,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from nodeagent import version
 from nodeagent.config import Config
 from nodeagent.controllers.cluster import ClusterControllers
 from nodeagent.kube.client import KubeClient, load_api_client
@@ -38,6 +39,7 @@ from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
 from nodeagent.observability.http import Health, serve
+from nodeagent.observability.metrics import OperatorMetrics
 from nodeagent.observability.sdnotify import Notifier
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,10 @@ class Agent:
     # the service manager's fd store, and the locks an earlier run of the agent left in it
     fdstore: FdStore | None = None
     inherited_locks: list[tuple[int, str]] = field(default_factory=list)
+    metrics: OperatorMetrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = OperatorMetrics(self.registry, version())
 
     async def run(self) -> None:
         cfg = self.config
@@ -125,6 +131,7 @@ class Agent:
         )
         guard = self.guard
         self.health.add("shutdown lock", lambda: guard.lock_held)
+        self.metrics.lock_held.set_function(lambda: guard.lock_held)
         tg.create_task(guard.run(), name="shutdown-guard")
         return flow
 
@@ -158,7 +165,7 @@ class Agent:
 
     def _start_controllers(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
         cfg = self.config
-        controllers = ClusterControllers(client, cfg, self.registry)
+        controllers = ClusterControllers(client, cfg, self.registry, self.metrics)
         ld = cfg.leader
         # a node's agent is known by its node; a controllers-only agent (a Deployment's pod)
         # by its pod, else its host
@@ -251,9 +258,7 @@ def _runtime_file(env: Mapping[str, str], name: str) -> Path | None:
 def _exit_without_waiting(code: int) -> int:
     """Stopping never waits on API requests in flight: their threads would hold the process
     until their timeout (the interpreter joins them at exit), past systemd's stop timeout."""
-    stuck = [
-        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
-    ]
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if not stuck:
         return code
     log.warning("exiting with %d requests still in flight", len(stuck))

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodeagent import version
 from nodeagent.manifests import crd_stream
 from nodeagent.node.staticpods.restore import restore_command
 
@@ -22,19 +23,12 @@ TESTBED_COMMANDS = {
 }
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("nodeagent")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nodeagent", description="Graceful node shutdown and maintenance for Kubernetes."
     )
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the agent on this node")

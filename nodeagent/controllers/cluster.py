@@ -16,7 +16,12 @@ from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceCont
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
-from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
+from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.observability.metrics import (
+    EvictionRequestMetrics,
+    OperatorMetrics,
+    WorkQueueMetricsFactory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +30,20 @@ class ClusterControllers:
     """Built once per agent (metrics register once); `run()` is called for every term as
     leader and runs until cancelled when leadership is lost."""
 
-    def __init__(self, client: KubeClient, config: Config, registry: CollectorRegistry) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        config: Config,
+        registry: CollectorRegistry,
+        operator: OperatorMetrics | None = None,
+    ) -> None:
         self.client = client
         self.settings = EvictionSettings.from_config(config.eviction)
         self.queue_metrics = WorkQueueMetricsFactory(registry)
-        self.eviction_metrics = EvictionRequestMetrics(registry)
+        self.operator = operator
+        self.eviction_metrics = EvictionRequestMetrics(
+            registry, by_result=operator.evictions if operator is not None else None
+        )
         self.recorder = EventRecorder(client, component="nodeagent-controllers")
 
     async def run(self) -> None:
@@ -41,6 +55,7 @@ class ClusterControllers:
                 informers,
                 self.recorder,
                 metrics=self.queue_metrics.for_queue("nodemaintenance"),
+                drain_duration=self.operator.drain_duration if self.operator else None,
             ),
             EvictionRequestController(
                 self.client,
@@ -69,7 +84,15 @@ class ClusterControllers:
                 )
             )
         log.info("leading: running the cluster controllers")
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(informers.run(), name="informers")
-            for part in parts:
-                tg.create_task(part.run(), name=type(part).__name__)
+        if self.operator is not None:
+            self.operator.leader.set(1)
+            self.operator.maintenances = informers.informer(NODEMAINTENANCES).store.list
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(informers.run(), name="informers")
+                for part in parts:
+                    tg.create_task(part.run(), name=type(part).__name__)
+        finally:
+            if self.operator is not None:
+                self.operator.leader.set(0)
+                self.operator.maintenances = None

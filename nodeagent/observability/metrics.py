@@ -8,17 +8,31 @@ global default registry), so tests and several agents in one process do not coll
   :meth:`~WorkQueueMetricsFactory.for_queue` objects implement the ``WorkQueueMetrics`` protocol
   of :mod:`nodeagent.kube.workqueue`. Create one factory per registry and share it.
 - :class:`EvictionRequestMetrics`: the KEP-4563 metrics of the eviction request controller.
+- :class:`OperatorMetrics`: ``nodeagent_*`` metrics for operators, with low-cardinality labels
+  only (the KEP's are per request and pod): build info, shutdown lock held, leader, maintenances
+  by stage, drain durations, evictions by result; and the ``process_*`` metrics.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+import platform
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-__all__ = ["EvictionRequestMetrics", "QueueMetrics", "WorkQueueMetricsFactory"]
+__all__ = ["EvictionRequestMetrics", "OperatorMetrics", "QueueMetrics", "WorkQueueMetricsFactory"]
 
 
 # client-go's buckets: 1 us to 10 s, in powers of ten
@@ -139,7 +153,10 @@ class EvictionRequestMetrics:
     """KEP-4563 "Monitoring Requirements" metrics. Per-request series are 1 while they hold and
     are removed when the request finishes or goes away (:meth:`forget`)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, by_result: Counter | None = None) -> None:
+        """`by_result`: also count each eviction there by its result alone (the operators'
+        ``nodeagent_evictions_total``)."""
+        self._by_result = by_result
         self.imperative_evictions = Counter(
             "evictionrequest_controller_imperative_evictions",
             "Eviction API calls made by the imperative-eviction.k8s.io interceptor, per "
@@ -199,6 +216,8 @@ class EvictionRequestMetrics:
     def eviction_attempt(self, namespace: str, request: str, pod: str, result: str) -> None:
         labels = (namespace, request, pod, result)
         self.imperative_evictions.labels(*labels).inc()
+        if self._by_result is not None:
+            self._by_result.labels(result).inc()
         self._series.setdefault((namespace, request), _Series()).evictions.add(labels)
 
     def forget(self, namespace: str, request: str, *, keep_evictions: bool = False) -> None:
@@ -229,3 +248,73 @@ def _replace(metric: Gauge, current: set[tuple[str, ...]], wanted: set[tuple[str
         metric.labels(*labels).set(1)
     current.clear()
     current.update(wanted)
+
+
+# a drain takes seconds to hours
+_DRAIN_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
+_STAGES = ("Idle", "Cordon", "Drain", "Complete")
+
+
+class OperatorMetrics:
+    """What an operator alerts on and graphs, per agent. ``maintenances`` is set by the leader
+    while it leads (the stage counts come from its cache, at scrape time); other agents do not
+    report ``nodeagent_maintenances``."""
+
+    def __init__(self, registry: CollectorRegistry, version: str) -> None:
+        self.build_info = Gauge(
+            "nodeagent_build_info",
+            "The agent's version and Python (always 1).",
+            ["version", "python"],
+            registry=registry,
+        )
+        self.build_info.labels(version, platform.python_version()).set(1)
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        self.lock_held = Gauge(
+            "nodeagent_shutdown_lock_held",
+            "1 while this node's agent holds its logind shutdown delay lock.",
+            registry=registry,
+        )
+        self.leader = Gauge(
+            "nodeagent_leader",
+            "1 while this agent leads and runs the cluster controllers.",
+            registry=registry,
+        )
+        self.evictions = Counter(
+            "nodeagent_evictions",
+            "Eviction API calls of the imperative-eviction.k8s.io interceptor, by result "
+            "(evicted, refused, gone, error).",
+            ["result"],
+            registry=registry,
+        )
+        self.drain_duration = Histogram(
+            "nodeagent_drain_duration_seconds",
+            "From a NodeMaintenance's Drain stage starting to its Drained condition.",
+            buckets=_DRAIN_BUCKETS,
+            registry=registry,
+        )
+        self.maintenances: Callable[[], Iterable[Mapping[str, Any]]] | None = None
+        registry.register(_StageCollector(self))
+
+
+class _StageCollector(Collector):
+    def __init__(self, metrics: OperatorMetrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # collected on demand, so the registry does not call collect at register
+
+    def collect(self) -> Iterator[Metric]:
+        source = self._metrics.maintenances
+        if source is None:
+            return
+        counts = dict.fromkeys(_STAGES, 0)
+        for nm in source():
+            stage = str((nm.get("spec") or {}).get("stage") or "Idle")
+            counts[stage] = counts.get(stage, 0) + 1
+        family = GaugeMetricFamily(
+            "nodeagent_maintenances", "NodeMaintenances by spec.stage.", labels=["stage"]
+        )
+        for stage, n in counts.items():
+            family.add_metric([stage], n)
+        yield family

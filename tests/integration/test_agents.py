@@ -176,10 +176,22 @@ async def test_one_leader_hands_over_and_the_drain_completes(cluster: Cluster) -
         await cluster.kube.create(NODEMAINTENANCES, MAINTENANCE)
         # the drain has begun: node-3 is cordoned by the leader's NodeMaintenance controller
         await cluster.view.until(lambda: cluster.cordoned("node-3"))
+        # the operators' metrics: only the leader leads and counts maintenances (from its cache,
+        # which the maintenance that cordoned node-3 came through)
+        lead, follow = leader.agent.registry, follower.agent.registry
+        assert (
+            lead.get_sample_value("nodeagent_leader"),
+            follow.get_sample_value("nodeagent_leader"),
+        ) == (1, 0)
+        drain = {"stage": "Drain"}
+        assert lead.get_sample_value("nodeagent_maintenances", drain) == 1
+        assert lead.get_sample_value("nodeagent_maintenances", {"stage": "Idle"}) == 0
+        assert follow.get_sample_value("nodeagent_maintenances", drain) is None
 
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         await stop(leader)
+        assert lead.get_sample_value("nodeagent_leader") == 0
         await cluster.view.until(
             lambda: cluster.lease_holder().startswith(follower_pod + "-"),
             timeout=10,
