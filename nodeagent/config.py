@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import yaml
 
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
+from nodeagent.model.selectors import DNS_SUBDOMAIN
 
 
 class ConfigError(ValueError):
@@ -111,7 +112,6 @@ class Config:
 T = TypeVar("T")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_CONCURRENT_REQUESTS = 256
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SECTIONS: dict[str, type[Any]] = {
     "kube": KubeConfig,
     "shutdown": ShutdownConfig,
@@ -200,7 +200,7 @@ def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
         for req in ("name", "podSelector", "annotationKey"):
             if req not in item:
                 raise ConfigError(f"{w}.{req}: required")
-        if not isinstance(item["name"], str) or not _DNS_SUBDOMAIN.match(item["name"]):
+        if not isinstance(item["name"], str) or not DNS_SUBDOMAIN.fullmatch(item["name"]):
             raise ConfigError(f"{w}.name: must be a DNS subdomain like mover.example.com")
         if not isinstance(item["podSelector"], Mapping):
             raise ConfigError(f"{w}.podSelector: must be a label selector mapping")
@@ -261,7 +261,7 @@ def validate(cfg: Config) -> None:
     _listen_address(cfg.observability.listen)
     if not cfg.run_node_agent and not cfg.run_controllers:
         raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
-    if cfg.node_name is not None and not _DNS_SUBDOMAIN.match(cfg.node_name):
+    if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
         raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
 
 
@@ -274,7 +274,7 @@ def _listen_address(value: str) -> None:
     try:
         ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        if not _DNS_SUBDOMAIN.match(host.lower()):
+        if not DNS_SUBDOMAIN.fullmatch(host.lower()):
             raise ConfigError(
                 f"observability.listen: {host!r} is neither an IP address nor a host name"
             ) from None

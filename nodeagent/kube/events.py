@@ -20,6 +20,7 @@ from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
 from nodeagent.kube.resources import EVENTS, Obj, format_time
 from nodeagent.model.bodies import EventType
+from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
 __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
 
@@ -34,7 +35,6 @@ class EventSink(Protocol):
 
 
 _MAX_MESSAGE = 1024  # what events.k8s.io/v1 allows; kubectl truncates longer ones anyway
-_MAX_NAME = 253
 
 
 class EventClient(Creator, Patcher, Protocol):
@@ -153,7 +153,7 @@ class EventRecorder:
     ) -> None:
         # Cluster-scoped objects (nodes, maintenances) get their Events in "default".
         namespace = involved.get("namespace") or "default"
-        base = (involved["name"] or "unknown")[: _MAX_NAME - 34]
+        base = (involved["name"] or "unknown")[: DNS_SUBDOMAIN_MAX - 34]
         body: Obj = {
             "apiVersion": EVENTS.api_version,
             "kind": EVENTS.kind,

@@ -24,7 +24,7 @@ from nodeagent.model.backoff import capped_exponential
 from nodeagent.model.bodies import set_condition
 from nodeagent.model.drainplan import PodType, classify, pod_labels
 from nodeagent.model.maintenance import NODE_LABEL
-from nodeagent.model.selectors import LabelSelector
+from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, LabelSelector
 from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
@@ -88,10 +88,6 @@ DEFAULT_HEARTBEAT_DEADLINE = timedelta(minutes=20)
 EVICTED = "Evicted"
 CANCELED = "Canceled"
 
-_DNS_SUBDOMAIN = re.compile(
-    r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
-)
-_MAX_NAME = 253
 _RETRIES = re.compile(r"number of retries: (\d+)")
 # KEP: heartbeats "every 3 minutes may be sufficient"; never less often than this.
 _MAX_HEARTBEAT_INTERVAL = timedelta(minutes=3)
@@ -112,9 +108,9 @@ def validate_interceptor_name(name: str) -> str | None:
     characters, ``*.k8s.io`` only from :data:`RESERVED_INTERCEPTORS`), or None if it is."""
     if not name:
         return "must not be empty"
-    if len(name) > _MAX_NAME:
-        return f"must be no more than {_MAX_NAME} characters"
-    if not _DNS_SUBDOMAIN.fullmatch(name):
+    if len(name) > DNS_SUBDOMAIN_MAX:
+        return f"must be no more than {DNS_SUBDOMAIN_MAX} characters"
+    if not DNS_SUBDOMAIN.fullmatch(name):
         return "must be a lowercase DNS subdomain such as mover.example.com"
     if (name == "k8s.io" or name.endswith(".k8s.io")) and name not in RESERVED_INTERCEPTORS:
         allowed = ", ".join(sorted(RESERVED_INTERCEPTORS))

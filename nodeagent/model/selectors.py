@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 __all__ = [
+    "DNS_SUBDOMAIN",
+    "DNS_SUBDOMAIN_MAX",
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
@@ -40,11 +42,11 @@ class SelectorError(ValueError):
 # --- label keys and values (apimachinery/pkg/util/validation) ---------------------------------
 
 _NAME_RE = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN_RE = re.compile(
-    r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
-)
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+"""An RFC 1123 DNS subdomain (use ``fullmatch``): object names, label key prefixes, host names."""
+DNS_SUBDOMAIN_MAX = 253
+"""The longest DNS subdomain, hence the longest name of most objects."""
 _NAME_MAX = 63
-_PREFIX_MAX = 253
 
 
 def validate_label_key(key: str) -> str | None:
@@ -55,9 +57,9 @@ def validate_label_key(key: str) -> str | None:
             return "prefix part must be non-empty"
         if "/" in prefix:
             return "a qualified name may contain at most one '/'"
-        if len(prefix) > _PREFIX_MAX:
-            return f"prefix part must be no more than {_PREFIX_MAX} characters"
-        if not _DNS_SUBDOMAIN_RE.fullmatch(prefix):
+        if len(prefix) > DNS_SUBDOMAIN_MAX:
+            return f"prefix part must be no more than {DNS_SUBDOMAIN_MAX} characters"
+        if not DNS_SUBDOMAIN.fullmatch(prefix):
             return "prefix part must be a lowercase DNS subdomain"
     if not name:
         return "name part must be non-empty"

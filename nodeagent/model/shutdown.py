@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
+from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
 LABEL_TRIGGER = "nodeagent.io/trigger"
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
@@ -31,7 +32,7 @@ def maintenance_name(node: str, boot_id: str, attempt: int) -> str:
     digest = hashlib.sha256(boot_id.encode()).hexdigest()[:10]
     base = f"nodeagent-shutdown-{node}-{digest}"
     name = base if attempt <= 1 else f"{base}-{attempt}"
-    return name[:253]
+    return name[:DNS_SUBDOMAIN_MAX]
 
 
 def shutdown_selector(node: str, boot_id: str | None = None) -> str:
