@@ -100,7 +100,7 @@ def _needs_testbed(args: argparse.Namespace) -> int:
 def _run(config_path: Path | None) -> int:
     from nodeagent import app  # the agent's imports are not needed by the other commands
     from nodeagent.config import ConfigError, load
-    from nodeagent.kube.errors import ConfigError as KubeConfigError
+    from nodeagent.kube.errors import KubeConfigError
     from nodeagent.observability import logs
     from nodeagent.observability.http import ListenError
 

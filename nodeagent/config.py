@@ -226,7 +226,7 @@ def _drain_plan(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(dict(e) for e in raw)
 
 
-def validate(cfg: Config) -> None:
+def validate_config(cfg: Config) -> None:
     """Cross-field rules; raises ConfigError naming the field."""
     s = cfg.shutdown
     if s.budget <= 0:
@@ -315,7 +315,7 @@ def from_mapping(raw: Any, source: str = "configuration") -> Config:
             raise ConfigError(f"{source}: {key}: unknown setting (known: {known})")
     cfg = Config(**kwargs)
     try:
-        validate(cfg)
+        validate_config(cfg)
     except ConfigError as e:
         raise ConfigError(f"{source}: {e}") from e
     return cfg

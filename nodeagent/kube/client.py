@@ -27,8 +27,8 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
 from nodeagent.kube.errors import (
-    ConfigError,
     Gone,
+    KubeConfigError,
     KubeError,
     ServerError,
     from_response,
@@ -86,7 +86,7 @@ def load_api_client(
             )
     except (ConfigException, OSError, ValueError) as exc:
         where = kubeconfig or "in-cluster or default kubeconfig"
-        raise ConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
+        raise KubeConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
     if connection_pool_maxsize is not None:
         config.connection_pool_maxsize = connection_pool_maxsize
     # no hidden retries of a request the server received: one that hangs must fail after its

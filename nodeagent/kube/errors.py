@@ -19,11 +19,11 @@ from kubernetes.client.exceptions import ApiException, ApiValueError
 __all__ = [
     "AlreadyExists",
     "BadRequest",
-    "ConfigError",
     "Conflict",
     "Forbidden",
     "Gone",
     "Invalid",
+    "KubeConfigError",
     "KubeError",
     "NotFound",
     "ServerError",
@@ -111,7 +111,7 @@ class Unreachable(KubeError):
     """No usable response: connection refused or reset, DNS failure, TLS failure, timeout."""
 
 
-class ConfigError(Exception):
+class KubeConfigError(Exception):
     """No usable client configuration (kubeconfig unreadable, not running in a cluster)."""
 
 
@@ -231,7 +231,7 @@ def translate(exc: BaseException) -> KubeError:
         return from_response(status, exc.reason, exc.body, exc.headers)
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         inner = exc.reason if exc.reason is not None else exc
-        return Unreachable(_describe(inner), reason="Unreachable")
+        return Unreachable(_exception_text(inner), reason="Unreachable")
     if isinstance(
         exc,
         urllib3.exceptions.ProtocolError
@@ -242,18 +242,20 @@ def translate(exc: BaseException) -> KubeError:
         | urllib3.exceptions.DecodeError
         | urllib3.exceptions.HTTPError,
     ):
-        return Unreachable(_describe(exc), reason="Unreachable")
+        return Unreachable(_exception_text(exc), reason="Unreachable")
     if isinstance(exc, OSError):
         # socket errors, ConnectionError, TimeoutError (socket.timeout is an alias)
-        return Unreachable(_describe(exc), reason="Unreachable")
+        return Unreachable(_exception_text(exc), reason="Unreachable")
     if isinstance(exc, ApiValueError):
         return BadRequest(str(exc), reason="ClientValidation")
     if isinstance(exc, ValueError):
         # A 2xx body that is not JSON: the server (or something in between) is broken.
-        return ServerError("malformed response: " + _describe(exc), reason="MalformedResponse")
-    return KubeError(_describe(exc), reason="Unknown")
+        return ServerError(
+            "malformed response: " + _exception_text(exc), reason="MalformedResponse"
+        )
+    return KubeError(_exception_text(exc), reason="Unknown")
 
 
-def _describe(exc: BaseException) -> str:
+def _exception_text(exc: BaseException) -> str:
     text = str(exc)
     return type(exc).__name__ + (": " + text if text else "")

@@ -42,7 +42,7 @@ class EventClient(Creator, Patcher, Protocol):
 
 
 @dataclass(eq=False)
-class _Series:
+class _EventSeries:
     """One Event on the server that repeats of the same event are folded into."""
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -87,7 +87,7 @@ class EventRecorder:
         self._host = host
         self._instance = instance or host or component
         self._cache_size = max(1, cache_size)
-        self._series: OrderedDict[_Key, _Series] = OrderedDict()
+        self._series: OrderedDict[_Key, _EventSeries] = OrderedDict()
 
     async def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
         await self.record(obj, "Normal", reason, message)
@@ -123,17 +123,17 @@ class EventRecorder:
         except Exception:
             log.exception("cannot record event %s for %s", reason, _describe(obj))
 
-    def _series_for(self, key: _Key) -> _Series:
+    def _series_for(self, key: _Key) -> _EventSeries:
         series = self._series.get(key)
         if series is None:
-            series = self._series[key] = _Series()
+            series = self._series[key] = _EventSeries()
             while len(self._series) > self._cache_size:
                 self._series.popitem(last=False)
         else:
             self._series.move_to_end(key)
         return series
 
-    async def _bump(self, series: _Series, now: str) -> bool:
+    async def _bump(self, series: _EventSeries, now: str) -> bool:
         """Count one more occurrence; False if the Event is gone (expired) and must be recreated."""
         assert series.name is not None
         try:
@@ -149,7 +149,13 @@ class EventRecorder:
         return True
 
     async def _create(
-        self, series: _Series, involved: Obj, type: EventType, reason: str, message: str, now: str
+        self,
+        series: _EventSeries,
+        involved: Obj,
+        type: EventType,
+        reason: str,
+        message: str,
+        now: str,
     ) -> None:
         # Cluster-scoped objects (nodes, maintenances) get their Events in "default".
         namespace = involved.get("namespace") or "default"

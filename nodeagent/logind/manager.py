@@ -83,7 +83,7 @@ class LogindFeatures:
     metadata_property: bool  # PreparingForShutdownWithMetadata
 
 
-def _kind(metadata: Any) -> str:
+def _shutdown_kind(metadata: Any) -> str:
     if isinstance(metadata, dict):
         value = metadata.get("type")
         if isinstance(value, Variant):
@@ -203,7 +203,7 @@ class Logind:
         if msg.member == SIGNAL_METADATA:
             self._companion = active
             metadata = msg.body[1] if len(msg.body) > 1 else None
-            signal = ShutdownSignal(active, _kind(metadata), msg.member)
+            signal = ShutdownSignal(active, _shutdown_kind(metadata), msg.member)
         else:
             if self._companion is active:
                 self._companion = None
@@ -234,7 +234,9 @@ class Logind:
             else:
                 preparing = _unwrap(meta.get("preparing")) if isinstance(meta, dict) else None
                 if isinstance(preparing, bool):
-                    return ShutdownSignal(preparing, _kind(meta), PROPERTY_PREPARING_METADATA)
+                    return ShutdownSignal(
+                        preparing, _shutdown_kind(meta), PROPERTY_PREPARING_METADATA
+                    )
         value = await self._get(PROPERTY_PREPARING)
         if not isinstance(value, bool):
             raise BusError(f"{PROPERTY_PREPARING} is {value!r}, not a boolean")

@@ -22,8 +22,6 @@ ANNOTATION_SHUTDOWN_TYPE = "nodeagent.io/shutdown-type"
 TRIGGER_SHUTDOWN = "shutdown"
 MANAGER = "nodeagent"
 
-SHUTDOWN_KINDS = ("reboot", "poweroff", "halt", "kexec", "soft-reboot", "shutdown")
-
 
 def maintenance_name(node: str, boot_id: str, attempt: int) -> str:
     """`nodeagent-shutdown-<node>-<boot id prefix>[-<attempt>]`; a cancelled shutdown's

@@ -175,7 +175,7 @@ def _one_line(e: Exception) -> str:
     return " ".join(str(e).split())
 
 
-def _kind(mode: int) -> str:
+def _file_kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -215,7 +215,7 @@ def read_manifest(directory: DirHandle, name: str) -> Manifest:
     if stat.S_ISLNK(st.st_mode):
         raise ManifestError(path, _problem_through_symlink(directory, name, path).reason)
     if not stat.S_ISREG(st.st_mode):
-        raise ManifestError(path, f"is {_kind(st.st_mode)}, not a regular file")
+        raise ManifestError(path, f"is {_file_kind(st.st_mode)}, not a regular file")
     try:
         content, fst = directory.read_regular(name, MAX_MANIFEST_BYTES)
     except OSError as e:

@@ -19,8 +19,8 @@ from aiohttp import web
 
 from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.errors import (
-    ConfigError,
     Gone,
+    KubeConfigError,
     NotFound,
     ServerError,
     TooManyRequests,
@@ -480,7 +480,7 @@ def test_load_api_client_from_kubeconfig(tmp_path: Path) -> None:
         assert api.configuration.auth_settings()["BearerToken"]["value"] == "Bearer tok"
     finally:
         api.close()  # type: ignore[no-untyped-call]
-    with pytest.raises(ConfigError):
+    with pytest.raises(KubeConfigError):
         load_api_client(str(tmp_path / "missing"))
-    with pytest.raises(ConfigError):
+    with pytest.raises(KubeConfigError):
         load_api_client(str(path), context="nope")
