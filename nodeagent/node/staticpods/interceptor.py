@@ -26,7 +26,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -34,7 +34,7 @@ from watchfiles import awatch
 
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
-from nodeagent.kube.events import EventClient
+from nodeagent.kube.events import EventClient, EventRecorder
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import (
@@ -48,6 +48,7 @@ from nodeagent.kube.resources import (
 )
 from nodeagent.kube.store import key_of
 from nodeagent.model.shutdown import is_ours
+from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.staticpods.fsops import DirHandle
 from nodeagent.node.staticpods.manifests import FileId, ScanResult, scan_manifest_dir
 from nodeagent.node.staticpods.plan import (
@@ -77,7 +78,7 @@ from nodeagent.node.staticpods.stash import (
     StashUnavailable,
 )
 
-__all__ = ["PRIORITYCLASSES", "EventSink", "InterceptorClient", "StaticPodInterceptor"]
+__all__ = ["PRIORITYCLASSES", "StaticPodClient", "StaticPodInterceptor"]
 
 log = logging.getLogger(__name__)
 
@@ -90,20 +91,8 @@ _WATCH_TIMEOUT_MS = 1000
 T = TypeVar("T")
 
 
-class InterceptorClient(ListWatcher, EventClient, StatusPatcher, Protocol):
-    """The part of `KubeClient` the interceptor needs."""
-
-
-class EventSink(Protocol):
-    """`EventRecorder`'s interface."""
-
-    async def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None: ...
-
-    async def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None: ...
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
+class StaticPodClient(ListWatcher, EventClient, StatusPatcher, Protocol):
+    """The part of `KubeClient` the static-pod interceptor needs."""
 
 
 def _evr_pod_index(evr: Obj) -> list[str]:
@@ -120,16 +109,16 @@ class StaticPodInterceptor(Controller):
 
     def __init__(
         self,
-        client: InterceptorClient,
+        client: StaticPodClient,
         informers: SharedInformers,
         stash: Stash,
-        events: EventSink,
+        events: EventRecorder,
         *,
         node_name: str,
         boot_id: str,
         heartbeat_interval: float = 60.0,
         resync_interval: float = 60.0,
-        now: Callable[[], datetime] = _now,
+        now: Clock = utcnow,
     ) -> None:
         """`stash` is opened (and recovered) by `run`; it names the manifest directory.
         `informers` are the node agent's, run by the caller."""
