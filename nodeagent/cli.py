@@ -61,6 +61,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="restore only what the agent restores at start-up: manifests moved aside by a "
         "shutdown maintenance of an earlier boot",
     )
+    plan = sub.add_parser(
+        "plan",
+        help="the drain plan a NodeMaintenance would follow: pods per entry, pods never "
+        "evicted, PodDisruptionBudgets that would refuse; changes nothing",
+    )
+    plan.add_argument(
+        "target",
+        metavar="FILE|NAME",
+        help="a NodeMaintenance YAML file (- for stdin) or the name of one in the cluster",
+    )
+    plan.add_argument(
+        "--kubeconfig",
+        help="kubeconfig to read the cluster with (default: $KUBECONFIG, in-cluster, "
+        "~/.kube/config)",
+    )
+    plan.add_argument(
+        "-o", "--output", choices=["text", "json"], default="text", help="text (default) or json"
+    )
     _add_commands_of_other_distributions(sub)
     return p
 
@@ -139,6 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             after_reboot=args.after_reboot,
             out=sys.stdout,
             err=sys.stderr,
+        )
+    if args.command == "plan":
+        # the controllers' modules are not needed by the other commands
+        from nodeagent.controllers.nodemaintenance.preview import plan_command
+
+        return plan_command(
+            args.target, args.kubeconfig, args.output, out=sys.stdout, err=sys.stderr
         )
     handler = getattr(args, "handler", None)
     if handler is not None:
