@@ -319,16 +319,19 @@ def _refusal_text(pod: PodPreview) -> str:
     return names
 
 
-def _rows(pods: Iterable[tuple[PodPreview, str]], pod_width: int, last_width: int) -> list[str]:
-    """One row per pod; a name too long for its column goes on a line of its own, and the last
-    column wraps under itself."""
+def _rows(
+    pods: Iterable[tuple[PodPreview, str]], pod_width: int, last_width: int, width: int
+) -> list[str]:
+    """One row per pod; a name too long for its column goes on lines of its own (cut where
+    longer than the table), and the last column wraps under itself."""
     lines: list[str] = []
     for pod, last in pods:
         status = " (terminating)" if pod.terminating else ""
         name = pod.key + status
         wrapped = textwrap.wrap(last, last_width, break_on_hyphens=False) or [""]
         if len(name) > pod_width:
-            lines.append(_INDENT + name)
+            room = width - len(_INDENT)
+            lines += [_INDENT + name[i : i + room] for i in range(0, len(name), room)]
             name = ""
         head = (
             f"{_INDENT}{name:<{pod_width}}  {pod.priority:>{_PRIORITY_WIDTH}}  "
@@ -375,12 +378,15 @@ def render_text(p: Preview, width: int = 100) -> str:
     for node in p.nodes:
         used = [e for e in node.entries if e.pods]
         if not used and not node.never_evicted:
-            lines += ["", f"node {node.name}: no pods"]
+            lines += ["", *textwrap.wrap(f"node {node.name}: no pods", width)]
             continue
         lines += [
             "",
-            f"node {node.name}: {_count(node.to_evict, 'pod')} to evict in {len(used)} of "
-            f"{len(node.entries)} entries, {len(node.never_evicted)} never evicted",
+            *textwrap.wrap(
+                f"node {node.name}: {_count(node.to_evict, 'pod')} to evict in {len(used)} of "
+                f"{len(node.entries)} entries, {len(node.never_evicted)} never evicted",
+                width,
+            ),
         ]
         header = (
             f"{_INDENT}{'POD':<{pod_width}}  {'PRIORITY':>{_PRIORITY_WIDTH}}  "
@@ -391,8 +397,10 @@ def render_text(p: Preview, width: int = 100) -> str:
             lines += textwrap.wrap(entry, width, subsequent_indent="    ")
             if e is used[0]:
                 lines.append(header + "REFUSED BY (PDB)")
-            lines += _rows(((q, _refusal_text(q)) for q in e.pods), pod_width, last_width)
+            lines += _rows(((q, _refusal_text(q)) for q in e.pods), pod_width, last_width, width)
         if node.never_evicted:
             lines += ["  never evicted:", header + "WHY"]
-            lines += _rows(((x.pod, x.reason) for x in node.never_evicted), pod_width, last_width)
+            lines += _rows(
+                ((x.pod, x.reason) for x in node.never_evicted), pod_width, last_width, width
+            )
     return "\n".join(lines) + "\n"
