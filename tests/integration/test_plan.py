@@ -2,7 +2,8 @@
 of every type on the selected nodes (a static pod's mirror pod among them), a
 PodDisruptionBudget at its limit and a NodeMaintenance no controller acts on. The plan names the
 pods per entry, the skipped pod and the budget that refuses; and nothing was written: the
-maintenance's resourceVersion, the nodes and the pods are as they were, no EvictionRequest."""
+maintenance's resourceVersion, the nodes' cordon, taints and annotations, the pods, no
+EvictionRequest."""
 
 from __future__ import annotations
 
@@ -77,14 +78,26 @@ def running(view: ClusterView, names: list[tuple[str, str]]) -> bool:
 
 
 def node_state(nodes: list[Obj]) -> dict[str, Any]:
-    """What a drain would change on a node: labels, annotations, taints, unschedulable."""
+    """What a drain changes on a node: the cordon, the taints, nodeagent's annotations (the
+    control plane itself adds labels and annotations of its own meanwhile on kube-apiserver)."""
     return {
         n["metadata"]["name"]: (
-            n["metadata"].get("labels"),
-            n["metadata"].get("annotations"),
-            n.get("spec"),
+            (n.get("spec") or {}).get("unschedulable"),
+            (n.get("spec") or {}).get("taints"),
+            {k: v for k, v in (n["metadata"].get("annotations") or {}).items() if "nodeagent" in k},
         )
         for n in nodes
+    }
+
+
+def pod_state(pods: list[Obj]) -> dict[tuple[str, str], Any]:
+    """What a drain changes on a pod: its annotations (annotate-and-wait), its deletion."""
+    return {
+        (p["metadata"]["namespace"], p["metadata"]["name"]): (
+            p["metadata"].get("annotations"),
+            p["metadata"].get("deletionTimestamp"),
+        )
+        for p in pods
     }
 
 
@@ -144,10 +157,7 @@ async def test_plan_shows_entries_skips_and_refusing_budgets_and_writes_nothing(
         await view.stop()
     created = await kube.create(NODEMAINTENANCES, maintenance())
     nodes_before = node_state((await kube.list(NODES))["items"])
-    pods_before = {
-        (p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["resourceVersion"]
-        for p in (await kube.list(PODS))["items"]
-    }
+    pods_before = pod_state((await kube.list(PODS))["items"])
 
     code, out, err = await plan(backend, "-o", "json")
     assert (code, err) == (0, ""), err
@@ -192,11 +202,7 @@ async def test_plan_shows_entries_skips_and_refusing_budgets_and_writes_nothing(
     assert after["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert "status" not in after or not after["status"].get("nodeStatuses")
     assert node_state((await kube.list(NODES))["items"]) == nodes_before
-    pods_after = {
-        (p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["resourceVersion"]
-        for p in (await kube.list(PODS))["items"]
-    }
-    assert pods_after == pods_before
+    assert pod_state((await kube.list(PODS))["items"]) == pods_before
     assert (await kube.list(EVICTIONREQUESTS))["items"] == []
 
 
