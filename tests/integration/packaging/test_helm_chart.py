@@ -1,0 +1,274 @@
+"""The Helm chart packaging/helm/nodeagent, with real `helm` (v3, pinned in scripts/helm/go.mod,
+built from its Go module into the test cache by tests/helmbuild.py on first use; without a Go
+toolchain these tests are skipped, except under NODEAGENT_TEST_CLUSTER=real|both, as in CI,
+where they fail).
+
+What they check: `helm lint --strict` passes with the default values and with every toggle on;
+`helm template --include-crds` with the default values into `nodeagent-system` renders exactly
+the objects of packaging/kubernetes (same kinds and names, each object equal field by field,
+the ConfigMaps' configurations equal once parsed), but the Namespace, which the chart makes only
+with `namespace.create`; in another namespace every namespaced object, RBAC subject, the
+admission policy's ServiceAccount and the Lease's namespace follow the release; the values for
+image, resources, scheduling and configuration land where they should and the configurations
+stay valid; the monitoring objects are off by default and, on, equal packaging/monitoring's;
+the chart's CRD copy is current.
+
+What they do not: install the chart (`helm install` against a server: CRDs before templates,
+the policy accepted by an API server, upgrades, `helm uninstall`), nor render with values other
+than those set here."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodeagent import config as agent_config
+from nodeagent.manifests import crd_stream
+from tests.helmbuild import BuildError, ensure_helm
+from tests.integration.packaging.test_kubernetes_manifests import manifests
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "packaging" / "helm" / "nodeagent"
+MONITORING = ROOT / "packaging" / "monitoring"
+NAMESPACE = "nodeagent-system"
+TOGGLES = [
+    "monitoring.podMonitor.enabled=true",
+    "monitoring.prometheusRule.enabled=true",
+    "monitoring.grafanaDashboard.enabled=true",
+    "namespace.create=true",
+]
+Doc = dict[str, Any]
+
+
+@functools.cache
+def _helm_or_reason() -> Path | str:
+    try:
+        return ensure_helm(log=False)
+    except BuildError as e:
+        return str(e)
+
+
+@pytest.fixture
+def helm() -> Path:
+    found = _helm_or_reason()
+    if isinstance(found, Path):
+        return found
+    if os.environ.get("NODEAGENT_TEST_CLUSTER") in ("real", "both"):
+        pytest.fail(f"helm cannot be built: {found}", pytrace=False)
+    pytest.skip(f"helm cannot be built: {found}")
+
+
+def run_helm(helm: Path, *args: str) -> str:
+    done = subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"helm {' '.join(args)}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+@functools.cache
+def _render(helm: Path, namespace: str, sets: tuple[str, ...]) -> tuple[Doc, ...]:
+    args = ["template", "nodeagent", str(CHART), "--namespace", namespace, "--include-crds"]
+    for s in sets:
+        args += ["--set", s]
+    return tuple(d for d in yaml.safe_load_all(run_helm(helm, *args)) if d)
+
+
+def render(helm: Path, namespace: str = NAMESPACE, *sets: str) -> list[Doc]:
+    """The rendered objects (copies: change them at will)."""
+    return copy.deepcopy(list(_render(helm, namespace, sets)))
+
+
+def key(doc: Doc) -> tuple[str, str]:
+    return doc["kind"], doc["metadata"]["name"]
+
+
+def by_key(docs: list[Doc]) -> dict[tuple[str, str], Doc]:
+    out = {key(d): d for d in docs}
+    assert len(out) == len(docs), "two objects of one kind and name"
+    return out
+
+
+def parsed_configs(doc: Doc) -> Doc:
+    """A ConfigMap with its config.yaml parsed (comments and key order do not count)."""
+    if doc["kind"] == "ConfigMap" and "config.yaml" in doc.get("data", {}):
+        doc = copy.deepcopy(doc)
+        doc["data"]["config.yaml"] = yaml.safe_load(doc["data"]["config.yaml"])
+    return doc
+
+
+def agent_configs(docs: list[Doc]) -> dict[str, agent_config.Config]:
+    return {
+        d["metadata"]["name"]: agent_config.from_mapping(
+            yaml.safe_load(d["data"]["config.yaml"]), d["metadata"]["name"]
+        )
+        for d in docs
+        if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {})
+    }
+
+
+def pod_spec(docs: list[Doc], kind: str, name: str) -> Doc:
+    spec: Doc = by_key(docs)[(kind, name)]["spec"]["template"]["spec"]
+    return spec
+
+
+# --- without helm ------------------------------------------------------------------------
+
+
+def test_chart_crds_copy_is_current() -> None:
+    """crds/crds.yaml is the generated copy of the CRDs (Helm reads no file outside the chart)."""
+    lines = (CHART / "crds" / "crds.yaml").read_text().splitlines(keepends=True)
+    header, body = lines[:3], "".join(lines[3:])
+    assert all(line.startswith("#") for line in header)
+    assert body == crd_stream(), (
+        "packaging/helm/nodeagent/crds/crds.yaml is stale; regenerate it with the command in "
+        "its header"
+    )
+
+
+def test_chart_version_is_the_agents() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    daemonset = by_key(list(manifests()))[("DaemonSet", "nodeagent")]
+    image = daemonset["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"{values['image']['repository']}:{values['image']['tag']}"
+    assert chart["appVersion"] == values["image"]["tag"]
+
+
+# --- helm lint and helm template -----------------------------------------------------------
+
+
+def test_helm_lint(helm: Path) -> None:
+    run_helm(helm, "lint", "--strict", str(CHART))
+    run_helm(helm, "lint", "--strict", str(CHART), *(a for s in TOGGLES for a in ("--set", s)))
+
+
+def test_defaults_render_the_kustomize_objects(helm: Path) -> None:
+    ours = by_key(render(helm))
+    theirs = by_key([d for d in manifests() if d["kind"] != "Namespace"])
+    assert sorted(ours) == sorted(theirs)
+    for k, doc in theirs.items():
+        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+
+
+def test_namespace_only_on_request(helm: Path) -> None:
+    assert not [d for d in render(helm) if d["kind"] == "Namespace"]
+    (made,) = [
+        d for d in render(helm, NAMESPACE, "namespace.create=true") if d["kind"] == "Namespace"
+    ]
+    assert made == by_key(list(manifests()))[("Namespace", NAMESPACE)]
+
+
+def test_another_namespace_is_followed_everywhere(helm: Path) -> None:
+    docs = render(helm, "ops", *TOGGLES)
+    cluster_scoped = {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+    for doc in docs:
+        if doc["kind"] == "Namespace":
+            assert doc["metadata"]["name"] == "ops"
+        elif doc["kind"] in cluster_scoped:
+            assert "namespace" not in doc["metadata"]
+        else:
+            assert doc["metadata"]["namespace"] == "ops", key(doc)
+        for subject in doc.get("subjects", []):
+            if subject["kind"] == "ServiceAccount":
+                assert subject["namespace"] == "ops"
+    # nothing names the default namespace any more (the dashboard's text aside)
+    text = json.dumps([d for d in docs if key(d) != ("ConfigMap", "nodeagent-dashboard")])
+    assert NAMESPACE not in text
+    policy = by_key(docs)[("ValidatingAdmissionPolicy", "nodeagent-node-restriction")]
+    assert (
+        "'system:serviceaccount:ops:nodeagent'"
+        in policy["spec"]["matchConditions"][0]["expression"]
+    )
+    controllers = agent_configs(docs)["nodeagent-controllers-config"]
+    assert controllers.leader.namespace == "ops"
+    assert controllers.leader.lease_name == "nodeagent-controllers"
+
+
+def test_values_land_where_they_should(helm: Path) -> None:
+    docs = render(
+        helm,
+        NAMESPACE,
+        "image.repository=registry.example/na",
+        "image.tag=9.9.9",
+        "image.pullPolicy=Always",
+        "nodeAgent.resources.limits.memory=1Gi",
+        "nodeAgent.nodeSelector.kubernetes\\.io/os=linux",
+        "nodeAgent.tolerations[0].key=dedicated",
+        "nodeAgent.tolerations[0].operator=Exists",
+        "nodeAgent.config.shutdown.budget=900",
+        "controllers.replicas=3",
+        "controllers.nodeSelector.role=infra",
+        "controllers.tolerations[0].key=infra",
+        "controllers.tolerations[0].operator=Exists",
+        "controllers.config.eviction.heartbeatDeadline=60",
+        "leaderElection.leaseName=other-lease",
+        "metricsPort=9999",
+        "nodeAgent.config.observability.listen=0.0.0.0:9999",
+        "controllers.config.observability.listen=0.0.0.0:9999",
+    )
+    node = pod_spec(docs, "DaemonSet", "nodeagent")
+    ctrl = pod_spec(docs, "Deployment", "nodeagent-controllers")
+    for spec in (node, ctrl):
+        (container,) = spec["containers"]
+        assert container["image"] == "registry.example/na:9.9.9"
+        assert container["imagePullPolicy"] == "Always"
+        assert container["ports"] == [{"name": "metrics", "containerPort": 9999, "protocol": "TCP"}]
+    assert node["containers"][0]["resources"]["limits"] == {"memory": "1Gi"}
+    assert node["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert node["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert ctrl["nodeSelector"] == {"role": "infra"}
+    assert ctrl["tolerations"] == [{"key": "infra", "operator": "Exists"}]
+    assert by_key(docs)[("Deployment", "nodeagent-controllers")]["spec"]["replicas"] == 3
+    configs = agent_configs(docs)
+    assert configs["nodeagent-config"].shutdown.budget == 900
+    assert not configs["nodeagent-config"].run_controllers
+    assert configs["nodeagent-controllers-config"].eviction.heartbeat_deadline == 60
+    assert configs["nodeagent-controllers-config"].leader.lease_name == "other-lease"
+    role = by_key(docs)[("Role", "nodeagent-leader-election")]
+    assert role["rules"][1]["resourceNames"] == ["other-lease"]
+    for cfg in configs.values():
+        assert cfg.observability.listen == "0.0.0.0:9999"
+
+
+def test_default_configs_listen_on_the_pod_ip_at_the_metrics_port(helm: Path) -> None:
+    """Probes and Prometheus reach the pod's IP: observability.listen must not be loopback."""
+    docs = render(helm)
+    configs = agent_configs(docs)
+    for kind, name, config in (
+        ("DaemonSet", "nodeagent", "nodeagent-config"),
+        ("Deployment", "nodeagent-controllers", "nodeagent-controllers-config"),
+    ):
+        host, _, port = configs[config].observability.listen.rpartition(":")
+        assert host in ("0.0.0.0", "::", "[::]"), (config, host)
+        (container,) = pod_spec(docs, kind, name)["containers"]
+        assert container["ports"][0]["containerPort"] == int(port)
+
+
+def test_monitoring_objects_are_packaging_monitorings(helm: Path) -> None:
+    assert not {"PodMonitor", "PrometheusRule"} & {d["kind"] for d in render(helm)}
+    assert ("ConfigMap", "nodeagent-dashboard") not in by_key(render(helm))
+    ours = by_key(render(helm, NAMESPACE, *TOGGLES))
+    for path in ("podmonitor.yaml", "prometheusrule.yaml"):
+        theirs = yaml.safe_load((MONITORING / path).read_text())
+        assert ours[key(theirs)] == theirs, path
+    dashboard = ours[("ConfigMap", "nodeagent-dashboard")]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["nodeagent.json"]) == json.loads(
+        (MONITORING / "dashboard.json").read_text()
+    )
+    labelled = by_key(render(helm, NAMESPACE, *TOGGLES, "monitoring.podMonitor.labels.release=kps"))
+    assert labelled[("PodMonitor", "nodeagent")]["metadata"]["labels"]["release"] == "kps"
