@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.informer import Informer, ListWatcher
+from nodeagent.kube.lean import transform_for
 from nodeagent.kube.ratelimit import JitteredBackoff, RateLimiter
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Indexer, Store
@@ -96,6 +97,7 @@ class SharedInformers:
                 indexers=wanted,
                 backoff=self._backoff() if self._backoff is not None else None,
                 watch_timeout_seconds=self._watch_timeout,
+                transform=transform_for(resource.plural),
             )
             self._informers[key] = informer
             self._indexers[key] = wanted

@@ -64,8 +64,12 @@ class Informer:
         indexers: Mapping[str, Indexer] | None = None,
         backoff: JitteredBackoff | None = None,
         watch_timeout_seconds: int = 300,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
+        """`transform`: what the store keeps of each listed or watched object (and what the
+        handlers get), e.g. `lean.lean_pod`."""
         self._client = client
+        self._transform = transform
         self.resource = resource
         self._namespace = namespace
         self._label_selector = label_selector
@@ -146,6 +150,8 @@ class Informer:
             field_selector=self._field_selector,
         )
         items = [item for item in listed.get("items") or [] if isinstance(item, dict)]
+        if self._transform is not None:
+            items = [self._transform(item) for item in items]
         deltas = self.store.replace(items)
         self._rv = metadata_of(listed).get("resourceVersion") or None
         log.debug(
@@ -185,6 +191,8 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
+        if self._transform is not None:
+            obj = self._transform(obj)
         try:
             key = key_of(obj)
         except ValueError:

@@ -1,6 +1,6 @@
 """nodeagent benchmarks: `python -m tests.bench [--quick] [--only FIGURES] [--out DIR]`.
 
-FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale. Prints a table and
+FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache. Prints a table and
 writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
 
 Not part of the test run: nothing here is named test_*. See tests/bench/README.md.
@@ -29,7 +29,7 @@ from tests.bench import common
 from tests.bench.backends import BACKENDS
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 
-FIGURES = ("drain", "requests", "reaction", "idle", "scale")
+FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache")
 GOALS = {
     "drain_vs_critical_path": 1.1,
     "drain_vs_kubectl": 0.5,
@@ -37,6 +37,7 @@ GOALS = {
     "reaction_p95_ms": 100.0,
     "idle_rss_mib": 60.0,
     "idle_cpu_percent": 0.5,
+    "cached_pod_bytes": 2000,
 }
 # nodes of the scale figure (x 30 pods), per backend
 SCALE_SIZES = {"sim": [250, 500, 1000], "real": [250, 500, 1000]}
@@ -260,6 +261,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
             ),
             _sim_only("idle API requests", f"{idle['api_requests_per_minute']:.1f} / min"),
         ]
+    cache = results.get("cache")
+    if cache and "error" not in cache:
+        out += [
+            _sim_only(
+                f"bytes per cached pod ({cache['json_bytes_per_pod']} B JSON pods): whole / kept",
+                f"{cache['whole_bytes_per_cached_pod']} / {cache['lean_bytes_per_cached_pod']} B",
+                "kept <= 2 KB",
+                cache["lean_bytes_per_cached_pod"] <= GOALS["cached_pod_bytes"],
+            )
+        ]
     sc = results.get("scale")
     if sc and "error" not in sc:
         out += scale_rows({b: sc[b] for b in BACKENDS if b in sc})
@@ -407,7 +418,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.setdefault("durations_seconds", {})[name] = round(time.monotonic() - t, 1)
         print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", file=sys.stderr)
 
-    from tests.bench import drain, idle, reaction, scale
+    from tests.bench import cache, drain, idle, reaction, scale
 
     binaries: Binaries | None = None
     on_real = "real" in backends and bool({"drain", "requests", "scale"} & set(figures))
@@ -442,6 +453,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 sizes, work / "scale", seed=args.seed, profile=args.profile, binaries=binaries
             ),
         )
+    if "cache" in figures:
+        await step("cache", asyncio.to_thread(cache.run))
     results["workdir"] = str(work)
     return results
 

@@ -1,0 +1,66 @@
+"""What the shared informers keep of an object: of a pod, only what the controllers read.
+
+A real pod is 5-20 KB of JSON, most of it containers (images, commands, env, probes, mounts),
+volumes, container statuses, conditions and managedFields; decoded, 50 KB of Python objects. The
+controllers and interceptors read its metadata, and of its spec and status only the fields in
+POD_SPEC_READ and POD_STATUS_READ. Keeping the rest would cost the leader tens of times the
+memory on a large cluster (client-go's informers drop managedFields for the same reason; this
+goes further). A controller that comes to read another pod field adds it here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodeagent.kube.resources import PODS, Obj
+
+__all__ = ["LAST_APPLIED", "POD_SPEC_READ", "POD_STATUS_READ", "lean_pod", "transform_for"]
+
+POD_SPEC_READ = frozenset(
+    {"nodeName", "priority", "priorityClassName", "tolerations", "terminationGracePeriodSeconds"}
+)
+POD_STATUS_READ = frozenset({"phase"})
+# kubectl apply's copy of the whole object, in an annotation
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_INTERN_MAX = 64  # names, label values, enums; not long free text
+
+
+def lean_pod(pod: Obj) -> Obj:
+    """`pod` with its metadata (without managedFields and kubectl's last-applied annotation)
+    and only the spec and status fields the controllers read; keys and short strings interned
+    (each pod decoded from JSON has its own copy of every one; shared, they cost nothing per
+    pod). A new object; the input is not changed."""
+    out: Obj = {k: v for k, v in pod.items() if k not in ("metadata", "spec", "status")}
+    md = pod.get("metadata")
+    if isinstance(md, Mapping):
+        kept = {k: v for k, v in md.items() if k != "managedFields"}
+        annotations = kept.get("annotations")
+        if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
+            kept["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+        out["metadata"] = kept
+    for section, read in (("spec", POD_SPEC_READ), ("status", POD_STATUS_READ)):
+        part = pod.get(section)
+        if isinstance(part, Mapping):
+            out[section] = {k: v for k, v in part.items() if k in read}
+    interned: Obj = _interned(out)
+    return interned
+
+
+def _interned(value: Any) -> Any:
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _INTERN_MAX else value
+    if isinstance(value, Mapping):
+        return {sys.intern(str(k)): _interned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interned(v) for v in value]
+    return value
+
+
+_TRANSFORMS: dict[str, Callable[[Obj], Obj]] = {PODS.plural: lean_pod}
+
+
+def transform_for(plural: str) -> Callable[[Obj], Obj] | None:
+    """The transform the shared informers apply to objects of a resource, if any."""
+    return _TRANSFORMS.get(plural)
