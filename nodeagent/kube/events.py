@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
 from nodeagent.kube.resources import EVENTS, Obj, format_time
-from nodeagent.model.bodies import EventType
+from nodeagent.model.bodies import EventType, describe
 from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
 __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
@@ -119,9 +119,9 @@ class EventRecorder:
                     return
                 await self._create(series, involved, type, reason, message, now)
         except KubeError as exc:
-            log.warning("cannot record event %s for %s: %s", reason, _describe(obj), exc)
+            log.warning("cannot record event %s for %s: %s", reason, describe(obj), exc)
         except Exception:
-            log.exception("cannot record event %s for %s", reason, _describe(obj))
+            log.exception("cannot record event %s for %s", reason, describe(obj))
 
     def _series_for(self, key: _Key) -> _EventSeries:
         series = self._series.get(key)
@@ -192,12 +192,3 @@ class EventRecorder:
             series.namespace = namespace
             series.count = 1
             return
-
-
-def _describe(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    name = str(meta.get("name", "?"))
-    namespace = meta.get("namespace")
-    kind = obj.get("kind", "object")
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

@@ -36,6 +36,7 @@ __all__ = [
     "condition",
     "condition_true",
     "deleting",
+    "describe",
     "generation",
     "items",
     "mapping",
@@ -186,6 +187,16 @@ def uid_of(obj: object) -> str:
 
 def name_of(obj: Mapping[str, Any]) -> str:
     return str(mapping(obj, "metadata").get("name") or "")
+
+
+def describe(obj: Mapping[str, Any], kind: str = "object") -> str:
+    """`Kind namespace/name` (or `Kind name`) for messages; `kind` when the object names none,
+    `?` for a missing name."""
+    md = mapping(obj, "metadata")
+    name = str(md.get("name") or "?")
+    namespace = md.get("namespace")
+    what = str(obj.get("kind") or kind)
+    return f"{what} {namespace}/{name}" if namespace else f"{what} {name}"
 
 
 def deleting(obj: Mapping[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.model.bodies import mapping, metadata_of, name_of
+from nodeagent.model.bodies import describe, mapping, metadata_of, name_of
 from nodeagent.model.drainplan import (
     DRAIN_ANNOTATION,
     DRAIN_SKIP,
@@ -222,11 +222,6 @@ def _never_reason(info: PodInfo, pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _describe(nm: Mapping[str, Any]) -> str:
-    name = name_of(nm)
-    return f"NodeMaintenance {name}" if name else "NodeMaintenance"
-
-
 def preview(
     nm: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
@@ -238,7 +233,7 @@ def preview(
     when the controller would find the spec invalid (``Valid=False``)."""
     validity = validate(nm)
     if not validity.valid:
-        raise InvalidMaintenance(f"{_describe(nm)}: {validity.message}")
+        raise InvalidMaintenance(f"{describe(nm, 'NodeMaintenance')}: {validity.message}")
     plan = validity.plan
     node_list = list(nodes)
     selected = sorted({name_of(n) for n in node_list if selects(nm, n)})
