@@ -51,6 +51,7 @@ __all__ = [
     "eviction_backoff",
     "heartbeat_due",
     "heartbeat_interval",
+    "imperative_refusal_cause",
     "imperative_refusal_message",
     "next_heartbeat_in",
     "parse_activation",
@@ -621,8 +622,27 @@ def parse_retries(message: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+_REFUSAL_PREFIX = "Could not evict the pod due to failing eviction requests, number of retries: "
+_REFUSAL = re.compile(re.escape(_REFUSAL_PREFIX) + r"\d+(?: \(last: (.*)\))?\Z", re.DOTALL)
+_BUDGET = re.compile(r"disruption budget ([a-z0-9][-a-z0-9.]*[a-z0-9]|[a-z0-9])")
+
+
 def imperative_refusal_message(retries: int, cause: str) -> str:
     """As the KEP's example: "Could not evict a pod due to failing eviction requests, number of
     retries: 7", plus the last refusal."""
-    text = f"Could not evict the pod due to failing eviction requests, number of retries: {retries}"
+    text = f"{_REFUSAL_PREFIX}{retries}"
     return text + (f" (last: {cause})" if cause else "")
+
+
+def imperative_refusal_cause(message: str) -> str | None:
+    """What refused the eviction, briefly and without the retry count, from an
+    ``imperative-eviction.k8s.io`` message of :func:`imperative_refusal_message`; None when the
+    message is no refusal. A PodDisruptionBudget is named (``PodDisruptionBudget web``), since
+    its message also carries pod counts that change while nothing else does."""
+    match = _REFUSAL.match(message)
+    if match is None:
+        return None
+    cause = " ".join((match.group(1) or "").split())
+    if (budget := _BUDGET.search(cause)) is not None:
+        return f"PodDisruptionBudget {budget.group(1)}"
+    return cause or "refused"

@@ -116,9 +116,11 @@ def _map(value: object) -> Mapping[str, Any]:
 
 
 def _without_progress(status: Mapping[str, Any]) -> dict[str, Any]:
-    """`status` minus what changes with every pod that leaves: the pod counters and the
-    message of a Drained condition that is not True yet ("N pods left ...")."""
+    """`status` minus what changes with every pod that leaves: the pod counters (the summary's
+    podsLeft among them) and the message of a Drained condition that is not True yet ("N pods
+    left ...")."""
     out = dict(status)
+    out["summary"] = {k: v for k, v in _map(status.get("summary")).items() if k != "podsLeft"}
     out["nodeStatuses"] = [
         {k: v for k, v in ns.items() if k not in ("podsPendingEvacuation", "podsEvacuating")}
         for ns in status.get("nodeStatuses") or ()

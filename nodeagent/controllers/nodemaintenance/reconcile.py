@@ -30,6 +30,15 @@ moved backwards (judged against ``status.stageStatuses``), a drainPlan that diff
 recorded in ``status.drainPlanHash``, an invalid nodeSelector or drain plan make the
 maintenance ``Valid=False`` with a message naming the problem, and nothing else is touched
 (except on deletion, which always runs Complete so the finalizer can go).
+
+Summary. ``status.summary`` is what ``kubectl get nm`` shows (printer columns cannot sum over
+nodeStatuses): ``nodes`` (``2/5 drained``; ``5 cordoned`` or ``5 selected`` before Drain),
+``podsLeft``, the current drain plan ``entry`` (``Default<=1000000000 (1 of 3)``) and
+``blockedBy``, one line on what holds the maintenance now: the Valid=False reason, a targeted
+pod whose eviction the imperative interceptor saw refused (named with the refusal's cause,
+without the retry count), or the first undrained node that waits for other nodes or is limited
+by another maintenance. Only podsLeft changes with every pod that leaves (the shell writes such
+progress at a limited rate); the other fields change when what they show changes.
 """
 
 from __future__ import annotations
@@ -63,7 +72,12 @@ from nodeagent.model.draintargets import (
     Resolution,
     resolve,
 )
-from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
+from nodeagent.model.interceptors import (
+    IMPERATIVE_INTERCEPTOR,
+    InvalidInterceptors,
+    imperative_refusal_cause,
+    target_interceptors,
+)
 from nodeagent.model.maintenance import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -416,13 +430,67 @@ def _note_ignored_interceptors(
                 bad.append(f"pod {md.get('namespace')}/{md.get('name')}: {exc}")
         if bad:
             more = f" (and {len(bad) - 1} more pods)" if len(bad) > 1 else ""
-            out["drainMessage"] += (
-                f"; {min(bad)}{more}; the default interceptors are used instead"
-            )
+            out["drainMessage"] += f"; {min(bad)}{more}; the default interceptors are used instead"
 
 
 def _cordon_value(names: Iterable[str]) -> str:
     return ",".join(sorted(set(names)))
+
+
+_MAX_BLOCKED_BY = 160
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_BLOCKED_BY else line[: _MAX_BLOCKED_BY - 3] + "..."
+
+
+def _refused_pod(
+    drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequest]
+) -> str | None:
+    """The first targeted pod (by namespace and name) whose eviction the imperative interceptor
+    reports refused, with the refusal's cause."""
+    for ref in sorted(
+        (ref for ns in drain.nodes for ref in ns.targeted_pods),
+        key=lambda r: (r.namespace, r.name, r.uid),
+    ):
+        er = eviction_requests.get(ref.uid)
+        if er is None or condition_true(er, "Evicted") or condition_true(er, "Canceled"):
+            continue
+        for entry in items(mapping(er, "status"), "interceptors"):
+            if as_map(entry).get("name") != IMPERATIVE_INTERCEPTOR:
+                continue
+            message = as_map(entry).get("message")
+            cause = imperative_refusal_cause(message) if isinstance(message, str) else None
+            if cause is not None:
+                return f"pod {ref.namespace}/{ref.name}: eviction refused by {cause}"
+    return None
+
+
+def _waiting_node(drain: MaintenanceDrain) -> str | None:
+    """The first undrained node that waits for other nodes or another maintenance."""
+    for ns in drain.nodes:
+        if not ns.drained and (
+            ns.drain_message.startswith("Waiting") or "(limited by " in ns.drain_message
+        ):
+            return f"node {ns.node}: {ns.drain_message}"
+    return None
+
+
+def _drain_summary(
+    drain: MaintenanceDrain, plan_length: int, eviction_requests: Mapping[str, EvictionRequest]
+) -> dict[str, Any]:
+    """``status.summary`` in Drain (see the module's docstring)."""
+    summary: dict[str, Any] = {
+        "nodes": f"{sum(1 for ns in drain.nodes if ns.drained)}/{len(drain.nodes)} drained",
+        "podsLeft": sum(ns.pods_pending_evacuation + ns.pods_evacuating for ns in drain.nodes),
+        "entry": f"{drain.current_entry.describe()} ({drain.entry_index + 1} of {plan_length})",
+    }
+    if not drain.drained:
+        blocked = _refused_pod(drain, eviction_requests) or _waiting_node(drain)
+        if blocked is not None:
+            summary["blockedBy"] = _one_line(blocked)
+    return summary
 
 
 def _drain_status(
@@ -432,6 +500,7 @@ def _drain_status(
     plan_length: int,
     now: datetime,
     observed: int | None,
+    eviction_requests: Mapping[str, EvictionRequest],
 ) -> list[RecordedEvent]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
     worth."""
@@ -440,6 +509,7 @@ def _drain_status(
     old_drained = next((c for c in conditions if c.get("type") == "Drained"), None)
     status["nodeStatuses"] = [ns.to_status() for ns in drain.nodes]
     status["drainPlanIndex"] = drain.entry_index
+    status["summary"] = _drain_summary(drain, plan_length, eviction_requests)
     entry = f"drain plan entry {drain.entry_index + 1} of {plan_length}: "
     entry += drain.current_entry.describe()
     if old_index != drain.entry_index:
@@ -474,7 +544,11 @@ def _copy(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _neighbour_statuses(
-    others: Mapping[str, _Other], resolution: Resolution, me: str, now: datetime
+    others: Mapping[str, _Other],
+    resolution: Resolution,
+    me: str,
+    now: datetime,
+    eviction_requests: Mapping[str, EvictionRequest],
 ) -> list[StatusUpdate]:
     """The drain resolution is one computation over all intersecting maintenances; store it
     for each of them at once, so that no maintenance's stored position lags behind the ones
@@ -489,7 +563,13 @@ def _neighbour_statuses(
         status = _copy(old)
         conditions = [dict(c) for c in items(status, "conditions") if isinstance(c, Mapping)]
         events = _drain_status(
-            status, conditions, drain, len(o.validity.plan), now, generation(o.obj)
+            status,
+            conditions,
+            drain,
+            len(o.validity.plan),
+            now,
+            generation(o.obj),
+            eviction_requests,
         )
         status["conditions"] = conditions
         if status != dict(old):
@@ -688,6 +768,19 @@ def _undrained_node_statuses(ctx: _Context, act_stage: Stage) -> list[dict[str, 
     return node_statuses
 
 
+def _undrained_summary(
+    node_statuses: Sequence[Mapping[str, Any]], act_stage: Stage
+) -> dict[str, Any]:
+    """``status.summary`` in Idle and Cordon: the selected nodes and the pods on them."""
+    done = "cordoned" if act_stage == Stage.CORDON else "selected"
+    return {
+        "nodes": f"{len(node_statuses)} {done}",
+        "podsLeft": sum(
+            int(ns["podsPendingEvacuation"]) + int(ns["podsEvacuating"]) for ns in node_statuses
+        ),
+    }
+
+
 def _status(
     ctx: _Context, cordon_events: Sequence[RecordedEvent], my_drain: MaintenanceDrain | None
 ) -> tuple[dict[str, Any] | None, list[RecordedEvent]]:
@@ -710,11 +803,20 @@ def _status(
         if act_stage == Stage.DRAIN and my_drain is not None:
             plan_length = len(ctx.validity.plan)
             events.extend(
-                _drain_status(status, conditions, my_drain, plan_length, ctx.inp.now, observed)
+                _drain_status(
+                    status,
+                    conditions,
+                    my_drain,
+                    plan_length,
+                    ctx.inp.now,
+                    observed,
+                    ctx.inp.eviction_requests,
+                )
             )
             _note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.inp.pods)
         elif act_stage in (Stage.IDLE, Stage.CORDON):
             status["nodeStatuses"] = _undrained_node_statuses(ctx, act_stage)
+            status["summary"] = _undrained_summary(status["nodeStatuses"], act_stage)
             conditions[:] = set_condition(
                 conditions,
                 "Drained",
@@ -724,7 +826,13 @@ def _status(
                 ctx.inp.now,
                 observed,
             )
-        # Complete: the last drain status and the Drained condition stay as they were.
+        elif act_stage == Stage.COMPLETE and isinstance(status.get("summary"), dict):
+            # The last drain status and the Drained condition stay as they were; nothing holds.
+            status["summary"].pop("blockedBy", None)
+    if not ctx.validity.valid and act_stage != Stage.COMPLETE:
+        summary = as_map(status.get("summary"))
+        blocked = f"{ctx.validity.reason}: {ctx.validity.message}"
+        status["summary"] = {**summary, "blockedBy": _one_line(blocked)}
     status["conditions"] = conditions
     return (status if status != dict(old_status) else None), events
 
@@ -872,7 +980,7 @@ def decide(inp: Inputs) -> Actions:
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (
-        _neighbour_statuses(ctx.others, resolution, me, inp.now)
+        _neighbour_statuses(ctx.others, resolution, me, inp.now, inp.eviction_requests)
         if resolution is not None and ctx.acting
         else []
     )

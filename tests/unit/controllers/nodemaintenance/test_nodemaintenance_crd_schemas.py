@@ -62,7 +62,16 @@ def test_names_scopes_and_printer_columns() -> None:
         for p in ("nodemaintenances", "evictionrequests")
     }
     assert columns == {
-        "nodemaintenances": ["Stage", "Drained", "Reason", "Age"],
+        "nodemaintenances": [
+            "Stage",
+            "Nodes",
+            "Pods Left",
+            "Entry",
+            "Blocked By",
+            "Drained",
+            "Reason",
+            "Age",
+        ],
         "evictionrequests": ["Pod", "Active", "Evicted", "Canceled", "Age"],
     }
 
@@ -102,6 +111,12 @@ def test_nodemaintenance_schema_defaults_and_rejects() -> None:
         "drainPlanIndex": 3,
         "drainPlanHash": "abc",
         "observedGeneration": 2,
+        "summary": {
+            "nodes": "0/1 drained",
+            "podsLeft": 3,
+            "entry": "Default<=1 (4 of 12)",
+            "blockedBy": "pod default/web: eviction refused by PodDisruptionBudget web",
+        },
         "stageStatuses": [{"name": "Drain", "startTimestamp": "2024-05-01T10:00:00Z"}],
         "nodeStatuses": [
             {
@@ -125,6 +140,9 @@ def test_nodemaintenance_schema_defaults_and_rejects() -> None:
     kept = copy.deepcopy(status)
     assert admit_custom(s, status) == []
     assert status["status"] == kept["status"]
+    negative = copy.deepcopy(status)
+    negative["status"]["summary"]["podsLeft"] = -1
+    assert [c[0] for c in admit_custom(s, negative)] == ["status.summary.podsLeft"]
 
 
 def test_evictionrequest_schema() -> None:

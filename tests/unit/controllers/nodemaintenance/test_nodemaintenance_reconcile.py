@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodeagent.controllers.nodemaintenance.controller import _progress_only
 from nodeagent.controllers.nodemaintenance.reconcile import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -41,6 +42,7 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
 )
 from nodeagent.model.draintargets import plan_targets, targets_within
+from nodeagent.model.interceptors import imperative_refusal_message
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -731,7 +733,10 @@ def test_invalid_specs_are_reported_and_touch_nothing(spec: Obj, reason: str, me
     assert not (a.requester_patches or a.delete_evictions or a.remove_finalizer)
     assert [(e.type, e.reason, e.message) for e in a.events] == [("Warning", reason, message)]
     assert a.status is not None
-    assert set(a.status) == {"observedGeneration", "conditions"}
+    assert set(a.status) == {"observedGeneration", "conditions", "summary"}
+    blocked = f"{reason}: {message}"  # one line of at most 160 characters
+    blocked = blocked if len(blocked) <= 160 else blocked[:157] + "..."
+    assert a.status["summary"] == {"blockedBy": blocked}
     (valid,) = a.status["conditions"]
     assert (valid["type"], valid["status"], valid["reason"], valid["message"]) == (
         "Valid",
@@ -989,3 +994,146 @@ def test_an_ignored_interceptor_annotation_is_named_on_the_drain_message() -> No
     w.remove_pod("db")
     w.settle()
     assert w.status("m", "one")["drainMessage"] == "Drained"
+
+
+# --- status.summary (the kubectl get columns) ---------------------------------------------------
+
+
+def summary(w: World, nm: str) -> Obj:
+    return dict(w.nms[nm]["status"]["summary"])
+
+
+def refused(w: World, pod: str, retries: int, cause: str) -> None:
+    """The EvictionRequest controller's imperative interceptor reports a refused eviction."""
+    (uid,) = [u for u, p in w.pods.items() if p["metadata"]["name"] == pod]
+    er = w.ers[uid]
+    er["status"] = {
+        "interceptors": [
+            {
+                "name": "imperative-eviction.k8s.io",
+                "message": imperative_refusal_message(retries, cause),
+            }
+        ]
+    }
+    er["metadata"]["resourceVersion"] = w._rv()
+
+
+PDB_REFUSAL = (
+    "429 TooManyRequests: Cannot evict pod as it would violate the pod's disruption budget. "
+    "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
+)
+
+
+def test_summary_counts_nodes_and_pods_and_names_the_entry() -> None:
+    w = World()
+    w.pod("web", "one")
+    w.pod("db", "one", 2000)
+    w.pod("cache", "two", 2000)
+    w.maintenance("m", ["one", "two", "three"], stage="Idle", plan=[entry("Default", 1000)])
+    w.settle()
+    assert summary(w, "m") == {"nodes": "3 selected", "podsLeft": 3}
+    w.set_stage("m", "Cordon")
+    w.settle()
+    assert summary(w, "m") == {"nodes": "3 cordoned", "podsLeft": 3}
+
+    w.set_stage("m", "Drain")
+    w.settle()
+    # node two waits for node one's pods of the first entry
+    assert summary(w, "m") == {
+        "nodes": "1/3 drained",
+        "podsLeft": 3,
+        "entry": "Default<=1000 (1 of 13)",
+        "blockedBy": "node two: Waiting for node one.",
+    }
+    w.remove_pod("web")
+    w.settle()
+    assert summary(w, "m") == {
+        "nodes": "1/3 drained",
+        "podsLeft": 2,
+        "entry": "Default<=1000000000 (2 of 13)",
+    }
+    w.remove_pod("db")
+    w.remove_pod("cache")
+    w.settle()
+    assert summary(w, "m") == {
+        "nodes": "3/3 drained",
+        "podsLeft": 0,
+        "entry": "Static<=2147483647 (13 of 13)",  # a drained maintenance ends its plan
+    }
+    w.set_stage("m", "Complete")
+    w.settle()
+    assert summary(w, "m")["nodes"] == "3/3 drained"
+
+
+def test_blocked_by_another_maintenance() -> None:
+    w = World()
+    for node, prios in {"one": [4000, 8000], "three": [9000, 14000]}.items():
+        for p in prios:
+            w.pod(f"{node}-{p}", node, p)
+    w.maintenance("maintenance-a", ["one", "two"], plan=PLAN_A)
+    w.maintenance("maintenance-b", ["one", "three"], plan=PLAN_B)
+    w.settle()
+    assert "blockedBy" not in summary(w, "maintenance-a")
+    assert summary(w, "maintenance-b")["blockedBy"] == (
+        "node one: Evacuating (limited by maintenance-a)"
+    )
+    assert summary(w, "maintenance-b")["entry"] == "Default<=10000 (1 of 15)"
+
+
+def test_blocked_by_a_refused_eviction_names_the_pod_and_the_budget() -> None:
+    w = World()
+    w.pod("web-1", "one")
+    w.pod("web-2", "one")
+    w.maintenance("m", ["one"])
+    w.settle()
+    assert "blockedBy" not in summary(w, "m")
+    refused(w, "web-2", 1, PDB_REFUSAL)
+    w.settle()
+    assert summary(w, "m")["blockedBy"] == (
+        "pod default/web-2: eviction refused by PodDisruptionBudget web-pdb"
+    )
+    # every retry changes the request, not what the summary shows: nothing to write
+    refused(w, "web-2", 2, PDB_REFUSAL.replace("has 2", "has 1"))
+    assert w.decide("m").idle
+    # the first refused pod by name; another cause is shown as the API server said it
+    refused(w, "web-1", 1, "500 InternalError: etcd timeout")
+    w.settle()
+    assert summary(w, "m")["blockedBy"] == (
+        "pod default/web-1: eviction refused by 500 InternalError: etcd timeout"
+    )
+    # the pods go: nothing holds the maintenance any more
+    w.remove_pod("web-1")
+    w.remove_pod("web-2")
+    w.settle()
+    assert summary(w, "m") == {
+        "nodes": "1/1 drained",
+        "podsLeft": 0,
+        "entry": "Static<=2147483647 (12 of 12)",
+    }
+
+
+def test_complete_drops_blocked_by_and_invalid_says_why() -> None:
+    w = World()
+    w.pod("web", "one")
+    w.maintenance("m", ["one"])
+    w.settle()
+    refused(w, "web", 1, PDB_REFUSAL)
+    w.settle()
+    assert "blockedBy" in summary(w, "m")
+    w.nms["m"]["spec"]["drainPlan"] = [entry("Default", 5)]  # changed: immutable
+    w.nms["m"]["metadata"]["generation"] += 1
+    w.settle()
+    blocked = summary(w, "m")["blockedBy"]
+    assert blocked.startswith("InvalidDrainPlan: ") and "\n" not in blocked
+    assert summary(w, "m")["podsLeft"] == 1  # the last drain status stays
+    w.set_stage("m", "Complete")
+    w.settle()
+    assert "blockedBy" not in summary(w, "m")
+    assert summary(w, "m")["nodes"] == "0/1 drained"
+
+
+def test_only_pods_left_is_progress() -> None:
+    old = {"summary": {"nodes": "0/1 drained", "podsLeft": 3, "blockedBy": "x"}}
+    assert _progress_only(old, {"summary": {**old["summary"], "podsLeft": 2}})
+    assert not _progress_only(old, {"summary": {**old["summary"], "nodes": "1/1 drained"}})
+    assert not _progress_only(old, {"summary": {"nodes": "0/1 drained", "podsLeft": 2}})
