@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -96,12 +97,38 @@ def test_control_fields(deb: Path, unpacked: Path) -> None:
     for dep in ("python3-venv", "systemd", "dbus"):
         assert dep in depends
     if any("-cp3" in w.name and "-abi3-" not in w.name for w in compiled):
-        # cp311-cp311 wheels: only the Python minor version they were built for
-        minor = sys.version_info.minor
-        assert f"python3 (<< {sys.version_info.major}.{minor + 1})" in depends
+        # cp3XY-cp3XY wheels: the CPythons they are bundled for (build-deb's DEB_PYTHONS)
+        assert "python3 (>= 3.11)" in depends and "python3 (<< 3.14)" in depends
     shipped_kib = sum(w.stat().st_size for w in wheels(unpacked)) // 1024
     assert int(field(deb, "Installed-Size")) > 2 * shipped_kib  # counts the virtualenv
     assert field(deb, "Maintainer") and field(deb, "Description")
+
+
+@pytest.mark.parametrize("python", ["3.11", "3.12", "3.13"])
+def test_the_bundled_wheels_install_offline_on_each_python_it_allows(
+    unpacked: Path, python: str, tmp_path: Path
+) -> None:
+    # what the postinst's `pip install --no-index --require-hashes` would pick on that CPython
+    # (Debian 12, Ubuntu 24.04, Debian 13), resolved here without installing
+    machine = platform.machine()
+    platforms = [f"manylinux_2_{m}_{machine}" for m in range(5, 41)]
+    platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
+    tag = "cp" + python.replace(".", "")
+    share = unpacked / "usr/share/nodeagent"
+    r = subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+            "--disable-pip-version-check", "--ignore-installed", "--no-index",
+            "--find-links", str(share / "wheels"), "--require-hashes",
+            "-r", str(share / "requirements.txt"), "--only-binary=:all:",
+            "--implementation", "cp", "--python-version", python,
+            "--abi", tag, "--abi", "abi3", "--abi", "none",
+            *(a for p in platforms for a in ("--platform", p)),
+            "--target", str(tmp_path / "target"),
+        ],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def test_contents(deb: Path) -> None:
@@ -165,8 +192,11 @@ def test_files_are_the_projects(unpacked: Path) -> None:
 
 
 def test_bundled_wheels_are_complete_and_pinned(unpacked: Path) -> None:
-    found = {_norm(w.name.split("-")[0]): w for w in wheels(unpacked)}
-    assert found["nodeagent"].name == f"nodeagent-{VERSION}-py3-none-any.whl"
+    # compiled dependencies come once per CPython the package allows: one project, several files
+    found: dict[str, list[Path]] = {}
+    for w in wheels(unpacked):
+        found.setdefault(_norm(w.name.split("-")[0]), []).append(w)
+    assert [w.name for w in found["nodeagent"]] == [f"nodeagent-{VERSION}-py3-none-any.whl"]
     # every runtime dependency of nodeagent (no extras) has its wheel
     for req in importlib.metadata.requires("nodeagent") or []:
         if "extra ==" in req:
@@ -174,7 +204,7 @@ def test_bundled_wheels_are_complete_and_pinned(unpacked: Path) -> None:
         name = re.match(r"[A-Za-z0-9._-]+", req)
         assert name is not None
         assert _norm(name[0]) in found, req
-    # requirements.txt pins exactly the bundled wheels, by hash
+    # requirements.txt pins exactly the bundled wheels, by hash: one line a project, a hash a file
     lines = [
         line
         for line in (unpacked / "usr/share/nodeagent/requirements.txt").read_text().splitlines()
@@ -182,11 +212,12 @@ def test_bundled_wheels_are_complete_and_pinned(unpacked: Path) -> None:
     ]
     assert len(lines) == len(found)
     for line in lines:
-        m = re.fullmatch(r"(\S+)==(\S+) --hash=sha256:([0-9a-f]{64})", line)
+        m = re.fullmatch(r"(\S+)==(\S+)((?: --hash=sha256:[0-9a-f]{64})+)", line)
         assert m, line
-        wheel = found[_norm(m[1])]
-        assert wheel.name.split("-")[1] == m[2]
-        assert hashlib.sha256(wheel.read_bytes()).hexdigest() == m[3]
+        files = found[_norm(m[1])]
+        assert {w.name.split("-")[1] for w in files} == {m[2]}
+        listed = set(re.findall(r"[0-9a-f]{64}", m[3]))
+        assert listed == {hashlib.sha256(w.read_bytes()).hexdigest() for w in files}
 
 
 def test_maintainer_scripts(unpacked: Path) -> None:
