@@ -1,7 +1,5 @@
 """The Helm chart packaging/helm/nodeagent, with real `helm` (v3, pinned in scripts/helm/go.mod,
-built from its Go module into the test cache by tests/helmbuild.py on first use; without a Go
-toolchain these tests are skipped, except under NODEAGENT_TEST_CLUSTER=real|both, as in CI,
-where they fail).
+the `helm` fixture of conftest.py beside this file).
 
 What they check: `helm lint --strict` passes with the default values and with every toggle on;
 `helm template --include-crds` with the default values into `nodeagent-system` renders exactly
@@ -13,26 +11,22 @@ image, resources, scheduling and configuration land where they should and the co
 stay valid; the monitoring objects are off by default and, on, equal packaging/monitoring's;
 the chart's CRD copy is current.
 
-What they do not: install the chart (`helm install` against a server: CRDs before templates,
-the policy accepted by an API server, upgrades, `helm uninstall`), nor render with values other
-than those set here."""
+What they do not: render with values other than those set here. Installing the chart on a
+server (`helm install`, `helm upgrade`, `helm uninstall`) is test_helm_install.py's."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
-from tests.helmbuild import BuildError, ensure_helm
 from tests.integration.packaging.test_kubernetes_manifests import manifests
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,24 +40,6 @@ TOGGLES = [
     "namespace.create=true",
 ]
 Doc = dict[str, Any]
-
-
-@functools.cache
-def _helm_or_reason() -> Path | str:
-    try:
-        return ensure_helm(log=False)
-    except BuildError as e:
-        return str(e)
-
-
-@pytest.fixture
-def helm() -> Path:
-    found = _helm_or_reason()
-    if isinstance(found, Path):
-        return found
-    if os.environ.get("NODEAGENT_TEST_CLUSTER") in ("real", "both"):
-        pytest.fail(f"helm cannot be built: {found}", pytrace=False)
-    pytest.skip(f"helm cannot be built: {found}")
 
 
 def run_helm(helm: Path, *args: str) -> str:
