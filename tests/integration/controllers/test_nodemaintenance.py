@@ -383,8 +383,12 @@ async def test_a_drain_requests_evictions_in_plan_order_until_drained(
 
     out = await kubectl.ok("get", "nm")
     header, row = out.splitlines()[:2]
-    assert header.split() == ["NAME", "STAGE", "DRAINED", "REASON", "AGE"]
-    assert row.split()[:5] == ["upgrade", "Drain", "True", "test", "upgrade"]
+    assert header.split() == [
+        *["NAME", "STAGE", "NODES", "PODS", "LEFT", "ENTRY", "BLOCKED", "BY", "DRAINED", "AGE"]
+    ]
+    # nothing blocks a drained maintenance: no BLOCKED BY, DRAINED True
+    assert row.split()[:5] == ["upgrade", "Drain", row.split()[2], "drained", "0"]
+    assert row.split()[-2] == "True"
     out = await kubectl.ok("get", "evr", "-A")
     assert out.splitlines()[0].split() == [
         "NAMESPACE",

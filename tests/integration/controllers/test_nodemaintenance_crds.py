@@ -138,8 +138,13 @@ spec:
     )
     listed = await kubectl.ok("get", "nm")
     header, row = listed.splitlines()
-    assert header.split() == ["NAME", "STAGE", "DRAINED", "REASON", "AGE"]
-    assert row.split()[:3] == ["planned", "Idle", "kernel"]
+    assert header.split() == [
+        *["NAME", "STAGE", "NODES", "PODS", "LEFT", "ENTRY", "BLOCKED", "BY", "DRAINED", "AGE"]
+    ]
+    assert row.split()[:2] == ["planned", "Idle"]  # no status: no controller runs here
+    header, row = (await kubectl.ok("get", "nm", "-o", "wide")).splitlines()
+    assert header.split()[-2:] == ["REASON", "AGE"]
+    assert row.split()[2] == "kernel"
     bad = await kubectl.run(
         "patch", "nm", "planned", "--type=merge", "-p", '{"spec":{"stage":"Later"}}'
     )
