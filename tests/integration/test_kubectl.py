@@ -3,14 +3,23 @@ same commands and assertions hold on the simulated cluster and on kube-apiserver
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import random
 from collections.abc import AsyncIterator
 
 import pytest
 
+from nodeagent.controllers.evictionrequest import EvictionRequestController
+from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
+from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.events import EventRecorder
+from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODES, PODS, Obj
-from tests.clusters import ClusterView, TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.conftest import Kubectl
+from tests.integration.controllers.evictionrequest_harness import fast_settings
 from tests.simutil import running
 
 CRD = """
@@ -174,3 +183,107 @@ async def test_unknown_resource_is_reported(backend: TestCluster, kubectl: Kubec
     r = await kubectl.run("get", "flurbs")
     assert r.code != 0
     assert 'the server doesn\'t have a resource type "flurbs"' in r.err
+
+
+BLOCKING_PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: web}}
+"""
+
+MAINTENANCE = """
+apiVersion: nodeagent.io/v1alpha1
+kind: NodeMaintenance
+metadata: {name: kernel}
+spec:
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchFields: [{key: metadata.name, operator: In, values: [node-1]}]
+  stage: Drain
+  reason: kernel update
+"""
+
+
+@pytest.fixture
+async def controllers(backend: TestCluster) -> AsyncIterator[None]:
+    """The NodeMaintenance and EvictionRequest controllers, as the leader runs them."""
+    await backend.install_crds(heartbeat_spacing=0)
+    agent = backend.client(await backend.service_account(CONTROLLERS_ACCOUNT), max_workers=8)
+    informers = SharedInformers(
+        agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
+    )
+    events = EventRecorder(agent, "nodeagent")
+    parts = [
+        NodeMaintenanceController(agent, informers, events),
+        EvictionRequestController(agent, informers, fast_settings(), events=events),
+    ]
+    tasks = [asyncio.create_task(informers.run())]
+    tasks += [asyncio.create_task(p.run()) for p in parts]
+    try:
+        async with asyncio.timeout(10):
+            for p in parts:
+                await p.wait_synced()
+        yield
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+
+def columns(out: str) -> list[dict[str, str]]:
+    """kubectl's table as one dict per row, cut at the headers' offsets (a value may hold
+    spaces, a header may be two words)."""
+    header, *rows = out.splitlines()
+    names = [n.strip() for n in header.split("   ") if n.strip()]
+    starts: list[int] = []
+    for n in names:  # "AGE" is in "STAGE" too: each header after the one before
+        starts.append(header.index(n, starts[-1] + 1 if starts else 0))
+    ends = [*starts[1:], None]
+    return [
+        {n: row[a:b].strip() for n, a, b in zip(names, starts, ends, strict=True)} for row in rows
+    ]
+
+
+async def test_get_nm_shows_the_drain_and_the_budget_that_blocks_it(
+    view: ClusterView, kubectl: Kubectl, controllers: None
+) -> None:
+    # both replicas on node-1, behind a budget that allows no disruption
+    await kubectl.ok("cordon", "node-2")
+    await kubectl.ok("cordon", "node-3")
+    await view.until(lambda: cordoned(view, "node-2") and cordoned(view, "node-3"))
+    await kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=2")
+    await kubectl.ok("apply", "-f", "-", stdin=BLOCKING_PDB)
+    await view.until(lambda: sum(running(p) for p in pods(view, app="web")) == 2)
+    await kubectl.ok("uncordon", "node-2")
+    await kubectl.ok("uncordon", "node-3")
+    first = min(p["metadata"]["name"] for p in pods(view, app="web"))
+
+    await kubectl.ok("apply", "-f", "-", stdin=MAINTENANCE)
+
+    summary: dict[str, object] = {}
+    for _ in range(200):
+        doc = json.loads(await kubectl.ok("get", "nm", "kernel", "-o", "json"))
+        summary = (doc.get("status") or {}).get("summary") or {}
+        if "PodDisruptionBudget" in str(summary.get("blockedBy")):
+            break
+        await asyncio.sleep(0.3)
+    else:
+        pytest.fail(f"never blocked by the budget: {summary}")
+    out = await kubectl.ok("get", "nm")
+    assert out.splitlines()[0].split() == [
+        *["NAME", "STAGE", "NODES", "PODS", "LEFT", "ENTRY", "BLOCKED", "BY", "DRAINED", "AGE"]
+    ]
+    (row,) = columns(out)
+    assert row["NAME"] == "kernel" and row["STAGE"] == "Drain"
+    assert row["NODES"] == "0/1 drained"
+    assert int(row["PODS LEFT"]) >= 2
+    assert row["ENTRY"] == "Default<=1000000000 (1 of 12)"
+    assert row["BLOCKED BY"] == f"pod default/{first}: eviction refused by PodDisruptionBudget web"
+    assert row["DRAINED"] == "False"
+    (wide,) = columns(await kubectl.ok("get", "nm", "-o", "wide"))
+    assert wide["REASON"] == "kernel update"

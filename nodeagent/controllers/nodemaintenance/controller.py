@@ -37,6 +37,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     connected,
     decide,
     involves,
+    refusal,
     status_nodes,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
@@ -319,9 +320,12 @@ class NodeMaintenanceController(Controller):
             self._enqueue_all(self._members.around_node(node))
 
     def _on_request_update(self, old: Obj, new: Obj) -> None:
-        if old.get("spec") != new.get("spec") or (old.get("status") or {}).get("conditions") != (
-            new.get("status") or {}
-        ).get("conditions"):
+        if (
+            old.get("spec") != new.get("spec")
+            or (old.get("status") or {}).get("conditions")
+            != (new.get("status") or {}).get("conditions")
+            or refusal(old) != refusal(new)  # status.summary.blockedBy
+        ):
             self._on_request(new)
 
     def _request_seen(self, er: Obj) -> None:

@@ -115,6 +115,7 @@ __all__ = [
     "effective_stage",
     "involves",
     "maintenance_nodes",
+    "refusal",
     "selected_nodes",
     "status_nodes",
     "validate",
@@ -455,15 +456,22 @@ def _refused_pod(
         key=lambda r: (r.namespace, r.name, r.uid),
     ):
         er = eviction_requests.get(ref.uid)
-        if er is None or condition_true(er, "Evicted") or condition_true(er, "Canceled"):
-            continue
-        for entry in items(mapping(er, "status"), "interceptors"):
-            if as_map(entry).get("name") != IMPERATIVE_INTERCEPTOR:
-                continue
+        cause = refusal(er) if er is not None else None
+        if cause is not None:
+            return f"pod {ref.namespace}/{ref.name}: eviction refused by {cause}"
+    return None
+
+
+def refusal(er: Mapping[str, Any]) -> str | None:
+    """Why the imperative interceptor's evictions of a request's pod are refused (briefly, as
+    ``status.summary.blockedBy`` shows it), or None. The shell reconciles the maintenances of
+    a request's node when this changes."""
+    if condition_true(er, "Evicted") or condition_true(er, "Canceled"):
+        return None
+    for entry in items(mapping(er, "status"), "interceptors"):
+        if as_map(entry).get("name") == IMPERATIVE_INTERCEPTOR:
             message = as_map(entry).get("message")
-            cause = imperative_refusal_cause(message) if isinstance(message, str) else None
-            if cause is not None:
-                return f"pod {ref.namespace}/{ref.name}: eviction refused by {cause}"
+            return imperative_refusal_cause(message) if isinstance(message, str) else None
     return None
 
 
