@@ -212,8 +212,9 @@ class ShutdownGuard:
             seen = logind.signals_seen
             state = await logind.preparing_for_shutdown()
             if logind.signals_seen == seen:
-                # a signal that came while we read is newer than (or equal to) the answer
-                events.put_nowait(state)
+                # logind's state now (a signal that came while we read is newer and queued):
+                # taken in before we say we are connected, so READY and the status report it
+                await self._on_state(state)
             try:
                 self.inhibit_delay_max = await logind.inhibit_delay_max_usec() / 1e6
             except BusError as e:

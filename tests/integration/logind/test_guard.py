@@ -174,6 +174,10 @@ async def test_startup_during_shutdown_acts_on_it(
 ) -> None:
     fake.preparing, fake.kind = True, "poweroff"
     guard = await run_guard()
+    # known the moment the guard says it is connected (READY's status reports it): it was
+    # only queued then, and an agent started during a shutdown reported no shutdown
+    await guard.connected_event.wait()
+    assert guard.preparing_for_shutdown
     await asyncio.wait_for(handler.started.wait(), 5)
     assert handler.kinds == ["poweroff"]
     # logind refuses a delay lock while the shutdown runs (OperationInProgress)
