@@ -119,11 +119,7 @@ def restore_command(
     if after_reboot and dry_run:
         print("nodeagent: --after-reboot cannot be combined with --dry-run", file=err)
         return 2
-    try:
-        paths = static_pod_paths(manifest_dir, stash_dir)
-    except ValueError as e:
-        print(f"nodeagent: {e}", file=err)
-        return 2
+    paths = static_pod_paths(manifest_dir, stash_dir)
     if paths is None:
         print(
             "nodeagent: the kubelet runs with static pods turned off; give --manifest-dir", file=err
