@@ -245,6 +245,7 @@ class NodeMaintenanceController(Controller):
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
+        self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
         self._deleted: dict[str, float] = {}  # uid of a request -> loop time
         self._maintenances.add_handler(
             self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
@@ -330,9 +331,11 @@ class NodeMaintenanceController(Controller):
 
     def _request_seen(self, er: Obj) -> None:
         self._created.pop(key_of(er), None)
+        self._created_by.pop(key_of(er), None)
 
     def _request_gone(self, er: Obj) -> None:
         self._created.pop(key_of(er), None)
+        self._created_by.pop(key_of(er), None)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
 
     def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
@@ -445,7 +448,11 @@ class NodeMaintenanceController(Controller):
         if a.create_evictions:
             log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
         await self._each(a.uncordon, self._patch_node)
-        if a.remove_finalizer:
+        if a.remove_finalizer and (left := self._creates_unseen(name)) is not None:
+            # A request we created is not in the cache yet, so this decision could not
+            # withdraw it; its informer event decides again (the timeout, should it never come).
+            self.enqueue_after(name, left)
+        elif a.remove_finalizer:
             finalizers = [f for f in metadata_of(current).get("finalizers") or [] if f != FINALIZER]
             await self._client.patch(
                 NODEMAINTENANCES,
@@ -458,6 +465,20 @@ class NodeMaintenanceController(Controller):
                 },
             )
             log.info("%s: completed; finalizer removed", name)
+
+    def _creates_unseen(self, maintenance: str) -> float | None:
+        """Seconds left of the longest expectation on requests `maintenance` created and the
+        informer has not brought in yet, or None when there are none."""
+        waits = []
+        for key, by in list(self._created_by.items()):
+            if by != maintenance:
+                continue
+            left = self._expecting(self._created, key)
+            if left is None:
+                del self._created_by[key]
+            else:
+                waits.append(left)
+        return max(waits, default=None)
 
     async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
         """Run `fn` over `items`, at most `max_concurrent_writes` at a time; raise the first
@@ -511,6 +532,7 @@ class NodeMaintenanceController(Controller):
             await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
         if key not in self._requests.store:
             self._created[key] = asyncio.get_running_loop().time()
+            self._created_by[key] = maintenance
 
     async def _patch_requesters(self, p: RequesterPatch) -> None:
         with contextlib.suppress(NotFound):
