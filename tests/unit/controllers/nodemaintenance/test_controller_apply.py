@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.model.maintenance import FINALIZER
 from nodeagent.controllers.nodemaintenance.reconcile import (
     Actions,
     EvictionRequestCreate,
@@ -15,6 +14,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
+from nodeagent.model.maintenance import FINALIZER
 
 
 class RecordingClient:
