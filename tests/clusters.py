@@ -57,7 +57,6 @@ CONTROLLERS_ACCOUNT = "nodeagent-controllers"
 POLICY = "nodeagent-node-restriction"
 
 
-
 def with_heartbeat_spacing(crd: Obj, seconds: int) -> Obj:
     """`crd` with its CEL rules asking `seconds` between heartbeats instead of 60."""
     text = json.dumps(crd)
@@ -316,9 +315,7 @@ def apply_files(kubeconfig: Path, files: Iterable[Path]) -> None:
                         raise
 
 
-def request_token(
-    kubeconfig: Path, name: str, namespace: str, pod: Obj | None = None
-) -> str:
+def request_token(kubeconfig: Path, name: str, namespace: str, pod: Obj | None = None) -> str:
     """A token of the ServiceAccount, bound to `pod` if given (it dies with the pod)."""
     with api_client(kubeconfig) as api:
         spec: Obj = {"expirationSeconds": 3600}

@@ -377,8 +377,7 @@ class Generator:
             "nodeagent_testbed.sim.protobuf.",
             "",
             "GENERATED from the Go struct tags in the kubectl binary; do not edit. Regenerate with",
-            "    python -m tools.kubectl_schema"
-            " > testbed/nodeagent_testbed/sim/protobuf_schema.py",
+            "    python -m tools.kubectl_schema > testbed/nodeagent_testbed/sim/protobuf_schema.py",
             "",
             "SCHEMA maps a message to {field number: F(json name, kind, message, ...)}:",
             "  rep     repeated (a list in JSON)",

@@ -26,6 +26,7 @@ __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
 
 log = logging.getLogger(__name__)
 
+
 class EventSink(Protocol):
     """What controllers need of `EventRecorder`: best effort, never raises."""
 

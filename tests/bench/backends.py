@@ -292,6 +292,7 @@ class SimBench(Backend):
             d = n - mark.requests.get((a, verb, resource), 0)
             if a == agent and d:
                 by[f"{verb} {resource}"] += d
+
         def since(key: tuple[str, str, int]) -> int:
             return self.sim.stats.responses.get(key, 0) - mark.responses.get(key, 0)
 

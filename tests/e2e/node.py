@@ -124,9 +124,12 @@ async def schedule_on_node_1(n: Node, workloads: str) -> None:
     (uncordon them afterwards, for the replacements)."""
     for name in ("node-2", "node-3"):
         await n.kube.patch(NODES, name, {"spec": {"unschedulable": True}})
-    await n.view.until(lambda: all(
-        (n.view.get(NODES, x) or {}).get("spec", {}).get("unschedulable")
-        for x in ("node-2", "node-3")))
+    await n.view.until(
+        lambda: all(
+            (n.view.get(NODES, x) or {}).get("spec", {}).get("unschedulable")
+            for x in ("node-2", "node-3")
+        )
+    )
     for doc in yaml.safe_load_all(workloads):
         await n.kube.create(KINDS[doc["kind"]], doc)
 

@@ -128,9 +128,7 @@ async def test_node_agent_may_not_write_another_nodes_maintenance(env: Env) -> N
             NODEMAINTENANCES, name, {"metadata": {"labels": {"nodeagent.io/node": "node-2"}}}
         )
     with pytest.raises(Forbidden):
-        await env.node1.patch_status(
-            NODEMAINTENANCES, name, {"status": {"observedGeneration": 1}}
-        )
+        await env.node1.patch_status(NODEMAINTENANCES, name, {"status": {"observedGeneration": 1}})
     await env.node1.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
     await env.node1.delete(NODEMAINTENANCES, name)
     assert (await env.admin.get(NODEMAINTENANCES, other))["spec"]["stage"] == "Drain"

@@ -222,9 +222,7 @@ class EvictionRequestController(Controller):
             self._metrics.eviction_attempt(view.namespace, view.name, view.target_name, result.kind)
         return result
 
-    async def _after_conflict(
-        self, view: EvictionRequestView, exc: Conflict
-    ) -> EvictionOutcome:
+    async def _after_conflict(self, view: EvictionRequestView, exc: Conflict) -> EvictionOutcome:
         try:
             pod = await self._client.get(PODS, view.target_name, view.namespace)
         except NotFound:

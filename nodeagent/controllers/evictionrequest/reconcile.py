@@ -53,6 +53,7 @@ __all__ = [
     "plan_request",
 ]
 
+
 @dataclass(frozen=True)
 class ImperativeState:
     """The imperative eviction's retry state for one request, kept in memory by the controller

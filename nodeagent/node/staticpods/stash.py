@@ -213,8 +213,10 @@ class Stash:
         # beside the manifest directory, or in it under a dot name (which the kubelet and our
         # scan skip); never the manifest directory itself, above it, or deeper in it
         hidden_inside = s_path.parent == m_path and s_path.name.startswith(".")
-        if s_path == m_path or s_path in m_path.parents or (
-            m_path in s_path.parents and not hidden_inside
+        if (
+            s_path == m_path
+            or s_path in m_path.parents
+            or (m_path in s_path.parents and not hidden_inside)
         ):
             raise StashUnavailable(
                 f"stash directory {s_path} must be beside the manifest directory {m_path} or "

@@ -23,6 +23,7 @@ if dbus_daemon_path() is None:
         allow_module_level=True,
     )
 
+
 @pytest.fixture(autouse=True)
 def collect_garbage_between_tests() -> Iterator[None]:
     """dbus-next leaves futures of calls cut off by a closed bus for the garbage collector,

@@ -183,9 +183,7 @@ class Env:
     def in_dir(self) -> dict[str, bytes]:
         """The manifests the kubelet sees (not the stash in the directory, a dot name)."""
         return {
-            p.name: p.read_bytes()
-            for p in self.manifests.iterdir()
-            if not p.name.startswith(".")
+            p.name: p.read_bytes() for p in self.manifests.iterdir() if not p.name.startswith(".")
         }
 
     def stashed(self) -> dict[str, bytes]:

@@ -21,8 +21,9 @@ def test_unit_verifies(tmp_path: Path) -> None:
     # same unit, with an executable that exists here
     copy = tmp_path / "nodeagent.service"
     copy.write_text(unit.replace("/opt/nodeagent/bin/nodeagent", str(exe)))
-    r = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True,
-                       check=False)
+    r = subprocess.run(
+        ["systemd-analyze", "verify", str(copy)], capture_output=True, text=True, check=False
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "", r.stderr
 
@@ -30,5 +31,7 @@ def test_unit_verifies(tmp_path: Path) -> None:
 def test_logind_dropin_sorts_after_the_kubelets() -> None:
     dropins = list((ROOT / "systemd" / "logind.conf.d").iterdir())
     assert [d.name for d in dropins] == ["zz-nodeagent.conf"]
-    assert sorted(["99-kubelet.conf", "zz-nodeagent.conf", "50-unattended-upgrades.conf"])[-1] \
+    assert (
+        sorted(["99-kubelet.conf", "zz-nodeagent.conf", "50-unattended-upgrades.conf"])[-1]
         == "zz-nodeagent.conf"
+    )

@@ -19,8 +19,19 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
         "spec: {containers: [{name: etcd, image: etcd}]}\n"
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "nodeagent", "sim", "serve", "--nodes", "2", "--port", "0",
-        "--static-pod-dir", f"node-2={manifests}", "--kubeconfig", str(kubeconfig),
+        sys.executable,
+        "-m",
+        "nodeagent",
+        "sim",
+        "serve",
+        "--nodes",
+        "2",
+        "--port",
+        "0",
+        "--static-pod-dir",
+        f"node-2={manifests}",
+        "--kubeconfig",
+        str(kubeconfig),
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -33,8 +44,16 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
         out = await kubectl.ok("get", "nodes", "-o", "name")
         assert out.split() == ["node/node-1", "node/node-2"]
         await kubectl.ok("wait", "--for=create", "-n", "kube-system", "pod/etcd-node-2")
-        out = await kubectl.ok("get", "pods", "-n", "kube-system", "-o", "name",
-                               "--field-selector", "spec.nodeName=node-2")
+        out = await kubectl.ok(
+            "get",
+            "pods",
+            "-n",
+            "kube-system",
+            "-o",
+            "name",
+            "--field-selector",
+            "spec.nodeName=node-2",
+        )
         assert out.split() == ["pod/etcd-node-2"]
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -43,8 +62,19 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
 
 async def test_sim_serve_rejects_a_static_pod_dir_for_an_unknown_node(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "nodeagent", "sim", "serve", "--nodes", "1", "--port", "0",
-        "--static-pod-dir", f"node-7={tmp_path}", "--kubeconfig", str(tmp_path / "kc"),
+        sys.executable,
+        "-m",
+        "nodeagent",
+        "sim",
+        "serve",
+        "--nodes",
+        "1",
+        "--port",
+        "0",
+        "--static-pod-dir",
+        f"node-7={tmp_path}",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
         stderr=asyncio.subprocess.PIPE,
     )
     _, err = await asyncio.wait_for(proc.communicate(), 30)

@@ -14,13 +14,25 @@ def test_defaults_are_valid() -> None:
 
 
 def test_camel_case_keys_and_types() -> None:
-    cfg = from_mapping({
-        "nodeName": "node-1",
-        "shutdown": {"budget": 120, "apiUnreachableReleaseAfter": 5, "logindDropin": "/tmp/x.conf"},
-        "eviction": {"annotateInterceptors": [{
-            "name": "mover.couchbase.com", "podSelector": {"matchLabels": {"app": "db"}},
-            "annotationKey": "cao.couchbase.com/reschedule"}]},
-    })
+    cfg = from_mapping(
+        {
+            "nodeName": "node-1",
+            "shutdown": {
+                "budget": 120,
+                "apiUnreachableReleaseAfter": 5,
+                "logindDropin": "/tmp/x.conf",
+            },
+            "eviction": {
+                "annotateInterceptors": [
+                    {
+                        "name": "mover.couchbase.com",
+                        "podSelector": {"matchLabels": {"app": "db"}},
+                        "annotationKey": "cao.couchbase.com/reschedule",
+                    }
+                ]
+            },
+        }
+    )
     assert cfg.node_name == "node-1"
     assert cfg.shutdown.budget == 120.0
     assert cfg.shutdown.logind_dropin == Path("/tmp/x.conf")
@@ -36,12 +48,16 @@ def test_camel_case_keys_and_types() -> None:
         ({"shutdown": {"budget": 10, "safetyMargin": 10}}, "shutdown.safetyMargin"),
         ({"leader": {"renewDeadline": 20}}, "leader: must have"),
         ({"nodeName": "Node_1"}, "nodeName: 'Node_1' is not a valid node name"),
-        ({"eviction": {"annotateInterceptors": [{"name": "x"}]}},
-         "eviction.annotateInterceptors[0].podSelector: required"),
+        (
+            {"eviction": {"annotateInterceptors": [{"name": "x"}]}},
+            "eviction.annotateInterceptors[0].podSelector: required",
+        ),
         ({"colour": "blue"}, "colour: unknown setting"),
         ({"runNodeAgent": "no"}, "runNodeAgent: must be true or false"),
-        ({"runNodeAgent": False, "runControllers": False},
-         "runNodeAgent: false with runControllers: false leaves nothing to run"),
+        (
+            {"runNodeAgent": False, "runControllers": False},
+            "runNodeAgent: false with runControllers: false leaves nothing to run",
+        ),
     ],
 )
 def test_errors_name_the_field(raw: dict[str, object], message: str) -> None:
@@ -63,7 +79,10 @@ def test_load_names_the_file_and_takes_the_environment(tmp_path: Path) -> None:
     f.write_text("kube: {maxConcurrentRequests: 4}\n")
     cfg = load(f, env={"NODE_NAME": "node-7", "KUBECONFIG": "/k"})
     assert (cfg.node_name, cfg.kube.kubeconfig, cfg.kube.max_concurrent_requests) == (
-        "node-7", "/k", 4)
+        "node-7",
+        "/k",
+        4,
+    )
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "missing.yaml", env={})
 

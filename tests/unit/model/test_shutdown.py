@@ -9,8 +9,13 @@ from nodeagent.model.maintenance import NODE_LABEL
 times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 
 
-@given(deadline=times, bound=st.floats(min_value=0.01, max_value=1e3), since=st.none() | times,
-       drained=st.booleans(), now=times)
+@given(
+    deadline=times,
+    bound=st.floats(min_value=0.01, max_value=1e3),
+    since=st.none() | times,
+    drained=st.booleans(),
+    now=times,
+)
 def test_the_wait_always_ends(
     deadline: float, bound: float, since: float | None, drained: bool, now: float
 ) -> None:
@@ -51,8 +56,9 @@ def test_adopt_only_this_boots_live_maintenance() -> None:
 def test_the_configured_drain_plan_goes_into_the_maintenance() -> None:
     plain = model.shutdown_maintenance("node-1", "b00t", "reboot")
     assert "drainPlan" not in plain["spec"]
-    planned = model.shutdown_maintenance("node-1", "b00t", "reboot", drain_plan=[
-        {"podPriority": 100}])
+    planned = model.shutdown_maintenance(
+        "node-1", "b00t", "reboot", drain_plan=[{"podPriority": 100}]
+    )
     assert planned["spec"]["drainPlan"] == [{"podPriority": 100}]
 
 

@@ -4,8 +4,10 @@ from nodeagent.node.identity import local_addresses, match_by_address
 
 
 def node(name: str, *addresses: str) -> dict[str, object]:
-    return {"metadata": {"name": name},
-            "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addresses]}}
+    return {
+        "metadata": {"name": name},
+        "status": {"addresses": [{"type": "InternalIP", "address": a} for a in addresses]},
+    }
 
 
 def test_match_by_address_ignores_loopback() -> None:

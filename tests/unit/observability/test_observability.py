@@ -18,8 +18,13 @@ def test_notify_sends_datagrams(tmp_path: Path) -> None:
     path = tmp_path / "notify"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
         s.bind(str(path))
-        n = Notifier({"NOTIFY_SOCKET": str(path), "WATCHDOG_USEC": "4000000",
-                      "WATCHDOG_PID": str(os.getpid())})
+        n = Notifier(
+            {
+                "NOTIFY_SOCKET": str(path),
+                "WATCHDOG_USEC": "4000000",
+                "WATCHDOG_PID": str(os.getpid()),
+            }
+        )
         assert n.watchdog_interval == 2.0
         n.ready("lock held")
         assert s.recv(100) == b"READY=1\nSTATUS=lock held"
@@ -34,8 +39,15 @@ def test_notify_without_systemd_does_nothing() -> None:
 
 
 def test_json_log_lines_carry_extra_fields() -> None:
-    record = logging.makeLogRecord({"name": "t", "levelname": "INFO", "msg": "drained %s",
-                                    "args": ("node-1",), "node": "node-1"})
+    record = logging.makeLogRecord(
+        {
+            "name": "t",
+            "levelname": "INFO",
+            "msg": "drained %s",
+            "args": ("node-1",),
+            "node": "node-1",
+        }
+    )
     out = json.loads(JsonFormatter().format(record))
     assert out["msg"] == "drained node-1"
     assert out["node"] == "node-1"
