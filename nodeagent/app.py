@@ -22,7 +22,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from nodeagent import version
-from nodeagent.config import Config
+from nodeagent.config import Config, NotificationsConfig
 from nodeagent.controllers.cluster import ClusterControllers
 from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.controller import SharedInformers
@@ -38,6 +38,7 @@ from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
+from nodeagent.notify import Webhooks
 from nodeagent.observability.http import Health, serve
 from nodeagent.observability.metrics import OperatorMetrics
 from nodeagent.observability.sdnotify import Notifier
@@ -59,9 +60,15 @@ class Agent:
     fdstore: FdStore | None = None
     inherited_locks: list[tuple[int, str]] = field(default_factory=list)
     metrics: OperatorMetrics = field(init=False)
+    webhooks: Webhooks = field(init=False)
 
     def __post_init__(self) -> None:
         self.metrics = OperatorMetrics(self.registry, version())
+        counter = self.metrics.notifications
+        self.webhooks = Webhooks(
+            self.config.notifications if self.config.run_node_agent else NotificationsConfig(),
+            count=lambda event, result: counter.labels(event, result).inc(),
+        )
 
     async def run(self) -> None:
         cfg = self.config
@@ -82,6 +89,8 @@ class Agent:
                     # the guard first: a shutdown under way (an agent restarted during one)
                     # must not wait for the API server to tell us our node's name
                     flow = self._start_guard(tg, client, boot_id)
+                    if self.webhooks:
+                        tg.create_task(self.webhooks.run(), name="notifications")
                     tg.create_task(self._announce(), name="sd-notify")
                     if cfg.run_node_agent:
                         self.node_name, how = await resolve_node_name(
@@ -125,6 +134,7 @@ class Agent:
                 (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
             ),
             record_file=cfg.shutdown.record_file or _runtime_file(self.env, "shutdown.json"),
+            notify=self.webhooks.notify,
         )
         self.guard = ShutdownGuard(
             cfg.shutdown, flow, fdstore=self.fdstore, inherited=self.inherited_locks
@@ -146,7 +156,7 @@ class Agent:
         assert self.node_name is not None
         if cfg.shutdown.complete_after_reboot:
             tg.create_task(
-                complete_previous_boots(client, self.node_name, boot_id),
+                complete_previous_boots(client, self.node_name, boot_id, self.webhooks.notify),
                 name="complete-previous-boots",
             )
         if static is not None:

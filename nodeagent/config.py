@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.selectors import DNS_SUBDOMAIN
 
@@ -95,18 +96,38 @@ class ObservabilityConfig:
 
 
 @dataclass(frozen=True)
+class Webhook:
+    # the URL and headers often hold the webhook's secret: kept out of repr (and so of logs)
+    url: str = field(repr=False)
+    events: frozenset[str] = frozenset(notif.EVENTS)
+    # None: the default JSON body; a string: a text body; a mapping or list: a JSON body
+    template: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = 5.0  # per attempt
+    attempts: int = 3
+
+
+@dataclass(frozen=True)
+class NotificationsConfig:
+    webhooks: tuple[Webhook, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     node_name: str | None = None  # None: NODE_NAME, host name, then interface addresses
     run_controllers: bool = True  # take part in leader election for the cluster controllers
     # the node-local parts (shutdown guard, static pods, after-reboot completion); false: a
     # controllers-only agent that needs no node (the controllers Deployment)
     run_node_agent: bool = True
+    # the KEP-5683 lifecycle conditions and the maintenance Events on the agent's own Node
+    node_conditions: bool = True
     kube: KubeConfig = field(default_factory=KubeConfig)
     shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
     leader: LeaderConfig = field(default_factory=LeaderConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
     static_pods: StaticPodConfig = field(default_factory=StaticPodConfig)
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+    notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
 
 
 T = TypeVar("T")
@@ -119,7 +140,11 @@ _SECTIONS: dict[str, type[Any]] = {
     "eviction": EvictionConfig,
     "static_pods": StaticPodConfig,
     "observability": ObservabilityConfig,
+    "notifications": NotificationsConfig,
 }
+# each webhook has a worker of its own (deliveries to one go in order): this bounds them
+MAX_WEBHOOKS = 16
+MAX_ATTEMPTS = 10
 
 
 def _snake_to_camel(name: str) -> str:
@@ -181,6 +206,9 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "drain_plan":
             kwargs[name] = _drain_plan(value, f"{where}.{key}")
             continue
+        if name == "webhooks":
+            kwargs[name] = _webhooks(value, f"{where}.{key}")
+            continue
         default = f.default if f.default is not dataclasses.MISSING else None
         kwargs[name] = _coerce(f"{where}.{key}", value, default, str(f.type))
     return cls(**kwargs)
@@ -213,6 +241,61 @@ def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
             )
         )
     return tuple(out)
+
+
+def _webhooks(raw: Any, where: str) -> tuple[Webhook, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: must be a list of webhooks")
+    if len(raw) > MAX_WEBHOOKS:
+        raise ConfigError(f"{where}: at most {MAX_WEBHOOKS} webhooks, got {len(raw)}")
+    return tuple(_webhook(item, f"{where}[{i}]") for i, item in enumerate(raw))
+
+
+def _webhook(item: Any, where: str) -> Webhook:
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: must be a mapping with at least url")
+    known = ("url", "events", "template", "headers", "timeout", "attempts")
+    for key in item:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown setting (known: {', '.join(known)})")
+    if "url" not in item:
+        raise ConfigError(f"{where}.url: required")
+    try:
+        url = notif.check_url(item["url"])
+    except notif.InvalidSetting as e:
+        raise ConfigError(f"{where}.url: {e}") from None
+    events = frozenset(notif.EVENTS)
+    if "events" in item:
+        raw = item["events"]
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError(f"{where}.events: must be a list of one or more events")
+        for event in raw:
+            if event not in notif.EVENTS:
+                raise ConfigError(
+                    f"{where}.events: {event!r} is not an event (known: {', '.join(notif.EVENTS)})"
+                )
+        events = frozenset(raw)
+    template = item.get("template")
+    if template is not None:
+        try:
+            notif.check_template(template)
+        except notif.InvalidSetting as e:
+            raise ConfigError(f"{where}.template{'' if str(e)[0] in '.[' else ': '}{e}") from None
+    headers = item.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        raise ConfigError(f"{where}.headers: must be a mapping of header names to values")
+    for name, value in headers.items():
+        try:
+            notif.check_header(name, value)
+        except notif.InvalidSetting as e:
+            raise ConfigError(f"{where}.headers: {e}") from None
+    timeout = _coerce(f"{where}.timeout", item.get("timeout", 5.0), 5.0, "float")
+    if timeout <= 0:
+        raise ConfigError(f"{where}.timeout: must be positive")
+    attempts = _coerce(f"{where}.attempts", item.get("attempts", 3), 3, "int")
+    if not 1 <= attempts <= MAX_ATTEMPTS:
+        raise ConfigError(f"{where}.attempts: must be from 1 to {MAX_ATTEMPTS}")
+    return Webhook(url, events, template, dict(headers), timeout, attempts)
 
 
 def _drain_plan(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
@@ -306,11 +389,17 @@ def from_mapping(raw: Any, source: str = "configuration") -> Config:
             kwargs[name] = _section(_SECTIONS[name], value, f"{source}: {key}")
         elif name == "node_name":
             kwargs[name] = _coerce(f"{source}: {key}", value, None, "str | None")
-        elif name in ("run_controllers", "run_node_agent"):
+        elif name in ("run_controllers", "run_node_agent", "node_conditions"):
             kwargs[name] = _coerce(f"{source}: {key}", value, True, "bool")
         else:
             known = ", ".join(
-                ["nodeName", "runControllers", "runNodeAgent", *map(_snake_to_camel, _SECTIONS)]
+                [
+                    "nodeName",
+                    "runControllers",
+                    "runNodeAgent",
+                    "nodeConditions",
+                    *map(_snake_to_camel, _SECTIONS),
+                ]
             )
             raise ConfigError(f"{source}: {key}: unknown setting (known: {known})")
     cfg = Config(**kwargs)

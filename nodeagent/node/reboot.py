@@ -12,6 +12,7 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import Gone, KubeError, NotFound
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, Obj
+from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,19 @@ async def wait_node_ready(client: KubeClient, node: str) -> None:
             continue
 
 
-async def complete_previous_boots(client: KubeClient, node: str, boot_id: str) -> None:
+async def complete_previous_boots(
+    client: KubeClient,
+    node: str,
+    boot_id: str,
+    notify: notifications.Notify = notifications.no_notifications,
+) -> None:
+    """`notify`: told of each maintenance completed (nodeBack); it must not wait."""
     backoff = JitteredBackoff(base=0.5, cap=30.0)
     attempt = 0
     while True:
         try:
             await wait_node_ready(client, node)
-            await _complete(client, node, boot_id)
+            await _complete(client, node, boot_id, notify)
             return
         except KubeError as e:
             attempt += 1
@@ -62,7 +69,9 @@ async def complete_previous_boots(client: KubeClient, node: str, boot_id: str) -
         await asyncio.sleep(backoff.delay(attempt))
 
 
-async def _complete(client: KubeClient, node: str, boot_id: str) -> None:
+async def _complete(
+    client: KubeClient, node: str, boot_id: str, notify: notifications.Notify
+) -> None:
     listed = await client.list(NODEMAINTENANCES, label_selector=model.shutdown_selector(node))
     for nm in listed["items"]:
         if not model.is_ours(nm, node) or model.boot_of(nm) == boot_id:
@@ -74,5 +83,7 @@ async def _complete(client: KubeClient, node: str, boot_id: str) -> None:
             # the controller's finalizer finishes Complete (uncordon, requesters) first
             await client.delete(NODEMAINTENANCES, name)
             log.info("node %s is back: completed and deleted shutdown maintenance %s", node, name)
+            reason = f"{node} is Ready again after the shutdown; its maintenance is completed"
+            notify(notifications.NODE_BACK, node, name, reason)
         except NotFound:
             continue

@@ -28,6 +28,7 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists, Gone, KubeError, NotFound
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
@@ -46,11 +47,13 @@ class ShutdownFlow:
         delay_max: Callable[[], float] | None = None,
         clock: Callable[[], float] = time.monotonic,
         record_file: Path | None = None,
+        notify: notifications.Notify = notifications.no_notifications,
     ) -> None:
         """`node_name`: None until `set_node_name` (the agent may have to ask the API server,
         and a shutdown must not wait for that); `delay_max`: what logind actually grants
         (InhibitDelayMaxUSec, in seconds), the configured budget when not known;
-        `record_file`: where the shutdown's start is kept for a restarted agent."""
+        `record_file`: where the shutdown's start is kept for a restarted agent; `notify`:
+        told when the drain starts and when the lock may go (it must not wait)."""
         self.client = client
         self.node = node_name or ""
         self._node_known = asyncio.Event()
@@ -63,6 +66,12 @@ class ShutdownFlow:
         self.record_file = record_file
         self.backoff = JitteredBackoff(base=0.2, cap=5.0)
         self.maintenance: str | None = None  # the name of this boot's shutdown maintenance
+        self.notify = notify
+        # maintenances this agent asked to create, and the one it announced: a create whose
+        # answer was lost is adopted on the retry and still announced, while an agent
+        # restarted during a shutdown does not announce its predecessor's drain again
+        self._created: set[str] = set()
+        self._announced: str | None = None
         self._last_answer = 0.0  # when the API server last answered during this shutdown
 
     def set_node_name(self, name: str) -> None:
@@ -111,6 +120,9 @@ class ShutdownFlow:
                 reason = model.release_reason(state, self.clock())
                 if reason is not None:
                     log.info("releasing the shutdown lock of %s: %s", self.node, reason)
+                    self.notify(
+                        notifications.LOCK_RELEASED, self.node, self.maintenance or "", reason
+                    )
                     return reason
                 changed.clear()
                 with contextlib.suppress(TimeoutError):
@@ -197,6 +209,7 @@ class ShutdownFlow:
                 self.node, self.boot_id, kind, attempt, self.config.drain_plan
             )
             name = body["metadata"]["name"]
+            self._created.add(name)
             try:
                 await self._request(
                     "create the maintenance",
@@ -208,6 +221,10 @@ class ShutdownFlow:
             except AlreadyExists:
                 log.info("shutdown maintenance %s exists already; adopting it", name)
         self.maintenance = name
+        if name in self._created and self._announced != name:
+            self._announced = name
+            reason = model.shutdown_reason(self.node, kind)
+            self.notify(notifications.DRAIN_STARTED, self.node, name, reason)
         return name
 
     async def _wait_drained(

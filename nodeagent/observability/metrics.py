@@ -10,7 +10,8 @@ global default registry), so tests and several agents in one process do not coll
 - :class:`EvictionRequestMetrics`: the KEP-4563 metrics of the eviction request controller.
 - :class:`OperatorMetrics`: ``nodeagent_*`` metrics for operators, with low-cardinality labels
   only (the KEP's are per request and pod): build info, shutdown lock held, leader, maintenances
-  by stage, drain durations, evictions by result; and the ``process_*`` metrics.
+  by stage, drain durations, evictions and notifications by result; and the ``process_*``
+  metrics.
 """
 
 from __future__ import annotations
@@ -291,6 +292,13 @@ class OperatorMetrics:
             "nodeagent_drain_duration_seconds",
             "From a NodeMaintenance's Drain stage starting to its Drained condition.",
             buckets=_DRAIN_BUCKETS,
+            registry=registry,
+        )
+        self.notifications = Counter(
+            "nodeagent_notifications",
+            "Webhook notifications (drainStarted, lockReleased, nodeBack), per webhook that "
+            "wants the event, by result (sent, failed after its attempts, dropped: queue full).",
+            ["event", "result"],
             registry=registry,
         )
         self.maintenances: Callable[[], Iterable[Mapping[str, Any]]] | None = None
