@@ -21,8 +21,8 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-import kubernetes.client
-import kubernetes.config
+from kubernetes.client.api_client import ApiClient
+from kubernetes.client.configuration import Configuration
 from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
@@ -61,29 +61,23 @@ def load_api_client(
     context: str | None = None,
     *,
     connection_pool_maxsize: int | None = None,
-) -> kubernetes.client.ApiClient:
+) -> ApiClient:
     """An `ApiClient` from `kubeconfig`; else in-cluster config; else ~/.kube/config ($KUBECONFIG).
 
     Size the connection pool for the request pool plus the watches, or urllib3 keeps
-    discarding connections.
+    discarding connections. Only the loader used is imported: `kube_config` brings requests
+    and oauthlib (its OIDC refresh), which an agent in a pod never needs.
     """
-    config = kubernetes.client.Configuration()
+    config = Configuration()
     try:
         if kubeconfig:
-            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig,
-                context=context,
-                client_configuration=config,
-                persist_config=False,
-            )
+            _load_kube_config(config, config_file=kubeconfig, context=context)
         elif os.environ.get("KUBERNETES_SERVICE_HOST") and context is None:
-            kubernetes.config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=config
-            )
+            from kubernetes.config.incluster_config import load_incluster_config
+
+            load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
         else:
-            kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-                context=context, client_configuration=config, persist_config=False
-            )
+            _load_kube_config(config, context=context)
     except (ConfigException, OSError, ValueError) as exc:
         where = kubeconfig or "in-cluster or default kubeconfig"
         raise KubeConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
@@ -93,7 +87,13 @@ def load_api_client(
     # own timeout, not three times that (urllib3 retries reads by default); a refused or
     # broken connection is retried once at once
     config.retries = Retry(total=1, connect=1, read=0, redirect=0, status=0, other=0)
-    return kubernetes.client.ApiClient(configuration=config)
+    return ApiClient(configuration=config)
+
+
+def _load_kube_config(config: Configuration, **kw: Any) -> None:
+    from kubernetes.config.kube_config import load_kube_config
+
+    load_kube_config(client_configuration=config, persist_config=False, **kw)  # type: ignore[no-untyped-call]
 
 
 def _decode(data: bytes) -> Obj:
@@ -144,7 +144,7 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: kubernetes.client.ApiClient,
+        api_client: ApiClient,
         *,
         max_workers: int = 8,
         request_timeout: float = 60.0,
