@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
-from nodeagent.kube.informer import Informer, ListWatcher
+from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS, Informer, ListWatcher
 from nodeagent.kube.lean import transform_for
 from nodeagent.kube.ratelimit import JitteredBackoff, RateLimiter
 from nodeagent.kube.resources import Obj, Resource
@@ -65,7 +65,7 @@ class SharedInformers:
         self,
         client: ListWatcher,
         *,
-        watch_timeout_seconds: int = 300,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
         backoff: Callable[[], JitteredBackoff] | None = None,
     ) -> None:
         self._client = client

@@ -28,9 +28,15 @@ from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Delta, Indexer, Store, key_of
 from nodeagent.model.bodies import metadata_of
 
-__all__ = ["Informer", "ListWatcher", "OnAdd", "OnDelete", "OnUpdate"]
+__all__ = ["WATCH_TIMEOUT_SECONDS", "Informer", "ListWatcher", "OnAdd", "OnDelete", "OnUpdate"]
 
 log = logging.getLogger(__name__)
+
+# A watch ends after 1x to 2x this and is opened again: one request. kube-apiserver's own range
+# for a watch that names no timeout (--min-request-timeout, 30 to 60 min), not client-go's 5 to
+# 10: an idle node agent's five watches then cost 5,000 nodes ~9 requests/s, not ~55. A dead
+# connection is not waited for that long: the client's TCP keepalive drops it within ~3 min.
+WATCH_TIMEOUT_SECONDS = 1800
 
 OnAdd = Callable[[Obj], None]
 OnUpdate = Callable[[Obj, Obj], None]
@@ -63,7 +69,7 @@ class Informer:
         field_selector: str | None = None,
         indexers: Mapping[str, Indexer] | None = None,
         backoff: JitteredBackoff | None = None,
-        watch_timeout_seconds: int = 300,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
         transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """`transform`: what the store keeps of each listed or watched object (and what the
