@@ -478,6 +478,11 @@ def test_load_api_client_from_kubeconfig(tmp_path: Path) -> None:
         assert api.configuration.host == "http://127.0.0.1:6443"
         assert api.configuration.connection_pool_maxsize == 16
         assert api.configuration.auth_settings()["BearerToken"]["value"] == "Bearer tok"
+        # every connection, watches included, has TCP keepalive (the client's default is off)
+        options = api.rest_client.pool_manager.connection_pool_kw["socket_options"]
+        assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in options
+        assert (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30) in options
+        assert (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1) in options
     finally:
         api.close()  # type: ignore[no-untyped-call]
     with pytest.raises(KubeConfigError):
