@@ -31,6 +31,7 @@ from nodeagent.kube.leader import LeaderElector
 from nodeagent.logind.fdstore import FdStore, inherited_fds
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.node.boot import read_boot_id
+from nodeagent.node.conditions import NodeConditions
 from nodeagent.node.identity import resolve_node_name
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
@@ -159,19 +160,27 @@ class Agent:
                 complete_previous_boots(client, self.node_name, boot_id, self.webhooks.notify),
                 name="complete-previous-boots",
             )
+        # the node's informers (its EvictionRequests, pods, Node, the maintenances), apart
+        # from the leader's, shared by the node's controllers
+        informers = SharedInformers(client)
+        events = EventRecorder(client, component="nodeagent", host=self.node_name)
         if static is not None:
-            # the node's informers (its EvictionRequests, pods, Node), apart from the leader's
-            informers = SharedInformers(client)
             interceptor = StaticPodInterceptor(
                 client,
                 informers,
                 Stash(static.manifest_dir, static.stash_dir, boot_id=boot_id),
-                EventRecorder(client, component="nodeagent", host=self.node_name),
+                events,
                 node_name=self.node_name,
                 boot_id=boot_id,
             )
-            tg.create_task(informers.run(), name="node-informers")
             tg.create_task(interceptor.run(), name="static-pod-interceptor")
+        if cfg.node_conditions:
+            conditions = NodeConditions(
+                client, informers, events, node_name=self.node_name, shutdown=self.guard
+            )
+            tg.create_task(conditions.run(), name="node-conditions")
+        if informers.informers:
+            tg.create_task(informers.run(), name="node-informers")
 
     def _start_controllers(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
         cfg = self.config

@@ -6,7 +6,7 @@ with those calls."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from nodeagent.kube.resources import Obj, Resource
 
@@ -19,6 +19,7 @@ __all__ = [
     "Patcher",
     "Replacer",
     "StatusPatcher",
+    "StrategicStatusPatcher",
     "Watcher",
 ]
 
@@ -87,6 +88,21 @@ class StatusPatcher(Protocol):
         name: str,
         patch: Mapping[str, Any],
         namespace: str | None = ...,
+    ) -> Obj: ...
+
+
+class StrategicStatusPatcher(Protocol):
+    """A patch of the status subresource of the given type: a strategic merge patch merges a
+    built-in object's lists by key (a Node's conditions by type, leaving the kubelet's)."""
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = ...,
+        *,
+        patch_type: Literal["merge", "json", "strategic"] = ...,
     ) -> Obj: ...
 
 

@@ -154,6 +154,52 @@ async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
     assert not (await env.admin.get(NODES, "node-2"))["spec"].get("unschedulable")
 
 
+def lifecycle(type_: str, status: str = "True") -> Obj:
+    now = format_time(datetime.now(UTC))
+    return {
+        "type": type_,
+        "status": status,
+        "reason": "Test",
+        "message": "test",
+        "lastTransitionTime": now,
+        "lastHeartbeatTime": now,
+    }
+
+
+async def test_node_agent_sets_only_the_lifecycle_conditions_of_its_own_node(env: Env) -> None:
+    """KEP-5683's conditions on its Node, by strategic merge of the status (as the agent
+    writes them): not on another Node, not the kubelet's conditions, not the rest of the
+    status, not the Node's labels through the status."""
+    draining = {"status": {"conditions": [lifecycle("DrainInProgress")]}}
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(NODES, "node-2", draining, patch_type="strategic")
+    assert refused_by_policy(refused.value), refused.value
+    forged: list[Obj] = [
+        {"status": {"conditions": [lifecycle("Ready", "False")]}},
+        {"status": {"conditions": [lifecycle("Drained")], "capacity": {"pods": "0"}}},
+    ]
+    for patch in forged:
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.patch_status(NODES, "node-1", patch, patch_type="strategic")
+        assert refused_by_policy(refused.value), (patch, refused.value)
+    # kube-apiserver takes label changes through nodes/status: the policy must refuse them
+    relabel = {
+        "metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}},
+        "status": {"conditions": [lifecycle("Drained")]},
+    }
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(NODES, "node-1", relabel, patch_type="strategic")
+    assert refused_by_policy(refused.value)
+    node1 = await env.admin.get(NODES, "node-1")
+    assert "node-role.kubernetes.io/control-plane" not in node1["metadata"].get("labels", {})
+    await env.node1.patch_status(NODES, "node-1", draining, patch_type="strategic")
+    node1, node2 = await env.admin.get(NODES, "node-1"), await env.admin.get(NODES, "node-2")
+    said = {c["type"]: c["status"] for c in node1["status"]["conditions"]}
+    assert said["DrainInProgress"] == "True" and said["Ready"] == "True"
+    assert node1["status"]["capacity"]["pods"] != "0"
+    assert "DrainInProgress" not in {c["type"] for c in node2["status"]["conditions"]}
+
+
 async def eviction_request(admin: KubeClient, pod: Obj, node: str) -> Obj:
     m = pod["metadata"]
     return await admin.create(

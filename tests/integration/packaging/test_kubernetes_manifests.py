@@ -509,11 +509,13 @@ def test_every_grant_is_used_by_its_part() -> None:
 
 def test_node_role_writes_no_nodes_and_no_pods() -> None:
     """What the admission policy cannot see, RBAC refuses: a node's agent changes no Node
-    and no Pod (cordons, taints, evictions and pod patches are the controllers')."""
+    and no Pod (cordons, taints, evictions and pod patches are the controllers'); of a Node it
+    may only patch the status (the policy keeps that to its Node's lifecycle conditions)."""
     rules = rbac_rules(*ROLE_OF_PART["node"])
     for resource in ("nodes", "nodes/status", "pods", "pods/eviction", "pods/status"):
         for verb in ("create", "update", "patch", "delete"):
-            assert not allows(rules, "", resource, verb), (resource, verb)
+            expected = (resource, verb) == ("nodes/status", "patch")
+            assert allows(rules, "", resource, verb) is expected, (resource, verb)
     assert not allows(rules, "nodeagent.io", "evictionrequests", "create")
     assert not allows(rules, "nodeagent.io", "nodemaintenances/status", "patch")
 
@@ -557,6 +559,11 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     # the names it checks are the code's (the node label: one constant, model.maintenance's)
     rules = yaml.safe_dump(policy["spec"]["validations"]) + yaml.safe_dump(variables)
     assert f"'{NODE_LABEL}'" in rules and f"'{KUBELET_INTERCEPTOR}'" in rules
+    # the Node conditions it lets a node's agent write are the code's
+    from nodeagent.model.nodeconditions import CONDITION_TYPES
+
+    listed = yaml.safe_load(variables["lifecycleConditions"].replace("'", '"'))
+    assert sorted(listed) == sorted(CONDITION_TYPES)
     resources = {
         r for rule in policy["spec"]["matchConstraints"]["resourceRules"] for r in rule["resources"]
     }

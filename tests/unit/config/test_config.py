@@ -54,6 +54,7 @@ def test_camel_case_keys_and_types() -> None:
         ),
         ({"colour": "blue"}, "colour: unknown setting"),
         ({"runNodeAgent": "no"}, "runNodeAgent: must be true or false"),
+        ({"nodeConditions": "off"}, "nodeConditions: must be true or false"),
         (
             {"runNodeAgent": False, "runControllers": False},
             "runNodeAgent: false with runControllers: false leaves nothing to run",
@@ -69,6 +70,11 @@ def test_a_controllers_only_agent_needs_no_node() -> None:
     cfg = from_mapping({"runNodeAgent": False})
     assert (cfg.run_node_agent, cfg.run_controllers, cfg.node_name) == (False, True, None)
     assert from_mapping({}).run_node_agent is True
+
+
+def test_node_conditions_are_on_unless_turned_off() -> None:
+    assert from_mapping({}).node_conditions is True
+    assert from_mapping({"nodeConditions": False}).node_conditions is False
 
 
 def test_load_names_the_file_and_takes_the_environment(tmp_path: Path) -> None:
