@@ -20,6 +20,7 @@ import yaml
 
 from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
+from nodeagent.model.drainslots import DrainLimit, InvalidLimit
 from nodeagent.model.selectors import DNS_SUBDOMAIN
 
 
@@ -82,6 +83,16 @@ class EvictionConfig:
 
 
 @dataclass(frozen=True)
+class NodeMaintenanceConfig:
+    # nodes draining at once across the cluster: a count, or "20%" of the nodes; None: no limit
+    max_draining_nodes: DrainLimit | None = None
+    # cordon a node whose drain waits for a slot (false: it keeps taking pods meanwhile)
+    cordon_while_waiting: bool = False
+    # seconds from the start of Drain (spec.drainDeadlineSeconds overrides); None: no deadline
+    drain_deadline: float | None = None
+
+
+@dataclass(frozen=True)
 class StaticPodConfig:
     enabled: bool = True
     manifest_dir: Path | None = None  # None: from the running kubelet, else the default
@@ -125,6 +136,7 @@ class Config:
     shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
     leader: LeaderConfig = field(default_factory=LeaderConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
+    node_maintenance: NodeMaintenanceConfig = field(default_factory=NodeMaintenanceConfig)
     static_pods: StaticPodConfig = field(default_factory=StaticPodConfig)
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
     notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
@@ -138,6 +150,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "shutdown": ShutdownConfig,
     "leader": LeaderConfig,
     "eviction": EvictionConfig,
+    "node_maintenance": NodeMaintenanceConfig,
     "static_pods": StaticPodConfig,
     "observability": ObservabilityConfig,
     "notifications": NotificationsConfig,
@@ -169,6 +182,8 @@ def _coerce(where: str, value: Any, default: Any, annotation: str) -> Any:
             raise ConfigError(f"{where}: must be true or false, got {value!r}")
         return value
     if "float" in annotation:
+        if value is None and "None" in annotation:
+            return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where}: must be a number of seconds, got {value!r}")
         if not math.isfinite(value):
@@ -205,6 +220,9 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
             continue
         if name == "drain_plan":
             kwargs[name] = _drain_plan(value, f"{where}.{key}")
+            continue
+        if name == "max_draining_nodes":
+            kwargs[name] = _drain_limit(value, f"{where}.{key}")
             continue
         if name == "webhooks":
             kwargs[name] = _webhooks(value, f"{where}.{key}")
@@ -298,6 +316,15 @@ def _webhook(item: Any, where: str) -> Webhook:
     return Webhook(url, events, template, dict(headers), timeout, attempts)
 
 
+def _drain_limit(raw: Any, where: str) -> DrainLimit | None:
+    if raw is None:
+        return None
+    try:
+        return DrainLimit.parse(raw)
+    except InvalidLimit as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
 def _drain_plan(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
     if not isinstance(raw, list) or not all(isinstance(e, Mapping) for e in raw):
         raise ConfigError(f"{where}: must be a list of drain plan entries")
@@ -330,6 +357,9 @@ def validate_config(cfg: Config) -> None:
         )
     if cfg.kube.request_timeout <= 0:
         raise ConfigError("kube.requestTimeout: must be positive")
+    deadline = cfg.node_maintenance.drain_deadline
+    if deadline is not None and deadline <= 0:
+        raise ConfigError("nodeMaintenance.drainDeadline: must be positive")
     if cfg.eviction.heartbeat_deadline <= 0:
         raise ConfigError("eviction.heartbeatDeadline: must be positive")
     if not 0 < cfg.eviction.backoff_base <= cfg.eviction.backoff_cap:

@@ -39,6 +39,7 @@ class ClusterControllers:
     ) -> None:
         self.client = client
         self.settings = EvictionSettings.from_config(config.eviction)
+        self.maintenance_settings = config.node_maintenance
         self.queue_metrics = WorkQueueMetricsFactory(registry)
         self.operator = operator
         self.eviction_metrics = EvictionRequestMetrics(
@@ -56,6 +57,7 @@ class ClusterControllers:
                 self.recorder,
                 metrics=self.queue_metrics.for_queue("nodemaintenance"),
                 drain_duration=self.operator.drain_duration if self.operator else None,
+                settings=self.maintenance_settings,
             ),
             EvictionRequestController(
                 self.client,

@@ -249,6 +249,8 @@ class MaintenanceView:
     ``progress`` maps node name to the drainTargets stored in ``status.nodeStatuses``.
     ``entry_index`` is the plan position returned last time, if the controller kept it.
     Only maintenances in stage Drain take part; the others are ignored.
+    ``shown`` is the name messages give it (default ``name``): a maintenance resolved node by
+    node takes part as one view per node, each with a name of its own.
     """
 
     name: str
@@ -258,6 +260,11 @@ class MaintenanceView:
     nodes: frozenset[str]
     progress: Mapping[str, Sequence[DrainPlanEntry]] = field(default_factory=dict)
     entry_index: int | None = None
+    shown: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.shown or self.name
 
     def __post_init__(self) -> None:
         if not self.plan:
@@ -559,7 +566,10 @@ class _Resolver:
                         found[node] = None if j == i else j
             if found:
                 return _waiting_text(
-                    [(node, None if j is None else self.views[j].name) for node, j in found.items()]
+                    [
+                        (node, None if j is None else self.views[j].label)
+                        for node, j in found.items()
+                    ]
                 )
             seen_nodes |= {node for j in level for node in self.views[j].nodes}
             nxt = sorted({k for j in level for k in self.neighbours[j]} - seen_m)
@@ -577,9 +587,9 @@ class _Resolver:
             message = MSG_EVACUATING
             if (ff := self.fast_forwarded_by(i, node)) is not None:
                 older = "older " if ff < i else ""
-                message += f" (fast-forwarded by {older}{self.views[ff].name})"
+                message += f" (fast-forwarded by {older}{self.views[ff].label})"
             elif (lim := self.limited_by(i, node)) is not None:
-                message += f" (limited by {self.views[lim].name})"
+                message += f" (limited by {self.views[lim].label})"
         elif not present:
             message = MSG_DRAINED
         else:
@@ -602,9 +612,9 @@ class _Resolver:
         if by is None:
             return None
         return FastForward(
-            maintenance=self.views[i].name,
+            maintenance=self.views[i].label,
             node=node,
-            by=self.views[by].name,
+            by=self.views[by].label,
             by_older=by < i,
             targets=_entries(self.targets[node]),
             entry=self.plans[i][self.pos[i]],

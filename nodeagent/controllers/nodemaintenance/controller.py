@@ -5,6 +5,13 @@ Watches NodeMaintenances, Nodes, Pods (indexed by node) and EvictionRequests (in
 shared nodes (drainTargets are resolved across intersecting maintenances, and the next plan
 entry of one depends on pods of its neighbours). Nothing polls.
 
+Under a limit on nodes draining at once (``nodeMaintenance.maxDrainingNodes``) every
+maintenance in Drain depends on every other: each decision of one in Drain is handed all of
+them, and a change around any of them enqueues them all (a node that finishes its drain frees a
+slot for a node of another maintenance). A decision that admits nodes to drain counts them as
+draining until the cache shows their drainTargets, so decisions taken meanwhile on the older
+cache cannot admit more.
+
 Writes use the resourceVersion of the object they were decided on as a precondition, so a
 decision taken on a stale cache fails with Conflict and is retried on fresher state rather
 than, say, storing drainTargets behind the ones already stored.
@@ -22,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from prometheus_client import Histogram
 
+from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.controllers.nodemaintenance.reconcile import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -33,9 +41,11 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     NodePatch,
     RecordedEvent,
     RequesterPatch,
+    Stage,
     StatusUpdate,
     connected,
     decide,
+    effective_stage,
     involves,
     refusal,
     status_nodes,
@@ -223,8 +233,10 @@ class NodeMaintenanceController(Controller):
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: WorkQueueMetrics | None = None,
         drain_duration: Histogram | None = None,
+        settings: NodeMaintenanceConfig | None = None,
     ) -> None:
         self._drain_duration = drain_duration
+        self._settings = settings or NodeMaintenanceConfig()
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES)
         self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
@@ -247,6 +259,8 @@ class NodeMaintenanceController(Controller):
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
         self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
         self._deleted: dict[str, float] = {}  # uid of a request -> loop time
+        self._in_drain: set[str] = set()  # maintenances in stage Drain
+        self._admitting: dict[str, float] = {}  # node admitted to drain, cache lags -> loop time
         self._maintenances.add_handler(
             self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
         )
@@ -261,14 +275,27 @@ class NodeMaintenanceController(Controller):
         return {str(metadata_of(nm).get("name")): nm for nm in self._maintenances.store.list()}
 
     def _enqueue_all(self, names: Iterable[str]) -> None:
+        names = set(names)
+        if self._settings.max_draining_nodes is not None and names & self._in_drain:
+            names |= self._in_drain  # under a limit every drain depends on every other
         for name in names:
             self.enqueue(name)
 
     def _on_maintenance(self, nm: Obj) -> None:
         name = key_of(nm)
         before = self._members.component([name])[0]
+        if name in self._in_drain:
+            before.add(name)  # it may leave Drain: the others are woken as it was
         self._members.maintenance_changed(nm, self._nodes.store.list)
-        self._enqueue_all(before | self._members.component([name])[0] | {name})
+        self._enqueue_all(before)
+        if effective_stage(nm) == Stage.DRAIN:
+            self._in_drain.add(name)
+        else:
+            self._in_drain.discard(name)
+        for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
+            if isinstance(ns, Mapping) and ns.get("drainTargets"):
+                self._admitting.pop(str(_map(ns.get("nodeRef")).get("name")), None)
+        self._enqueue_all(self._members.component([name])[0] | {name})
 
     def _on_maintenance_update(self, old: Obj, new: Obj) -> None:
         self._on_maintenance(new)
@@ -277,6 +304,9 @@ class NodeMaintenanceController(Controller):
         name = key_of(nm)
         before = self._members.component([name])[0]
         self._members.maintenance_deleted(name)
+        if name in self._in_drain:
+            self._in_drain.discard(name)
+            before |= self._in_drain if self._settings.max_draining_nodes is not None else set()
         self._enqueue_all(before - {name})
 
     def _on_node(self, node: Obj) -> None:
@@ -356,7 +386,11 @@ class NodeMaintenanceController(Controller):
         nm = self._maintenances.store.get(key)
         if nm is None:
             return None
-        names, node_names = self._members.component([key])
+        start = {key}
+        limit = self._settings.max_draining_nodes
+        if limit is not None and key in self._in_drain:
+            start |= self._in_drain
+        names, node_names = self._members.component(start)
         maintenances = [m for n in sorted(names) if (m := self._maintenances.store.get(n))]
         nodes = {n: obj for n in sorted(node_names) if (obj := self._nodes.store.get(n))}
         pods = {n: self._pods.store.by_index("node", n) for n in node_names}
@@ -376,7 +410,14 @@ class NodeMaintenanceController(Controller):
             pods=pods,
             eviction_requests={k: as_eviction_request(er) for k, er in requests.items()},
             now=self._clock(),
+            max_draining=limit.slots(len(self._nodes.store)) if limit is not None else None,
+            cordon_while_waiting=self._settings.cordon_while_waiting,
+            admitting=frozenset(n for n in list(self._admitting) if self._still_admitting(n)),
+            drain_deadline=self._settings.drain_deadline,
         )
+
+    def _still_admitting(self, node: str) -> bool:
+        return self._expecting(self._admitting, node) is not None
 
     def enqueue(self, key: str) -> None:
         not_before = self._not_before.get(key)
@@ -397,6 +438,10 @@ class NodeMaintenanceController(Controller):
             return
         actions = decide(inputs)
         now = loop.time()
+        for node in actions.admitted:  # before any await: decisions taken meanwhile count it
+            self._admitting[node] = now
+        if actions.requeue_after is not None:
+            self.enqueue_after(key, actions.requeue_after)
         self._not_before[key] = now + (now - started) * PACING
         if actions.status is not None and _progress_only(
             _map(inputs.maintenance.get("status")), actions.status
@@ -406,7 +451,12 @@ class NodeMaintenanceController(Controller):
                 actions = dataclasses.replace(actions, status=None)
                 self.enqueue_after(key, written + PROGRESS_INTERVAL - now)
         if not actions.idle:
-            await self._apply(inputs.maintenance, actions)
+            try:
+                await self._apply(inputs.maintenance, actions)
+            except BaseException:
+                for node in actions.admitted:  # not stored: the next decision admits afresh
+                    self._admitting.pop(node, None)
+                raise
 
     async def _apply(self, nm: Mapping[str, Any], a: Actions) -> None:
         name = key_of(nm)

@@ -39,14 +39,32 @@ pod whose eviction the imperative interceptor saw refused (named with the refusa
 without the retry count), or the first undrained node that waits for other nodes or is limited
 by another maintenance. Only podsLeft changes with every pod that leaves (the shell writes such
 progress at a limited rate); the other fields change when what they show changes.
+
+Drain slots. With ``Inputs.max_draining`` set (``nodeMaintenance.maxDrainingNodes``), at most
+that many nodes drain at once across the cluster (:mod:`nodeagent.model.drainslots`); the
+inputs then hold every maintenance in Drain. A node over the limit waits: it takes no part in
+the drainTargets resolution (no EvictionRequest for its pods), is cordoned only with
+``cordon_while_waiting``, and its drainMessage (and so ``summary.blockedBy``) says what it waits
+for. Under a limit each node goes through the drain plan at its own pace (its position is
+recovered from its own drainTargets): a node waiting for a slot must not hold back the nodes of
+its maintenance that drain, and those must finish for the slot to pass on. Maintenances sharing
+a node still meet on it. Admissions are returned (``Actions.admitted``) so the shell can count
+them while its cache does not show them yet.
+
+Drain deadline. ``spec.drainDeadlineSeconds``, else ``Inputs.drain_deadline``, counted from the
+start of the Drain stage: once it passes with pods left, condition
+``DrainDeadlineExceeded=True`` names the pods left and what refuses their eviction (the
+PodDisruptionBudget), and a Warning Event says so once. Nothing is escalated. Before it passes
+``Actions.requeue_after`` asks to decide again when it does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from nodeagent.model.bodies import (
@@ -64,10 +82,12 @@ from nodeagent.model.bodies import (
     set_condition,
 )
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, entries_from_dicts
+from nodeagent.model.drainslots import Candidate, Slots, allot
 from nodeagent.model.draintargets import (
     DRAIN_STAGE,
     MaintenanceDrain,
     MaintenanceView,
+    NodeDrainStatus,
     PodInfo,
     Resolution,
     resolve,
@@ -92,7 +112,7 @@ from nodeagent.model.maintenance import (
     status_nodes,
     validate,
 )
-from nodeagent.model.times import format_time
+from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",
@@ -210,6 +230,15 @@ class Inputs:
     pods: Mapping[str, Sequence[Mapping[str, Any]]]
     eviction_requests: Mapping[str, EvictionRequest]
     now: datetime
+    max_draining: int | None = None
+    """How many nodes may drain at once (None: no limit). With a limit, ``maintenances``
+    holds every maintenance in Drain too, and the other fields cover their nodes."""
+    cordon_while_waiting: bool = False
+    """Cordon a node in Drain while it waits for a drain slot."""
+    admitting: frozenset[str] = frozenset()
+    """Nodes admitted to drain whose admission the caches do not show yet."""
+    drain_deadline: float | None = None
+    """Seconds from the start of Drain, for maintenances without spec.drainDeadlineSeconds."""
 
 
 @dataclass(frozen=True)
@@ -305,6 +334,11 @@ class Actions:
     remove_finalizer: bool = False
     targeted: frozenset[str] = field(default_factory=frozenset)
     """UIDs of the pods this maintenance's nodes have targeted now (for logs and tests)."""
+    admitted: frozenset[str] = frozenset()
+    """Nodes this decision lets start draining under the limit (see Drain slots)."""
+    requeue_after: float | None = None
+    """Decide again after this many seconds (the drain deadline), unless something else
+    asks first."""
 
     @property
     def idle(self) -> bool:
@@ -349,12 +383,10 @@ def _creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
     return (str(md.get("creationTimestamp") or ""), str(md.get("name") or ""))
 
 
-def _view(o: _Other) -> MaintenanceView | None:
-    if o.stage != Stage.DRAIN or not o.validity.valid:
-        return None
-    status = mapping(o.obj, "status")
+def _stored_progress(o: _Other) -> dict[str, list[DrainPlanEntry]]:
+    """The drainTargets the maintenance stored for each node it selects."""
     progress: dict[str, list[DrainPlanEntry]] = {}
-    for entry in items(status, "nodeStatuses"):
+    for entry in items(mapping(o.obj, "status"), "nodeStatuses"):
         node = mapping(entry, "nodeRef").get("name")
         if not isinstance(node, str) or node not in o.selected:
             continue
@@ -362,6 +394,14 @@ def _view(o: _Other) -> MaintenanceView | None:
             progress[node] = entries_from_dicts(as_map(entry).get("drainTargets"), "drainTargets")
         except InvalidPlan:
             continue  # unreadable stored progress: recovered from the others, conservatively
+    return progress
+
+
+def _view(o: _Other) -> MaintenanceView | None:
+    if o.stage != Stage.DRAIN or not o.validity.valid:
+        return None
+    status = mapping(o.obj, "status")
+    progress = _stored_progress(o)
     index = status.get("drainPlanIndex")
     entry_index = index if isinstance(index, int) and not isinstance(index, bool) else None
     if entry_index is not None and not 0 <= entry_index < len(o.validity.plan):
@@ -509,6 +549,7 @@ def _drain_status(
     now: datetime,
     observed: int | None,
     eviction_requests: Mapping[str, EvictionRequest],
+    deadline: float | None,
 ) -> list[RecordedEvent]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
     worth."""
@@ -542,7 +583,100 @@ def _drain_status(
             f"{left} pods left on {busy} of {len(drain.nodes)} nodes; {entry}",
         )
     conditions[:] = set_condition(conditions, "Drained", *drained, now, observed)
+    events.extend(
+        _deadline_status(status, conditions, drain, deadline, now, observed, eviction_requests)
+    )
     return events
+
+
+DEADLINE_CONDITION = "DrainDeadlineExceeded"
+_MAX_NAMED_PODS = 5
+
+
+def deadline_seconds(nm: Mapping[str, Any], default: float | None) -> float | None:
+    """``spec.drainDeadlineSeconds``, else ``default`` (None: no deadline)."""
+    raw = mapping(nm, "spec").get("drainDeadlineSeconds")
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+        return float(raw)
+    return default
+
+
+def _deadline_due(status: Mapping[str, Any], seconds: float) -> datetime | None:
+    """When the drain deadline passes: ``seconds`` after the Drain stage started (None: its
+    start is not recorded yet)."""
+    started = next(
+        (
+            parse_time(as_map(s).get("startTimestamp"))
+            for s in items(status, "stageStatuses")
+            if as_map(s).get("name") == Stage.DRAIN.value
+        ),
+        None,
+    )
+    return None if started is None else started + timedelta(seconds=seconds)
+
+
+def _blockers(drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequest]) -> str:
+    """The pods left that the drain targets, each with what refuses its eviction if anything
+    does, then what the other nodes wait for."""
+    refs = sorted(
+        {ref for ns in drain.nodes for ref in ns.targeted_pods},
+        key=lambda r: (r.namespace, r.name, r.uid),
+    )
+    parts: list[str] = []
+    for ref in refs[:_MAX_NAMED_PODS]:
+        er = eviction_requests.get(ref.uid)
+        cause = refusal(er) if er is not None else None
+        why = f" (eviction refused by {cause})" if cause is not None else ""
+        parts.append(f"pod {ref.namespace}/{ref.name}{why}")
+    if len(refs) > _MAX_NAMED_PODS:
+        parts.append(f"{len(refs) - _MAX_NAMED_PODS} more targeted pods")
+    waiting = [ns for ns in drain.nodes if not ns.drained and not ns.targeted_pods]
+    if waiting:
+        more = f" (and {len(waiting) - 1} more nodes)" if len(waiting) > 1 else ""
+        parts.append(f"node {waiting[0].node}: {waiting[0].drain_message}{more}")
+    return "; ".join(parts) or "pods left"
+
+
+def _deadline_status(
+    status: Mapping[str, Any],
+    conditions: list[dict[str, Any]],
+    drain: MaintenanceDrain,
+    seconds: float | None,
+    now: datetime,
+    observed: int | None,
+    eviction_requests: Mapping[str, EvictionRequest],
+) -> list[RecordedEvent]:
+    """The DrainDeadlineExceeded condition; a Warning Event when it turns True."""
+    old = next((c for c in conditions if c.get("type") == DEADLINE_CONDITION), None)
+    if seconds is None:
+        conditions[:] = [c for c in conditions if c.get("type") != DEADLINE_CONDITION]
+        return []
+    due = _deadline_due(status, seconds)
+    if due is None:
+        return []  # decided once the maintenance's own decision recorded the start of Drain
+    if drain.drained:
+        if old is None or old.get("status") != "True":  # once passed, it stays passed
+            message = f"Drained before the deadline ({format_time(due)})"
+            conditions[:] = set_condition(
+                conditions, DEADLINE_CONDITION, "False", "Drained", message, now, observed
+            )
+        return []
+    if now < due:
+        message = f"The drain deadline is {format_time(due)} ({seconds:g}s after Drain started)"
+        conditions[:] = set_condition(
+            conditions, DEADLINE_CONDITION, "False", "WithinDeadline", message, now, observed
+        )
+        return []
+    message = (
+        f"The drain deadline ({seconds:g}s) passed at {format_time(due)}; still blocking: "
+        + _blockers(drain, eviction_requests)
+    )
+    conditions[:] = set_condition(
+        conditions, DEADLINE_CONDITION, "True", "DeadlineExceeded", message, now, observed
+    )
+    if old is None or old.get("status") != "True":
+        return [RecordedEvent("Warning", DEADLINE_CONDITION, message)]
+    return []
 
 
 def _copy(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -557,6 +691,7 @@ def _neighbour_statuses(
     me: str,
     now: datetime,
     eviction_requests: Mapping[str, EvictionRequest],
+    default_deadline: float | None,
 ) -> list[StatusUpdate]:
     """The drain resolution is one computation over all intersecting maintenances; store it
     for each of them at once, so that no maintenance's stored position lags behind the ones
@@ -578,6 +713,7 @@ def _neighbour_statuses(
             now,
             generation(o.obj),
             eviction_requests,
+            deadline_seconds(o.obj, default_deadline),
         )
         status["conditions"] = conditions
         if status != dict(old):
@@ -645,11 +781,12 @@ def _others(inp: Inputs, me: str, validity: Validity) -> dict[str, _Other]:
     return others
 
 
-def _cordons(ctx: _Context) -> tuple[list[NodePatch], list[RecordedEvent]]:
-    """Cordon the selected nodes (in Cordon and Drain), naming every holder on each."""
+def _cordons(ctx: _Context, waiting: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+    """Cordon the selected nodes (in Cordon and Drain) but ``waiting`` ones, naming every
+    holder on each."""
     cordon: list[NodePatch] = []
     events: list[RecordedEvent] = []
-    for node_name in sorted(ctx.mine.selected):
+    for node_name in sorted(ctx.mine.selected - waiting):
         node = ctx.inp.nodes[node_name]
         annotation = _cordoned_by(node)
         rv = str(mapping(node, "metadata").get("resourceVersion") or "")
@@ -690,14 +827,91 @@ def _uncordons(ctx: _Context, keep: frozenset[str]) -> tuple[list[NodePatch], li
 
 
 def _resolve(
-    others: Mapping[str, _Other], pods: Mapping[str, Sequence[Mapping[str, Any]]]
+    others: Mapping[str, _Other],
+    pods: Mapping[str, Sequence[Mapping[str, Any]]],
+    slots: Slots | None,
 ) -> Resolution | None:
-    """The drainTargets of every valid maintenance in Drain, resolved together (None: none)."""
+    """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
+    Under a limit, node by node and only on the nodes admitted (see Drain slots)."""
     views = [view for o in others.values() if (view := _view(o)) is not None]
     if not views:
         return None
-    nodes_needed = {n for v in views for n in v.nodes}
-    return resolve(views, {n: _pod_infos(pods.get(n, ())) for n in nodes_needed})
+    if slots is None:
+        nodes_needed = {n for v in views for n in v.nodes}
+        return resolve(views, {n: _pod_infos(pods.get(n, ())) for n in nodes_needed})
+    per_node = [
+        dataclasses.replace(
+            v,
+            name=f"{v.name}/{node}",  # "/" is in no object name: unique
+            shown=v.name,
+            nodes=frozenset({node}),
+            progress={node: v.progress[node]} if node in v.progress else {},
+            entry_index=None,  # recovered from the node's own drainTargets
+        )
+        for v in views
+        for node in sorted(v.nodes & slots.admitted)
+    ]
+    resolved = resolve(
+        per_node, {n: _pod_infos(pods.get(n, ())) for v in per_node for n in v.nodes}
+    )
+    parts: dict[str, list[MaintenanceDrain]] = {}
+    for v in per_node:
+        parts.setdefault(v.label, []).append(resolved[v.name])
+    out: dict[str, MaintenanceDrain] = {}
+    for v in views:
+        mine = parts.get(v.name, [])
+        waiting = [_waiting_status(n, pods, slots) for n in sorted(v.nodes - slots.admitted)]
+        nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
+        # The least advanced node's entry; a node that waits has not started the plan.
+        index = 0 if waiting or not mine else min(m.entry_index for m in mine)
+        out[v.name] = MaintenanceDrain(
+            name=v.name,
+            entry_index=index,
+            current_entry=v.plan[index],
+            nodes=tuple(nodes),
+            drained=all(ns.drained for ns in nodes),
+            fast_forwards=tuple(ff for m in mine for ff in m.fast_forwards),
+        )
+    return Resolution(out)
+
+
+def _waiting_status(
+    node: str, pods: Mapping[str, Sequence[Mapping[str, Any]]], slots: Slots
+) -> NodeDrainStatus:
+    """The drain status of a node that waits for a drain slot: nothing targeted yet."""
+    present = [p for p in _pod_infos(pods.get(node, ())) if p.present]
+    leaving = sum(1 for p in present if p.terminating)
+    return NodeDrainStatus(
+        node=node,
+        drain_targets=(),
+        drain_message=slots.waiting_message(node),
+        targeted_pods=(),
+        pods_pending_evacuation=len(present) - leaving,
+        pods_evacuating=leaving,
+        drained=not present,
+    )
+
+
+def _slots(inp: Inputs, others: Mapping[str, _Other]) -> Slots | None:
+    """Which nodes may drain now under the limit (None: no limit)."""
+    if inp.max_draining is None:
+        return None
+    candidates: list[Candidate] = []
+    for o in others.values():
+        if o.stage != Stage.DRAIN or not o.validity.valid:
+            continue
+        stored = _stored_progress(o)
+        order = _creation_key(o.obj)
+        for node in o.selected:
+            candidates.append(
+                Candidate(
+                    node=node,
+                    order=order,
+                    admitted=bool(stored.get(node)) or node in inp.admitting,
+                    busy=any(p.present for p in _pod_infos(inp.pods.get(node, ()))),
+                )
+            )
+    return allot(candidates, inp.max_draining)
 
 
 def _targeted_uids(resolution: Resolution | None) -> set[str]:
@@ -819,6 +1033,7 @@ def _status(
                     ctx.inp.now,
                     observed,
                     ctx.inp.eviction_requests,
+                    deadline_seconds(ctx.nm, ctx.inp.drain_deadline),
                 )
             )
             _note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.inp.pods)
@@ -978,17 +1193,22 @@ def decide(inp: Inputs) -> Actions:
     )
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
-    cordon, cordon_events = _cordons(ctx) if holds_now else ([], [])
+    slots = _slots(inp, ctx.others) if ctx.acting else None
+    waiting = frozenset(slots.waiting) if slots is not None else frozenset()
+    uncordoned = frozenset() if inp.cordon_while_waiting else waiting
+    cordon, cordon_events = _cordons(ctx, uncordoned) if holds_now else ([], [])
     uncordon: list[NodePatch] = []
     if ctx.acting:
         uncordon, uncordon_events = _uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
         cordon_events.extend(uncordon_events)
 
-    resolution = _resolve(ctx.others, inp.pods)
+    resolution = _resolve(ctx.others, inp.pods, slots)
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (
-        _neighbour_statuses(ctx.others, resolution, me, inp.now, inp.eviction_requests)
+        _neighbour_statuses(
+            ctx.others, resolution, me, inp.now, inp.eviction_requests, inp.drain_deadline
+        )
         if resolution is not None and ctx.acting
         else []
     )
@@ -1014,4 +1234,20 @@ def decide(inp: Inputs) -> Actions:
         uncordon=tuple(uncordon),
         remove_finalizer=is_deleting and _has_finalizer(nm),
         targeted=frozenset(evictions.targeted),
+        admitted=frozenset(slots.newly) if slots is not None else frozenset(),
+        requeue_after=_deadline_requeue(ctx, status, my_drain),
     )
+
+
+def _deadline_requeue(
+    ctx: _Context, status: Mapping[str, Any] | None, drain: MaintenanceDrain | None
+) -> float | None:
+    """Seconds until this maintenance's drain deadline passes, while it is ahead."""
+    seconds = deadline_seconds(ctx.nm, ctx.inp.drain_deadline)
+    if ctx.act_stage != Stage.DRAIN or drain is None or drain.drained or seconds is None:
+        return None
+    due = _deadline_due(status if status is not None else mapping(ctx.nm, "status"), seconds)
+    if due is None:
+        return None
+    left = (due - ctx.inp.now).total_seconds()
+    return left if left > 0 else None

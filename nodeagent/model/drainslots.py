@@ -1,0 +1,130 @@
+"""A cluster-wide limit on nodes draining at once (``nodeMaintenance.maxDrainingNodes``).
+
+Pure. A node *drains* while it is admitted (some maintenance in Drain stored drainTargets for
+it, or the controller admitted it and its cache does not show that yet) and pods are still on
+it. Nodes that are selected by a maintenance in Drain, have pods and were never admitted *wait*
+for a slot, in order: the creation of the oldest maintenance in Drain that selects them (time,
+then name), then the node's name. Admission is sticky: a node keeps its slot until its pods are
+gone, so lowering the limit never stops a drain half-way; it only holds back the next ones. A
+node with no pods needs no slot: it is drained the moment it is admitted, and always admitted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Candidate", "DrainLimit", "InvalidLimit", "Slots", "allot"]
+
+_MAX_NAMED = 5
+_PERCENT = re.compile(r"([0-9]+)%")
+
+
+class InvalidLimit(ValueError):
+    """The limit as written is not a positive count or a percentage from 1% to 100%."""
+
+
+@dataclass(frozen=True)
+class DrainLimit:
+    """``maxDrainingNodes``: a count of nodes, or a percentage of the cluster's nodes (rounded
+    down, at least one node, so a small cluster still makes progress)."""
+
+    count: int | None = None
+    percent: int | None = None
+
+    @classmethod
+    def parse(cls, value: object) -> DrainLimit:
+        if isinstance(value, bool):
+            raise InvalidLimit(f"must be a number of nodes or a percentage, got {value!r}")
+        if isinstance(value, int):
+            if value < 1:
+                raise InvalidLimit(f"must be at least 1, got {value}")
+            return cls(count=value)
+        if isinstance(value, str) and (m := _PERCENT.fullmatch(value.strip())):
+            percent = int(m.group(1))
+            if not 1 <= percent <= 100:
+                raise InvalidLimit(f"must be a percentage from 1% to 100%, got {value!r}")
+            return cls(percent=percent)
+        raise InvalidLimit(f"must be a number of nodes or a percentage like '20%', got {value!r}")
+
+    def slots(self, cluster_nodes: int) -> int:
+        """How many nodes may drain at once in a cluster of ``cluster_nodes`` nodes."""
+        if self.count is not None:
+            return self.count
+        return max(1, math.floor((self.percent or 100) * cluster_nodes / 100))
+
+    def __str__(self) -> str:
+        return f"{self.count}" if self.count is not None else f"{self.percent}%"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A node selected by a valid maintenance in Drain."""
+
+    node: str
+    order: tuple[str, str]
+    """Creation (time, name) of the oldest maintenance in Drain selecting the node."""
+    admitted: bool
+    """It was admitted before: drainTargets are stored for it, or an admission is in flight."""
+    busy: bool
+    """Pods that count for the drain are still on it."""
+
+
+@dataclass(frozen=True)
+class Slots:
+    limit: int
+    draining: tuple[str, ...]
+    """Admitted nodes with pods left, in admission order (they hold the slots)."""
+    admitted: frozenset[str]
+    """Nodes that may drain now: the draining ones, those admitted by this allotment, and
+    nodes with no pods left."""
+    newly: tuple[str, ...]
+    """Nodes this allotment admits that were not admitted before."""
+    waiting: tuple[str, ...]
+    """Nodes held back, first in line first."""
+
+    def waiting_message(self, node: str) -> str:
+        """``Waiting for a drain slot (1 of 1 nodes draining: node-a)``, with the place in line
+        when others wait ahead."""
+        holders = [*self.draining, *self.newly]
+        shown = holders[:_MAX_NAMED]
+        more = len(holders) - len(shown)
+        names = ", ".join(shown) + (f" and {more} more" if more else "")
+        text = f"Waiting for a drain slot ({len(holders)} of {self.limit} nodes draining"
+        text += f": {names})" if names else ")"
+        ahead = self.waiting.index(node) if node in self.waiting else 0
+        if ahead:
+            text += f", {ahead} {'node' if ahead == 1 else 'nodes'} ahead in line"
+        return text
+
+
+def allot(candidates: Iterable[Candidate], limit: int) -> Slots:
+    """Which nodes may drain now under ``limit`` (see the module docstring). Deterministic:
+    the result does not depend on the order of ``candidates``."""
+    by_node: dict[str, Candidate] = {}
+    for c in candidates:
+        seen = by_node.get(c.node)
+        if seen is None:
+            by_node[c.node] = c
+        else:  # the same node through several maintenances: the oldest order, any admission
+            by_node[c.node] = Candidate(
+                c.node,
+                min(seen.order, c.order),
+                seen.admitted or c.admitted,
+                seen.busy or c.busy,
+            )
+    ordered = sorted(by_node.values(), key=lambda c: (c.order, c.node))
+    draining = [c.node for c in ordered if c.admitted and c.busy]
+    line = [c.node for c in ordered if not c.admitted and c.busy]
+    free = max(0, limit - len(draining))
+    newly = line[:free]
+    idle = {c.node for c in ordered if not c.busy}
+    return Slots(
+        limit=limit,
+        draining=tuple(draining),
+        admitted=frozenset(draining) | frozenset(newly) | idle,
+        newly=tuple(newly),
+        waiting=tuple(line[free:]),
+    )
