@@ -10,6 +10,7 @@ JSON whatever the values); a template that is a string gives a plain-text body.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -50,6 +51,9 @@ TEXT = "text/plain; charset=utf-8"
 
 # RFC 9110 token: what a header name may be
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# DNS labels of letters, digits, '-' (and '_', which internal names use), a trailing dot allowed
+_LABEL = r"[0-9A-Za-z_]([0-9A-Za-z_-]{0,61}[0-9A-Za-z_])?"
+_HOST = re.compile(rf"{_LABEL}(\.{_LABEL})*\.?")
 
 
 class InvalidSetting(ValueError):
@@ -161,6 +165,9 @@ def check_url(url: object) -> str:
         raise InvalidSetting(f"must be an http:// or https:// URL, got {url!r}")
     if any(c.isspace() or not c.isprintable() for c in url):
         raise InvalidSetting(f"{redact(url)!r} holds spaces or control characters")
+    if "\\" in url:
+        # parsers disagree on it (WHATWG reads '/', RFC 3986 refuses it)
+        raise InvalidSetting("a backslash is no part of a URL (write / or %5C)")
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port  # reading it checks it
@@ -171,11 +178,23 @@ def check_url(url: object) -> str:
         raise InvalidSetting(f"must start with http:// or https://{got}")
     if not parts.hostname:
         raise InvalidSetting(f"{redact(url)!r} names no host")
+    if not _HOST.fullmatch(parts.hostname) and not _ip(parts.hostname):
+        raise InvalidSetting(
+            f"{parts.hostname!r} is not a host name (ASCII labels; an IDN host as xn--...)"
+        )
     if port == 0:
         raise InvalidSetting(f"{redact(url)!r}: port 0 is no port to send to")
     if parts.fragment:
         raise InvalidSetting(f"{redact(url)!r}: a #fragment is never sent")
     return url
+
+
+def _ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def redact(url: str) -> str:

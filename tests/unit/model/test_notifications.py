@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import yarl
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeagent.model import notifications as m
@@ -107,6 +107,8 @@ def test_bad_templates_are_one_line_errors(template: object, message: str) -> No
         "http://127.0.0.1:8080/hook?token=a",
         "http://[::1]:9/x",
         "https://user:pw@example.com/",
+        "http://xn--bcher-kva.example./",
+        "http://nodeagent_hooks.internal:80",
     ],
 )
 def test_good_urls(url: str) -> None:
@@ -125,6 +127,9 @@ def test_good_urls(url: str) -> None:
         ("http://example.com/a b", "holds spaces or control characters"),
         ("http://example.com/\x00", "holds spaces or control characters"),
         ("http://example.com/#x", "a #fragment is never sent"),
+        ("http://example.com\\@evil/", "a backslash is no part of a URL"),
+        ("http://a..b/", "'a..b' is not a host name"),
+        ("http://bücher.example/", "'bücher.example' is not a host name (ASCII labels; an IDN"),
         ("", "must be an http:// or https:// URL"),
         (42, "must be an http:// or https:// URL, got 42"),
     ],
@@ -136,6 +141,7 @@ def test_bad_urls_are_one_line_errors(url: object, message: str) -> None:
     assert "\n" not in str(e.value)
 
 
+@settings(max_examples=2000)
 @given(st.text(max_size=60))
 def test_a_url_that_passes_is_one_the_http_client_takes(text: str) -> None:
     for url in (text, f"http://{text}", f"https://h/{text}"):
