@@ -1,0 +1,233 @@
+"""The limit on nodes draining at once and the drain deadline, on both backends.
+
+The limit test plays the evicting side itself (it deletes a pod as soon as its EvictionRequest
+appears); the deadline test runs the EvictionRequest controller, whose imperative interceptor
+reports the PodDisruptionBudget that refuses an eviction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from nodeagent.config import NodeMaintenanceConfig
+from nodeagent.controllers.evictionrequest import EvictionRequestController
+from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
+from nodeagent.controllers.nodemaintenance.reconcile import DEADLINE_CONDITION, NODE_LABEL
+from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.events import EventRecorder
+from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.kube.resources import (
+    EVENTS,
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PDBS,
+    PODS,
+    Resource,
+)
+from nodeagent.model.drainslots import DrainLimit
+from nodeagent_testbed.sim.store import Obj
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
+from tests.integration.controllers.evictionrequest_harness import fast_settings
+from tests.integration.controllers.test_nodemaintenance import Env, cordoned, is_true
+
+NODES_3 = ("node-1", "node-2", "node-3")
+
+
+async def _env(
+    backend: TestCluster, settings: NodeMaintenanceConfig, with_evictions: bool
+) -> AsyncIterator[Env]:
+    await backend.install_crds(heartbeat_spacing=0)
+    kube = backend.client(max_workers=8)
+    view = ClusterView(kube, [NODEMAINTENANCES, NODES, PODS, EVICTIONREQUESTS, EVENTS])
+    await view.start()
+    agent = backend.client(await backend.service_account(CONTROLLERS_ACCOUNT), max_workers=8)
+    informers = SharedInformers(
+        agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
+    )
+    events = EventRecorder(agent, "nodeagent")
+    controller = NodeMaintenanceController(agent, informers, events, settings=settings)
+    parts: list[Controller] = [controller]
+    if with_evictions:
+        parts.append(EvictionRequestController(agent, informers, fast_settings(), events=events))
+    tasks = [asyncio.create_task(informers.run())]
+    tasks += [asyncio.create_task(p.run()) for p in parts]
+    try:
+        async with asyncio.timeout(10):
+            for p in parts:
+                await p.wait_synced()
+        yield Env(backend, kube, controller, view)
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await view.stop()
+
+
+@pytest.fixture
+async def limited(backend: TestCluster) -> AsyncIterator[Env]:
+    settings = NodeMaintenanceConfig(max_draining_nodes=DrainLimit(count=1))
+    async for env in _env(backend, settings, with_evictions=False):
+        yield env
+
+
+@pytest.fixture
+async def evicting(backend: TestCluster) -> AsyncIterator[Env]:
+    async for env in _env(backend, NodeMaintenanceConfig(), with_evictions=True):
+        yield env
+
+
+def blocked_by(env: Env, nm: str) -> str:
+    return str((((env.nm(nm) or {}).get("status") or {}).get("summary") or {}).get("blockedBy"))
+
+
+async def test_three_nodes_maintained_at_once_drain_one_at_a_time(limited: Env) -> None:
+    env = limited
+    for node in NODES_3:
+        for i in (1, 2):
+            await env.bare_pod(f"{node}-app-{i}", node)
+    await env.until(lambda: len([p for p in env.pods() if "-app-" in p["metadata"]["name"]]) == 6)
+
+    # every EvictionRequest's creation and every pod's deletion, as the watches report them,
+    # by resourceVersion (one global sequence on both backends)
+    requested_at: dict[str, list[int]] = {n: [] for n in NODES_3}
+    gone_at: dict[str, list[int]] = {n: [] for n in NODES_3}
+    evicting = False
+    deletions: list[asyncio.Task[None]] = []
+
+    async def delete(namespace: str, name: str) -> None:
+        with contextlib.suppress(Exception):  # already gone
+            await env.kube.delete(PODS, name, namespace, grace_period_seconds=0)
+
+    def evict(er: Obj) -> None:
+        pod = er["spec"]["target"]["pod"]["name"]
+        deletions.append(asyncio.create_task(delete(er["metadata"]["namespace"], pod)))
+
+    def seen(kind: str, resource: Resource, obj: Obj) -> None:
+        if resource == PODS and kind == "DELETED" and obj["spec"].get("nodeName") in gone_at:
+            gone_at[obj["spec"]["nodeName"]].append(int(obj["metadata"]["resourceVersion"]))
+        elif resource == EVICTIONREQUESTS and kind == "ADDED":
+            node = obj["metadata"]["labels"][NODE_LABEL]
+            requested_at[node].append(int(obj["metadata"]["resourceVersion"]))
+            if evicting:
+                evict(obj)
+
+    env.view.listen(seen)
+    # created together (kubectl would take the same second): in order of name then
+    for i, node in enumerate(NODES_3):
+        await env.maintenance(f"reboot-{i}-{node}", [node])
+    await env.until(
+        lambda: (
+            blocked_by(env, "reboot-2-node-3").startswith("node node-3: Waiting for a drain")
+            and "node-2: Waiting" in blocked_by(env, "reboot-1-node-2")
+        )
+    )
+    assert blocked_by(env, "reboot-1-node-2") == (
+        "node node-2: Waiting for a drain slot (1 of 1 nodes draining: node-1)"
+    )
+    assert blocked_by(env, "reboot-2-node-3") == (
+        "node node-3: Waiting for a drain slot (1 of 1 nodes draining: node-1), "
+        "1 node ahead in line"
+    )
+    await env.until(lambda: len(env.requested()) == 2)
+    assert env.requested() == {"node-1-app-1", "node-1-app-2"}
+    assert cordoned(env, "node-1")
+    assert not cordoned(env, "node-2") and not cordoned(env, "node-3")  # cordonWhileWaiting off
+
+    # now the evicting side does its part: each pod goes as soon as it is asked for
+    evicting = True
+    for er in env.requests():
+        evict(er)
+    await env.until(
+        lambda: all(is_true(env, f"reboot-{i}-{n}", "Drained") for i, n in enumerate(NODES_3)),
+        timeout=60,
+    )
+    await asyncio.gather(*deletions)
+    # one node at a time: a node's first request comes after the previous node's last pod went
+    spans = sorted((min(requested_at[n]), max(gone_at[n]), n) for n in NODES_3)
+    assert [n for _, _, n in spans] == list(NODES_3)
+    for (_, last_gone, node), (first_asked, _, nxt) in itertools.pairwise(spans):
+        assert last_gone < first_asked, f"{nxt} was asked to drain before {node} had drained"
+    assert all(len(requested_at[n]) == 2 for n in NODES_3)
+
+
+def pdb(name: str, app: str, min_available: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def warnings(env: Env, nm: str, reason: str) -> list[str]:
+    return [
+        e["message"] for e in env.events(nm) if e["type"] == "Warning" and e["reason"] == reason
+    ]
+
+
+async def test_a_passed_deadline_names_the_pod_and_the_budget(evicting: Env) -> None:
+    env = evicting
+    await env.kube.create(PDBS, pdb("web", "web", 1), "default")
+    await env.kube.create(PDBS, pdb("db", "db", 1), "default")
+    await env.bare_pod("web-1", "node-1", labels={"app": "web"})
+    await env.bare_pod("db-1", "node-2", labels={"app": "db"})
+
+    # a deadline far ahead: not passed; then the budget refuses the eviction
+    nm = await env.maintenance("kernel", ["node-1"])
+    await env.kube.patch(NODEMAINTENANCES, "kernel", {"spec": {"drainDeadlineSeconds": 3600}})
+    await env.until(
+        lambda: (
+            (env.condition("kernel", DEADLINE_CONDITION) or {}).get("reason") == "WithinDeadline"
+            and "PodDisruptionBudget web" in blocked_by(env, "kernel")
+        ),
+        timeout=30,
+    )
+    assert nm["metadata"]["name"] == "kernel"
+    assert not warnings(env, "kernel", DEADLINE_CONDITION)
+    # the deadline is shortened to one already passed: the condition and one Event say why
+    await env.kube.patch(NODEMAINTENANCES, "kernel", {"spec": {"drainDeadlineSeconds": 1}})
+    await env.until(lambda: is_true(env, "kernel", DEADLINE_CONDITION))
+    cond = env.condition("kernel", DEADLINE_CONDITION) or {}
+    assert cond["reason"] == "DeadlineExceeded"
+    blocking = "pod default/web-1 (eviction refused by PodDisruptionBudget web)"
+    assert cond["message"].endswith(f"still blocking: {blocking}"), cond["message"]
+    await env.until(lambda: bool(warnings(env, "kernel", DEADLINE_CONDITION)))
+    assert warnings(env, "kernel", DEADLINE_CONDITION) == [cond["message"]]
+    assert env.pod("default", "web-1") is not None  # nothing escalated
+    assert not is_true(env, "kernel", "Drained")
+
+    # a deadline that passes while nothing else happens: the controller's own timer
+    await env.kube.create(
+        NODEMAINTENANCES,
+        {
+            "metadata": {"name": "timer"},
+            "spec": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["node-2"]}
+                            ]
+                        }
+                    ]
+                },
+                "stage": "Drain",
+                "drainDeadlineSeconds": 3,
+            },
+        },
+    )
+    await env.until(lambda: is_true(env, "timer", DEADLINE_CONDITION), timeout=30)
+    await env.until(lambda: bool(warnings(env, "timer", DEADLINE_CONDITION)))
+    (message,) = warnings(env, "timer", DEADLINE_CONDITION)
+    assert "passed" in message and "pod default/db-1" in message
+    assert env.pod("default", "db-1") is not None
