@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.config import NodeMaintenanceConfig
+from nodeagent.config import NodeMaintenanceConfig, ShutdownConfig
 from nodeagent.controllers.evictionrequest import EvictionRequestController
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.controllers.nodemaintenance.reconcile import DEADLINE_CONDITION, NODE_LABEL
@@ -33,12 +33,14 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.model.drainslots import DrainLimit
+from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent_testbed.sim.store import Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.integration.controllers.evictionrequest_harness import fast_settings
 from tests.integration.controllers.test_nodemaintenance import Env, cordoned, is_true
 
 NODES_3 = ("node-1", "node-2", "node-3")
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 
 
 async def _env(
@@ -231,3 +233,40 @@ async def test_a_passed_deadline_names_the_pod_and_the_budget(evicting: Env) -> 
     (message,) = warnings(env, "timer", DEADLINE_CONDITION)
     assert "passed" in message and "pod default/db-1" in message
     assert env.pod("default", "db-1") is not None
+
+
+async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited: Env) -> None:
+    """The node side is unchanged by the limit: a shutdown whose node waits for a drain slot
+    is released when its budget is nearly spent, as any undrained shutdown."""
+    env = limited
+    await env.bare_pod("busy", "node-2")
+    await env.bare_pod("waits", "node-1")
+    await env.maintenance("holds-the-slot", ["node-2"])
+    await env.until(lambda: env.requested() == {"busy"})
+    # node-1's agent, with its own credentials, as the guard runs it on PrepareForShutdown
+    agent = env.backend.client(await env.backend.service_account(node="node-1"), max_workers=4)
+    flow = ShutdownFlow(
+        agent,
+        "node-1",
+        BOOT,
+        ShutdownConfig(budget=6, safety_margin=1, api_unreachable_release_after=5),
+    )
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    task = asyncio.create_task(flow.on_shutdown("reboot"))
+
+    def shutdown_waits() -> bool:
+        nms = env.view.list(NODEMAINTENANCES)
+        return any(
+            "Waiting for a drain slot (1 of 1 nodes draining: node-2)" in blocked_by(env, name)
+            for name in (
+                nm["metadata"]["name"] for nm in nms if nm["metadata"]["name"] != "holds-the-slot"
+            )
+        )
+
+    await env.until(shutdown_waits)
+    assert not task.done() and "waits" not in env.requested()
+    async with asyncio.timeout(15):
+        reason = await task
+    assert reason == "the shutdown budget is nearly spent"
+    assert 4.5 <= loop.time() - t0 < 6.5
