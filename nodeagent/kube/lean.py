@@ -16,12 +16,22 @@ from typing import Any
 
 from nodeagent.kube.resources import PODS, Obj
 
-__all__ = ["LAST_APPLIED", "POD_SPEC_READ", "POD_STATUS_READ", "lean_pod", "transform_for"]
+__all__ = [
+    "LAST_APPLIED",
+    "POD_CONDITIONS_READ",
+    "POD_SPEC_READ",
+    "POD_STATUS_READ",
+    "lean_pod",
+    "transform_for",
+]
 
 POD_SPEC_READ = frozenset(
     {"nodeName", "priority", "priorityClassName", "tolerations", "terminationGracePeriodSeconds"}
 )
 POD_STATUS_READ = frozenset({"phase"})
+# of status.conditions, only whether the pod is Ready (an eviction of an unready pod may pass a
+# budget that allows no disruption: `nodeagent.model.budgets`)
+POD_CONDITIONS_READ = frozenset({"Ready"})
 # kubectl apply's copy of the whole object, in an annotation
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _INTERN_MAX = 64  # names, label values, enums; not long free text
@@ -44,8 +54,22 @@ def lean_pod(pod: Obj) -> Obj:
         part = pod.get(section)
         if isinstance(part, Mapping):
             out[section] = {k: v for k, v in part.items() if k in read}
+    conditions = _read_conditions(pod.get("status"))
+    if conditions:
+        out.setdefault("status", {})["conditions"] = conditions
     interned: Obj = _interned(out)
     return interned
+
+
+def _read_conditions(status: object) -> list[dict[str, Any]]:
+    raw = status.get("conditions") if isinstance(status, Mapping) else None
+    if not isinstance(raw, list):
+        return []
+    return [
+        {"type": c["type"], "status": c.get("status")}
+        for c in raw
+        if isinstance(c, Mapping) and c.get("type") in POD_CONDITIONS_READ
+    ]
 
 
 def _interned(value: Any) -> Any:

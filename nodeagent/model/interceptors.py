@@ -22,13 +22,13 @@ from typing import Any, Literal
 
 from nodeagent.model.backoff import capped_exponential
 from nodeagent.model.bodies import set_condition
+from nodeagent.model.budgets import WAITING_PREFIX
 from nodeagent.model.drainplan import PodType, classify, pod_labels
 from nodeagent.model.maintenance import NODE_LABEL
 from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, LabelSelector
 from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
-    "ACTIVATED_ANNOTATION",
     "CANCELED",
     "DAEMONSET_INTERCEPTOR",
     "DEFAULT_HEARTBEAT_DEADLINE",
@@ -46,7 +46,6 @@ __all__ = [
     "InvalidInterceptors",
     "Selection",
     "SelectorInterceptor",
-    "activation_annotation",
     "default_interceptors",
     "eviction_backoff",
     "heartbeat_due",
@@ -54,7 +53,6 @@ __all__ = [
     "imperative_refusal_cause",
     "imperative_refusal_message",
     "next_heartbeat_in",
-    "parse_activation",
     "parse_interceptor_list",
     "parse_retries",
     "parse_time",
@@ -71,9 +69,6 @@ __all__ = [
 
 INTERCEPTORS_ANNOTATION = "nodeagent.io/eviction-interceptors"
 """Pod annotation: comma-separated, ordered interceptor names (index 0 goes first)."""
-ACTIVATED_ANNOTATION = "nodeagent.io/interceptor-activated"
-"""EvictionRequest annotation ``<interceptor> <time>``: when the active interceptor got its turn,
-so an interceptor that never reports is passed over one deadline after that."""
 
 KUBELET_INTERCEPTOR = "kubelet.k8s.io"
 DAEMONSET_INTERCEPTOR = "daemonset.apps.k8s.io"
@@ -313,7 +308,8 @@ class EvictionRequestView:
     processed: tuple[str, ...]
     interceptors: Mapping[str, InterceptorStatus] = field(default_factory=dict)
     conditions: tuple[Mapping[str, Any], ...] = ()
-    activation: tuple[str, datetime] | None = None
+    owned_by_target: bool = False
+    """The target pod is an owner: the garbage collector deletes the request with the pod."""
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> EvictionRequestView:
@@ -349,7 +345,11 @@ class EvictionRequestView:
             processed=_names(status.get("processedInterceptors")),
             interceptors=entries,
             conditions=conditions,
-            activation=parse_activation(_annotations(obj).get(ACTIVATED_ANNOTATION)),
+            owned_by_target=bool(pod.get("uid"))
+            and any(
+                isinstance(ref, Mapping) and ref.get("uid") == pod.get("uid")
+                for ref in md.get("ownerReferences") or ()
+            ),
         )
 
     def condition(self, type_: str) -> Mapping[str, Any] | None:
@@ -379,12 +379,14 @@ class EvictionRequestView:
         return self.interceptors.get(name) or InterceptorStatus(name)
 
     def activated_at(self) -> datetime | None:
-        """When the active interceptor got its turn, as recorded; for the first interceptor the
-        request's creation (the KEP's fallback) when nothing was recorded."""
+        """When the active interceptor got its turn: its entry's startTime, which the
+        controller records when the turn starts; for the first interceptor the request's
+        creation (the KEP's fallback) when nothing was recorded."""
         if self.active is None:
             return None
-        if self.activation is not None and self.activation[0] == self.active:
-            return self.activation[1]
+        recorded = self.entry(self.active).start_time
+        if recorded is not None:
+            return recorded
         if (
             not self.processed
             and self.target_interceptors
@@ -392,18 +394,6 @@ class EvictionRequestView:
         ):
             return self.creation_time
         return None
-
-
-def activation_annotation(name: str, when: datetime) -> str:
-    return f"{name} {format_micro_time(when)}"
-
-
-def parse_activation(value: object) -> tuple[str, datetime] | None:
-    if not isinstance(value, str):
-        return None
-    name, _, when = value.strip().partition(" ")
-    parsed = parse_time(when)
-    return (name, parsed) if name and parsed is not None else None
 
 
 def with_interceptor_status(
@@ -639,10 +629,12 @@ def imperative_refusal_cause(message: str) -> str | None:
     ``imperative-eviction.k8s.io`` message of :func:`imperative_refusal_message`; None when the
     message is no refusal. A PodDisruptionBudget is named (``PodDisruptionBudget web``), since
     its message also carries pod counts that change while nothing else does."""
-    match = _REFUSAL.match(message)
-    if match is None:
+    if message.startswith(WAITING_PREFIX):  # held back before asking: the budget is named
+        cause = message
+    elif (match := _REFUSAL.match(message)) is not None:
+        cause = " ".join((match.group(1) or "").split())
+    else:
         return None
-    cause = " ".join((match.group(1) or "").split())
     if (budget := _BUDGET.search(cause)) is not None:
         return f"PodDisruptionBudget {budget.group(1)}"
     return cause or "refused"

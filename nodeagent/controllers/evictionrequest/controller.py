@@ -7,7 +7,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from nodeagent.controllers.evictionrequest.reconcile import (
     EvictionOutcome,
@@ -22,8 +22,9 @@ from nodeagent.kube.events import EventSink
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
-from nodeagent.kube.store import key_of, split_key
+from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
 from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
@@ -75,7 +76,7 @@ class EvictionRequestController(Controller):
     ) -> None:
         self.requests = informers.informer(EVICTIONREQUESTS)
         self.pods = informers.informer(PODS)
-        self.budgets = informers.informer(PDBS)
+        self.budgets = informers.informer(PDBS, indexers={"namespace": namespace_index})
         super().__init__(
             name,
             informers=[self.requests, self.pods, self.budgets],
@@ -93,10 +94,15 @@ class EvictionRequestController(Controller):
         self._activations: dict[str, tuple[str, str, datetime]] = {}
         # keys of requests whose target pod (that UID) the pod informer saw deleted
         self._pod_deleted: set[str] = set()
+        self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
-        self.budgets.add_handler(self._on_budget, lambda _, new: self._on_budget(new))
+        self.budgets.add_handler(
+            self._on_budget,
+            lambda _, new: self._on_budget(new),
+            self._on_budget_deleted,
+        )
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         key = _pod_key(pod)
@@ -108,22 +114,28 @@ class EvictionRequestController(Controller):
         key = _pod_key(pod)
         return [key] if key is not None and key in self.requests.store else []
 
+    def _on_budget_deleted(self, pdb: Obj) -> None:
+        self._spent.pop(key_of(pdb), None)
+
     def _on_budget(self, pdb: Obj) -> None:
-        """A PodDisruptionBudget allows disruptions again: retry that many of the evictions it
-        refused now rather than when their backoff runs out (kubectl drain polls every 5 s; the
-        backoff doubles up to 15 minutes). Those waiting longest go first; one refused again
-        falls back to its backoff until the budget's next change."""
+        """A PodDisruptionBudget allows disruptions again: ask for that many of the evictions it
+        held back or refused now rather than when their backoff runs out (kubectl drain polls
+        every 5 s; the backoff doubles up to 15 minutes). Those waiting longest go first; one
+        refused again falls back to its backoff until the budget's next change."""
+        md = pdb.get("metadata") or {}
+        spent = self._spent.get(key_of(pdb))
+        if spent is not None and spent.resource_version != md.get("resourceVersion"):
+            del self._spent[key_of(pdb)]  # the budget's new status counts those evictions
         allowed = (pdb.get("status") or {}).get("disruptionsAllowed")
         if not isinstance(allowed, int) or allowed <= 0 or not self._imperative:
             return
-        md = pdb.get("metadata") or {}
         try:
             selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
         except SelectorError:
             return
         waiting: list[tuple[int, str]] = []
         for key, (_, state) in self._imperative.items():
-            if state.evicted or state.next_attempt is None:
+            if state.evicted or (state.next_attempt is None and state.held_since is None):
                 continue
             namespace, _ = split_key(key)
             if namespace != md.get("namespace"):
@@ -150,11 +162,26 @@ class EvictionRequestController(Controller):
         pod = await self._pod_for(view)
         remembered = self._imperative.get(key)
         state = remembered[1] if remembered and remembered[0] == view.uid else None
-        plan = self._plan(key, request, pod, state, None)
+        gate = self._gate(pod) if pod is not None else None
+        plan = self._plan(key, request, pod, state, None, gate)
         if plan.evict:
+            if gate is not None:
+                self._let_through(gate)
             outcome = await self._evict(view, plan)
-            plan = self._plan(key, request, pod, state, outcome)
+            plan = self._plan(key, request, pod, state, outcome, gate)
         await self._apply(key, request, view, plan)
+
+    def _gate(self, pod: Obj) -> BudgetGate | None:
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        budgets = self.budgets.store.by_index("namespace", str(namespace))
+        return budget_gate(pod, budgets, self._spent)
+
+    def _let_through(self, gate: BudgetGate) -> None:
+        """Count an eviction about to be asked for against its budget's cached allowance
+        (synchronously, so concurrent workers see it before the call goes out)."""
+        spent = self._spent.get(gate.key)
+        count = spent.count if spent is not None and spent.resource_version == gate.version else 0
+        self._spent[gate.key] = Spent(gate.version, count + 1)
 
     def _plan(
         self,
@@ -163,6 +190,7 @@ class EvictionRequestController(Controller):
         pod: Obj | None,
         state: ImperativeState | None,
         outcome: EvictionOutcome | None,
+        gate: BudgetGate | None,
     ) -> Plan:
         view = EvictionRequestView.from_obj(request)
         remembered = self._activations.get(key)
@@ -177,6 +205,7 @@ class EvictionRequestController(Controller):
             imperative=state,
             activated_at=activated_at,
             outcome=outcome,
+            gate=gate,
         )
 
     async def _pod_for(self, view: EvictionRequestView) -> Obj | None:
@@ -245,12 +274,8 @@ class EvictionRequestController(Controller):
         current = request
         version = (request.get("metadata") or {}).get("resourceVersion")
         try:
-            if plan.labels or plan.annotations:
-                metadata: dict[str, Any] = {"resourceVersion": version}
-                if plan.labels:
-                    metadata["labels"] = dict(plan.labels)
-                if plan.annotations:
-                    metadata["annotations"] = dict(plan.annotations)
+            if plan.labels:
+                metadata = {"resourceVersion": version, "labels": dict(plan.labels)}
                 current = await self._client.patch(
                     EVICTIONREQUESTS, view.name, {"metadata": metadata}, view.namespace
                 )

@@ -2,7 +2,7 @@
 
 :func:`plan_request` takes one EvictionRequest, the pod of its target's name (or None), the time
 and the in-memory retry state of the imperative eviction, and returns a :class:`Plan`: the status
-to write, labels and annotations to set, whether to call the Eviction API, when to look again.
+to write, labels to set, whether to call the Eviction API, when to look again.
 When the plan says ``evict``, the controller calls the API and asks again with the
 :class:`EvictionOutcome`, which yields the final plan.
 """
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.model.bodies import EventType, uid_of
+from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import (
-    ACTIVATED_ANNOTATION,
     CANCELED,
     DAEMONSET_INTERCEPTOR,
     EVICTED,
@@ -29,9 +29,9 @@ from nodeagent.model.interceptors import (
     EvictionRequestView,
     InterceptorStatus,
     InvalidInterceptors,
-    activation_annotation,
     default_interceptors,
     eviction_backoff,
+    heartbeat_interval,
     imperative_refusal_message,
     parse_retries,
     pod_phase,
@@ -65,6 +65,9 @@ class ImperativeState:
     """The last message, written again should its first write have been lost."""
     evicted: bool = False
     """The Eviction API accepted: the pod is on its way out and is never evicted again."""
+    held_since: datetime | None = None
+    """Since when a disruption budget that allows nothing has held the eviction back
+    (:mod:`nodeagent.model.budgets`); None while it does not."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,6 @@ class Plan:
     """The whole new status, or None when it does not change."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Labels to set on the request (merged; nothing is removed)."""
-    annotations: Mapping[str, str] = field(default_factory=dict)
     evict: bool = False
     """Call the Eviction API for the target pod (with its UID as precondition), then plan again
     with the outcome."""
@@ -115,7 +117,6 @@ class _Builder:
         self.old: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
         self.status: dict[str, Any] = copy.deepcopy(self.old)
         self.labels: dict[str, str] = {}
-        self.annotations: dict[str, str] = {}
         self.events: list[EventNote] = []
         self.requeue: float | None = None
         self.evict = False
@@ -169,13 +170,19 @@ class _Builder:
             self.retire_active()
         else:
             self.retire_completed()
-        self.events.append(EventNote("Normal", "Evicted", message))
 
     def retire_completed(self) -> None:
         """An active interceptor leaves activeInterceptors once it sets completionTime (KEP)."""
         active = self.view.active
         if active is not None and self.view.entry(active).completion_time is not None:
             self.retire_active()
+
+    def entry(self, name: str) -> InterceptorStatus:
+        """``name``'s entry as this plan leaves it so far."""
+        for raw in self.status.get("interceptors") or ():
+            if isinstance(raw, Mapping) and raw.get("name") == name:
+                return InterceptorStatus.from_dict(raw)
+        return InterceptorStatus(name)
 
     def set_entry(self, entry: InterceptorStatus) -> None:
         self.status["interceptors"] = with_interceptor_status(
@@ -191,7 +198,6 @@ class _Builder:
         return Plan(
             status=self.status if self.status != self.old else None,
             labels=self.labels,
-            annotations=self.annotations,
             evict=self.evict,
             requeue_after=self.requeue,
             events=tuple(self.events),
@@ -238,13 +244,15 @@ def plan_request(
     imperative: ImperativeState | None = None,
     activated_at: datetime | None = None,
     outcome: EvictionOutcome | None = None,
+    gate: BudgetGate | None = None,
 ) -> Plan:
     """Decide what to do about ``request``.
 
     ``pod``: the pod named by ``spec.target.pod.name`` in the request's namespace, whatever its
     UID, or None when there is none. ``activated_at``: when the active interceptor got its turn,
-    if the caller knows better than the request's annotation. ``outcome``: the answer of the
-    Eviction API call an earlier plan asked for.
+    if the caller knows better than the request's status. ``outcome``: the answer of the
+    Eviction API call an earlier plan asked for. ``gate``: the disruption budget that selects
+    the pod, as cached (:func:`nodeagent.model.budgets.budget_gate`), if one decides alone.
     """
     view = EvictionRequestView.from_obj(request)
     b = _Builder(request, view, now)
@@ -269,6 +277,9 @@ def plan_request(
                     f"(the pod of that name has UID {other})."
                 )
             b.cancel("ValidationFailed", message)
+        elif view.owned_by_target:
+            # Its pod owns it: the garbage collector deletes it now, nobody reads it any more.
+            return Plan(finished=True)
         elif other:
             b.evicted(
                 "PodReplaced",
@@ -334,19 +345,27 @@ def plan_request(
         )
     if selection.active is not None:
         if selection.activated or known is None:
-            b.annotations[ACTIVATED_ANNOTATION] = activation_annotation(selection.active, now)
+            # Its turn starts now, recorded in its entry's startTime by this status write (the
+            # deadline of an interceptor that never reports runs from there).
+            b.set_entry(replace(view.entry(selection.active), start_time=now))
             b.activation = (selection.active, now)
-        elif view.activation is None or view.activation[0] != selection.active:
+        elif activated_at is None:
             b.activation = (selection.active, known)
     if selection.deadline is not None:
         b.wake_in((selection.deadline - now).total_seconds())
     if selection.active == IMPERATIVE_INTERCEPTOR:
         if selection.activated:
             # Record its turn before it acts: an eviction must never happen while the stored
-            # status still shows another interceptor's turn.
+            # status still shows another interceptor's turn (or none). Held back by a budget,
+            # it says so in the same write.
+            if gate is not None and gate.room == 0:
+                b.set_entry(
+                    replace(b.entry(IMPERATIVE_INTERCEPTOR), message=gate.waiting_message())
+                )
+                b.imperative = ImperativeState(held_since=now)
             b.wake_in(0.0)
         else:
-            _imperative(b, target, settings, imperative, outcome)
+            _imperative(b, target, settings, imperative, outcome, gate)
     return b.plan()
 
 
@@ -373,13 +392,18 @@ def _imperative(
     settings: EvictionSettings,
     state: ImperativeState | None,
     outcome: EvictionOutcome | None,
+    gate: BudgetGate | None,
 ) -> None:
-    """The ``imperative-eviction.k8s.io`` interceptor (KEP "Eviction")."""
+    """The ``imperative-eviction.k8s.io`` interceptor (KEP "Eviction"). It writes its entry
+    when its message says something new to the requesters (a refusal, a budget it waits for)
+    and otherwise only when a heartbeat is due: an accepted eviction is not worth a status
+    write of its own, the pod's deletion follows."""
     now = b.now
-    entry = b.view.entry(IMPERATIVE_INTERCEPTOR)
+    entry = b.entry(IMPERATIVE_INTERCEPTOR)
     if state is None:
         state = ImperativeState(retries=parse_retries(entry.message))
     b.imperative = state
+    interval = heartbeat_interval(settings.heartbeat_deadline, settings.heartbeat_min_interval)
 
     def report(message: str) -> None:
         update = report_progress(
@@ -388,27 +412,46 @@ def _imperative(
         if update is not None:
             b.set_entry(update)
 
-    # A pod we evicted is terminating now: keep saying so (one status write less per pod)
+    def keep_alive(message: str) -> None:
+        """Heartbeat (with ``message``) once one is due; nothing before."""
+        last = entry.last_report
+        if last is None or now - last >= interval:
+            b.set_entry(entry.heartbeat(now, message))
+            b.wake_in(interval.total_seconds())
+        else:
+            b.wake_in((last + interval - now).total_seconds())
+
+    # A pod we evicted is terminating now: nothing to say until a heartbeat is due
     why_not = None if state.evicted and outcome is None else _not_evictable(pod)
     if why_not is not None:
         report(why_not)
         return
     if outcome is None:
         if state.evicted:
-            report(state.message)
-        elif state.next_attempt is None or now >= state.next_attempt:
-            b.evict = True
-        else:
+            keep_alive(state.message)
+            return
+        if state.next_attempt is not None and now < state.next_attempt:
             if state.message:
                 report(state.message)
             b.wake_in((state.next_attempt - now).total_seconds())
+            return
+        held_since = state.held_since or now
+        if gate is not None and gate.room == 0 and now - held_since < interval:
+            # The budget's next change wakes this request; should it not come (or the
+            # server see it otherwise), the Eviction API is asked after a heartbeat interval.
+            message = gate.waiting_message()
+            b.imperative = replace(state, held_since=held_since, message=message)
+            if entry.message != message:
+                report(message)
+            b.wake_in((held_since + interval - now).total_seconds())
+            return
+        b.evict = True
         return
     if outcome.kind == "evicted":
         after = f" after {state.retries} refused attempts" if state.retries else ""
         message = f"Evicted the pod through the Eviction API{after}; waiting for it to terminate."
-        report(message)
         b.imperative = ImperativeState(state.retries, message=message, evicted=True)
-        b.events.append(EventNote("Normal", "EvictingPod", f"Evicted pod {b.pod_ref}{after}."))
+        keep_alive(message)
         return
     if outcome.kind == "gone":
         # 404, or a 409 for a pod replaced under the same name: no point in calling again.

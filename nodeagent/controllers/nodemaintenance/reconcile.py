@@ -431,6 +431,15 @@ def _node_of_request(
     return found[0] if found is not None else None
 
 
+def _owned_by_target(er: Mapping[str, Any]) -> bool:
+    """Its pod owns it, so the garbage collector deletes it with the pod."""
+    target = mapping(mapping(mapping(er, "spec"), "target"), "pod").get("uid")
+    return any(
+        as_map(ref).get("uid") == target
+        for ref in items(mapping(er, "metadata"), "ownerReferences")
+    )
+
+
 def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
     md = mapping(pod, "metadata")
     labels = {k: v for k, v in mapping(md, "labels").items() if isinstance(v, str)}
@@ -442,6 +451,15 @@ def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
             "name": str(md.get("uid")),
             "namespace": str(md.get("namespace") or "default"),
             "labels": labels,
+            # the garbage collector deletes the request with its pod: no delete of ours
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": str(md.get("name")),
+                    "uid": str(md.get("uid")),
+                }
+            ],
         },
         "spec": {
             "target": {"pod": {"name": str(md.get("name")), "uid": str(md.get("uid"))}},
@@ -1141,7 +1159,8 @@ def _withdraw(
         er_rv = str(er_md.get("resourceVersion") or "")
         er_uid = str(er_md.get("uid") or "")
         if condition_true(er, "Evicted"):
-            if set(requesters) <= {REQUESTER}:
+            gone_with_pod = uid not in pods_by_uid and _owned_by_target(er)
+            if set(requesters) <= {REQUESTER} and not gone_with_pod:
                 out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "evicted"))
             continue
         # While draining, a request whose pod is gone stays for the eviction request

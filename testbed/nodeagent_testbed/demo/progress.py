@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from nodeagent.model.budgets import WAITING_PREFIX
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
     InvalidPlan,
@@ -102,6 +103,7 @@ class Tracker:
     targets: list[EntryTiming] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
     refusals: Counter[str] = field(default_factory=Counter)  # pod key -> 429s (from EVRs)
+    held: set[str] = field(default_factory=set)  # pods whose eviction waited for a budget
     drained_at: float | None = None
     lock_released_at: float | None = None
     cordoned_at: float | None = None
@@ -254,7 +256,12 @@ class Tracker:
         for entry in (evr.get("status") or {}).get("interceptors") or []:
             if entry.get("name") != IMPERATIVE_INTERCEPTOR:
                 continue
-            retries = parse_retries(str(entry.get("message") or ""))
+            message = str(entry.get("message") or "")
+            if message.startswith(WAITING_PREFIX) and key not in self.held:
+                self.held.add(key)
+                if self.t0 is not None:
+                    self.say(f"  eviction of {key} waits: {message.split(';')[0]}")
+            retries = parse_retries(message)
             if retries > self.refusals[key]:
                 first = self.refusals[key] == 0
                 self.refusals[key] = retries
@@ -426,6 +433,8 @@ def format_summary(
         f"Evictions (policy/v1 eviction subresource): {evictions.get('requests', 0)} requests, "
         f"{evictions.get('allowed', 0)} allowed, {evictions.get('refused', 0)} refused with 429 "
         "and retried",
+        f"  {_n(len(tracker.held), 'pod')} waited for a disruption budget that allowed nothing "
+        "(no request until it did)",
     ]
     for pod, n in sorted(tracker.refusals.items()):
         lines.append(f"  {pod}: refused {_n(n, 'time')}, then evicted")

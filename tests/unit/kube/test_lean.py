@@ -26,7 +26,7 @@ def test_keeps_what_the_controllers_read_and_drops_the_bulk() -> None:
     for kept in ("nodeName", "priority", "priorityClassName", "tolerations"):
         assert spec[kept] == pod["spec"][kept]
     assert spec["terminationGracePeriodSeconds"] == 30
-    assert status == {"phase": "Running"}
+    assert status == {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     assert "containers" not in spec and "managedFields" not in md
     assert len(json.dumps(lean)) * 4 < len(json.dumps(pod))  # a fraction of a real pod
 

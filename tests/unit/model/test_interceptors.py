@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model.interceptors import (
-    ACTIVATED_ANNOTATION,
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
     INTERCEPTORS_ANNOTATION,
@@ -20,7 +19,6 @@ from nodeagent.model.interceptors import (
     InterceptorStatus,
     InvalidInterceptors,
     SelectorInterceptor,
-    activation_annotation,
     eviction_backoff,
     heartbeat_due,
     heartbeat_interval,
@@ -341,7 +339,6 @@ def test_view_of_an_eviction_request() -> None:
             "uid": "r1",
             "generation": 3,
             "creationTimestamp": "2030-01-01T12:00:00Z",
-            "annotations": {ACTIVATED_ANNOTATION: activation_annotation("b.example.com", T0)},
         },
         "spec": {
             "target": {"pod": {"name": "p", "uid": "u1"}},
@@ -353,7 +350,11 @@ def test_view_of_an_eviction_request() -> None:
             "processedInterceptors": ["a.example.com"],
             "interceptors": [
                 {"name": "a.example.com", "completionTime": "2030-01-01T12:00:00Z"},
-                {"name": "b.example.com", "heartbeatTime": "2030-01-01T12:01:00.5Z"},
+                {
+                    "name": "b.example.com",
+                    "startTime": "2030-01-01T12:00:00Z",  # its turn, as the controller records it
+                    "heartbeatTime": "2030-01-01T12:01:00.5Z",
+                },
             ],
             "conditions": [{"type": "Evicted", "status": "False"}],
         },

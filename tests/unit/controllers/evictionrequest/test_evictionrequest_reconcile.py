@@ -18,14 +18,14 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     plan_request,
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors import (
-    ACTIVATED_ANNOTATION,
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
     INTERCEPTORS_ANNOTATION,
     NODE_LABEL,
     EvictionRequestView,
-    activation_annotation,
+    imperative_refusal_cause,
 )
 from nodeagent.model.times import format_micro_time
 
@@ -87,7 +87,6 @@ def applied(request: dict[str, Any], plan: Plan) -> dict[str, Any]:
         out["status"] = copy.deepcopy(plan.status)
     md = out["metadata"]
     md.setdefault("labels", {}).update(plan.labels)
-    md.setdefault("annotations", {}).update(plan.annotations)
     return out
 
 
@@ -107,14 +106,15 @@ def condition(request_or_plan: dict[str, Any] | Plan, type_: str) -> dict[str, A
 def at_imperative(
     pod: dict[str, Any] | None = None, *, message: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A request whose turn has come to imperative-eviction.k8s.io."""
-    entry: dict[str, Any] = {"name": IMPERATIVE_INTERCEPTOR}
+    """A request whose turn came to imperative-eviction.k8s.io at T0 (its startTime)."""
+    entry: dict[str, Any] = {"name": IMPERATIVE_INTERCEPTOR, "startTime": "2030-01-01T12:00:00Z"}
     if message:
-        entry.update(message=message, startTime="2030-01-01T12:00:00Z")
-        entry["heartbeatTime"] = "2030-01-01T12:00:00Z"
+        entry.update(message=message, heartbeatTime="2030-01-01T12:00:00Z")
     status = {
+        "observedGeneration": 1,
         "targetInterceptors": [{"name": IMPERATIVE_INTERCEPTOR}],
         "activeInterceptors": [IMPERATIVE_INTERCEPTOR],
+        "processedInterceptors": [],
         "interceptors": [entry],
     }
     return make_request(status=status), pod if pod is not None else make_pod()
@@ -131,17 +131,15 @@ def test_new_request_gets_targets_first_turn_labels_and_generation() -> None:
         {"name": "mover.example.com"},
         {"name": IMPERATIVE_INTERCEPTOR},
     ]
+    # the first one's turn starts now: its startTime, in this same write
     assert plan.status["interceptors"] == [
-        {"name": "mover.example.com"},
+        {"name": "mover.example.com", "startTime": format_micro_time(T0)},
         {"name": IMPERATIVE_INTERCEPTOR},
     ]
     assert plan.status["activeInterceptors"] == ["mover.example.com"]
     assert plan.status["processedInterceptors"] == []
     assert plan.status["observedGeneration"] == 1
     assert plan.labels == {"app": "web", NODE_LABEL: "node-2"}
-    assert plan.annotations == {
-        ACTIVATED_ANNOTATION: activation_annotation("mover.example.com", T0)
-    }
     assert plan.activation == ("mover.example.com", T0)
     assert plan.requeue_after == pytest.approx(20 * 60)
     assert not plan.evict and not plan.finished
@@ -153,7 +151,7 @@ def test_steady_state_writes_nothing() -> None:
     request = applied(request, plan_request(request, pod, T0, SETTINGS))
     plan = plan_request(request, pod, T0 + 5 * SEC, SETTINGS)
     assert plan.status is None
-    assert not plan.labels and not plan.annotations
+    assert not plan.labels
     assert plan.requeue_after == pytest.approx(20 * 60 - 5)
 
 
@@ -345,7 +343,7 @@ def test_silent_interceptor_is_passed_over_after_the_deadline() -> None:
     assert plan_request(request, pod, T0 + timedelta(minutes=20), SETTINGS).evict
 
 
-def test_activation_time_from_memory_when_the_annotation_lags() -> None:
+def test_activation_time_from_memory_when_the_status_lags() -> None:
     pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "a.example.com,b.example.com"})
     status = {
         "targetInterceptors": [
@@ -363,23 +361,34 @@ def test_activation_time_from_memory_when_the_annotation_lags() -> None:
     assert plan.requeue_after == pytest.approx(60)
     # Nothing known at all: the turn counts from now, and that is recorded.
     plan = plan_request(request, pod, later, SETTINGS)
-    assert plan.annotations == {ACTIVATED_ANNOTATION: activation_annotation("b.example.com", later)}
+    assert plan.status is not None
+    assert {"name": "b.example.com", "startTime": format_micro_time(later)} in plan.status[
+        "interceptors"
+    ]
 
 
 # --- the imperative eviction -----------------------------------------------------------------
 
 
-def test_imperative_evicts_then_reports() -> None:
+def test_imperative_evicts_then_writes_nothing_until_a_heartbeat_is_due() -> None:
+    # The accepted eviction is no news worth a write: the pod's deletion follows (and with it
+    # the request, which the pod owns). A pod slow to go gets heartbeats, with the message.
     request, pod = at_imperative()
-    plan = plan_request(request, pod, T0, SETTINGS)
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS)
     assert plan.evict
-    plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("evicted"))
-    assert not plan.evict
-    assert plan.status is not None
-    entry = plan.status["interceptors"][0]
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS, outcome=EvictionOutcome("evicted"))
+    assert not plan.evict and plan.status is None and plan.events == ()
+    assert plan.imperative is not None and plan.imperative.evicted
+    interval = timedelta(minutes=3)  # a quarter of the 20-minute deadline, at most 3 minutes
+    assert plan.requeue_after == pytest.approx((interval - SEC).total_seconds())
+    quiet = plan_request(request, pod, T0 + 2 * SEC, SETTINGS, imperative=plan.imperative)
+    assert quiet.status is None and not quiet.evict
+    due = plan_request(request, pod, T0 + interval, SETTINGS, imperative=plan.imperative)
+    assert due.status is not None and not due.evict
+    entry = due.status["interceptors"][0]
     assert entry["message"].startswith("Evicted the pod through the Eviction API")
-    assert entry["startTime"] == entry["heartbeatTime"] == format_micro_time(T0)
-    assert [e.reason for e in plan.events] == ["EvictingPod"]
+    assert entry["heartbeatTime"] == format_micro_time(T0 + interval)
+    assert entry["startTime"] == format_micro_time(T0)
 
 
 def test_refusals_back_off_and_count() -> None:
@@ -423,17 +432,17 @@ def test_an_accepted_eviction_is_never_repeated() -> None:
     for later in (T0 + SEC, T0 + 3600 * SEC):
         again = plan_request(request, pod, later, SETTINGS, imperative=state)
         assert not again.evict
-        assert again.status is not None
-        message = again.status["interceptors"][0]["message"]
-        assert message.startswith("Evicted the pod through the Eviction API")
+    # said once a heartbeat is due
+    assert again.status is not None
+    message = again.status["interceptors"][0]["message"]
+    assert message.startswith("Evicted the pod through the Eviction API")
 
 
 def test_retry_count_continues_after_a_restart() -> None:
     request, pod = at_imperative(message="Could not evict ..., number of retries: 7")
     plan = plan_request(request, pod, T0, SETTINGS)
     assert plan.evict and plan.imperative == ImperativeState(7)
-    assert plan.status is not None  # only observedGeneration is new
-    assert plan.status["interceptors"] == request["status"]["interceptors"]
+    assert plan.status is None  # nothing new to say
     plan = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("refused", "x"))
     assert plan.imperative is not None and plan.imperative.retries == 8
     assert plan.requeue_after == 128.0
@@ -517,3 +526,68 @@ def test_never_calls_the_api_before_the_backoff_ran_out(outcomes: list[str]) -> 
         request = applied(request, plan)
         assert EvictionRequestView.from_obj(request).active == IMPERATIVE_INTERCEPTOR
         now += SEC
+
+
+# --- a disruption budget that allows nothing ----------------------------------------------------
+
+HELD = BudgetGate("default/web", "7", room=0)
+
+
+def test_a_budget_that_allows_nothing_is_said_in_the_activation_write() -> None:
+    # One status write records the turn and what it waits for; no eviction is asked for.
+    plan = plan_request(make_request(), make_pod(), T0, SETTINGS, gate=HELD)
+    assert plan.status is not None and not plan.evict
+    entry = plan.status["interceptors"][0]
+    assert entry["startTime"] == format_micro_time(T0)
+    assert entry["message"] == HELD.waiting_message()
+    assert imperative_refusal_cause(entry["message"]) == "PodDisruptionBudget web"
+    request = applied(make_request(), plan)
+    # held: nothing more is written or called while the budget allows nothing
+    again = plan_request(
+        request, make_pod(), T0 + SEC, SETTINGS, imperative=plan.imperative, gate=HELD
+    )
+    assert again.status is None and not again.evict
+    assert again.requeue_after is not None and again.requeue_after <= 180
+    # room again (the budget's watch event): the eviction is asked for, nothing written first
+    room = BudgetGate("default/web", "8", room=1)
+    go = plan_request(
+        request, make_pod(), T0 + 2 * SEC, SETTINGS, imperative=again.imperative, gate=room
+    )
+    assert go.evict and go.status is None
+
+
+def test_a_held_eviction_is_asked_for_anyway_after_a_heartbeat_interval() -> None:
+    # The server is the authority: a budget event that never comes must not stall the drain.
+    request, pod = at_imperative()
+    held = plan_request(request, pod, T0, SETTINGS, gate=HELD)
+    assert not held.evict and held.imperative is not None
+    later = plan_request(
+        request, pod, T0 + timedelta(minutes=3), SETTINGS, imperative=held.imperative, gate=HELD
+    )
+    assert later.evict
+
+
+@given(seconds=st.floats(0, 179.9))
+def test_held_back_means_no_call_before_the_interval(seconds: float) -> None:
+    request, pod = at_imperative()
+    held = plan_request(request, pod, T0, SETTINGS, gate=HELD)
+    at = T0 + timedelta(seconds=seconds)
+    plan = plan_request(request, pod, at, SETTINGS, imperative=held.imperative, gate=HELD)
+    assert not plan.evict
+
+
+def test_a_pod_that_owns_its_request_leaves_the_request_to_the_garbage_collector() -> None:
+    request, _ = at_imperative()
+    request["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "web",
+            "uid": request["spec"]["target"]["pod"]["uid"],
+        }
+    ]
+    plan = plan_request(request, None, T0, SETTINGS)
+    assert plan.finished and plan.status is None and plan.events == ()
+    request, _ = at_imperative()  # not owned: the Evicted condition is written
+    plan = plan_request(request, None, T0, SETTINGS)
+    assert plan.finished and condition(plan, "Evicted")["reason"] == "PodDeleted"

@@ -584,6 +584,8 @@ def test_eviction_request_shape() -> None:
             "name": uid,
             "namespace": "shop",
             "labels": {"app": "web", "tier": "front", NODE_LABEL: "one"},
+            # owned by its pod: the garbage collector deletes it with the pod
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": uid}],
             "resourceVersion": w.ers[uid]["metadata"]["resourceVersion"],
         },
         "spec": {
@@ -641,17 +643,21 @@ def test_a_canceled_request_for_a_targeted_pod_is_recreated() -> None:
 
 
 def test_finished_requests_of_gone_pods_are_deleted_when_only_we_asked() -> None:
+    # ours are owned by their pods and go with them (garbage collection); one that is not
+    # owned (made by an earlier version, say) is deleted when only we asked for it
     w = World()
     gone = w.pod("gone", "one")
     shared = w.pod("shared", "one")
+    owned = w.pod("owned", "one")
     w.maintenance("m", ["one"])
     w.settle()
-    for p in (gone, shared):
+    for p in (gone, shared, owned):
         er = w.ers[p["metadata"]["uid"]]
         er["status"] = {"conditions": [{"type": "Evicted", "status": "True"}]}
+    del w.ers[gone["metadata"]["uid"]]["metadata"]["ownerReferences"]
     w.ers[shared["metadata"]["uid"]]["spec"]["requesters"].append({"name": "other.example.com"})
-    w.remove_pod("gone")
-    w.remove_pod("shared")
+    for name in ("gone", "shared", "owned"):
+        w.remove_pod(name)
     a = w.decide("m")
     assert [(d.name, d.why) for d in a.delete_evictions] == [(gone["metadata"]["uid"], "evicted")]
     assert not a.requester_patches

@@ -1,0 +1,110 @@
+"""Whether a PodDisruptionBudget would refuse an eviction now, read from the informers' cache.
+
+The Eviction API refuses (429) while a budget that selects the pod allows no disruption. Calling
+it anyway costs a request per pod per retry and says nothing the budget's status does not; so
+the imperative interceptor asks only when the cached budget leaves room, and the budget's next
+change (its watch event) wakes the pods that wait for it. The server stays the authority: this
+only holds back calls that would certainly be refused, and a wait is bounded (the caller tries
+anyway once in a while).
+
+A budget that certainly refuses: exactly one budget selects the pod (with two the server refuses
+in its own way, and says so), its status is current (observedGeneration), and it allows no
+disruption beyond the evictions already let through at this version of it. An unready pod is
+never held back: the server may let it go under the budget's unhealthy-pod policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.model.selectors import SelectorError, label_selector_from_dict
+
+__all__ = ["WAITING_PREFIX", "BudgetGate", "Spent", "budget_gate", "pod_ready"]
+
+WAITING_PREFIX = "Waiting for disruption budget "
+"""How the imperative interceptor's message starts while a budget holds its eviction back."""
+
+
+@dataclass(frozen=True)
+class Spent:
+    """Evictions the server accepted under one budget since it last wrote its status: the
+    cached ``disruptionsAllowed`` does not count them yet."""
+
+    resource_version: str
+    count: int
+
+
+@dataclass(frozen=True)
+class BudgetGate:
+    """The one budget that selects the pod, and whether it leaves room for an eviction now."""
+
+    key: str
+    """``namespace/name`` of the budget."""
+    version: str
+    """Its resourceVersion, against which evictions let through are counted."""
+    room: int
+    """Disruptions it allows beyond those already let through (0: it would refuse)."""
+
+    @property
+    def name(self) -> str:
+        return self.key.partition("/")[2]
+
+    def waiting_message(self) -> str:
+        return (
+            f"{WAITING_PREFIX}{self.name} to allow a disruption (it allows none now); "
+            "the eviction is asked for when it does."
+        )
+
+
+def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = _map(pod, "status").get("conditions")
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def budget_gate(
+    pod: Mapping[str, Any],
+    budgets: Iterable[Mapping[str, Any]],
+    spent: Mapping[str, Spent],
+) -> BudgetGate | None:
+    """The budget gating the eviction of ``pod``, or None when the server must be asked.
+
+    ``budgets``: the PodDisruptionBudgets of the pod's namespace. ``spent``: evictions let
+    through per budget key (see :class:`Spent`)."""
+    md = _map(pod, "metadata")
+    labels = md.get("labels")
+    labels = labels if isinstance(labels, Mapping) else {}
+    selecting: list[Mapping[str, Any]] = []
+    for pdb in budgets:
+        raw = _map(pdb, "spec").get("selector")
+        if not isinstance(raw, Mapping):
+            continue  # policy/v1: no selector selects no pod (an empty one selects all)
+        try:
+            selector = label_selector_from_dict(raw)
+        except SelectorError:
+            return None  # the server judges what we cannot read
+        if selector.matches(labels):
+            selecting.append(pdb)
+    if len(selecting) != 1 or not pod_ready(pod):
+        return None
+    pdb = selecting[0]
+    pdb_md = _map(pdb, "metadata")
+    status = _map(pdb, "status")
+    allowed = status.get("disruptionsAllowed")
+    generation = pdb_md.get("generation")
+    if not isinstance(allowed, int) or status.get("observedGeneration") != generation:
+        return None
+    key = f"{pdb_md.get('namespace')}/{pdb_md.get('name')}"
+    version = str(pdb_md.get("resourceVersion") or "")
+    used = spent.get(key)
+    let_through = used.count if used is not None and used.resource_version == version else 0
+    return BudgetGate(key, version, max(0, allowed - let_through))
