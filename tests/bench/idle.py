@@ -1,16 +1,29 @@
 """Figure 4: what `nodeagent run` costs while nothing happens.
 
-A real `nodeagent sim serve` process serves a 3-node simulated cluster (CRDs and a small
-workload applied with kubectl); a real `nodeagent run` process runs every part as on a node
-whose agent leads: the shutdown guard holding its lock on a simulated logind (private
-dbus-daemon, drop-in managed), the static-pod interceptor on an empty manifest directory, the
-cluster controllers (leader), the health/metrics endpoint. After a warm-up, RSS is sampled
-every second and CPU time is read from the kernel at the start and end of the window.
+Footprint: a real `nodeagent sim serve` process serves a 3-node simulated cluster (CRDs and a
+small workload applied with kubectl). On it, one after the other, a real `nodeagent run` as a
+node's agent (`runControllers: false`, as the DaemonSet runs it: the shutdown guard holding its
+lock on a simulated logind, private dbus-daemon, drop-in managed; the static-pod interceptor
+on an empty manifest directory; the health/metrics endpoint) and as the controllers'
+(`runNodeAgent: false`, as the Deployment runs it: it leads). After a warm-up, RSS is sampled
+every second and CPU time is read from the kernel at the start and end of the window; the
+agent's requests are the simulated API server's counts.
+
+API requests of N idle node agents (`requests_at_scale`): N real `nodeagent run` node agents
+(static-pod interceptor on, so every watch a node agent can hold is open; no shutdown guard,
+which makes no request while idle) against one API server, on each backend: the simulated
+cluster and a real control plane (kube-apiserver's audit log), counted by User-Agent as the
+drain figure counts them. Once every agent's watches are open (its informers synced), the
+requests of all N in the window, per agent and second, times 5,000. A watch ends after 30 to 60
+min and is opened again (one request), so a window of minutes mostly sees none: the figure
+also gives the rate the watches imply, (watches per agent) / (mean watch duration) x 5,000.
+The imports' cost, step by step, is `imports.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -21,8 +34,12 @@ from typing import Any
 
 import psutil
 
+from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS
 from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind, dbus_daemon_path
-from tests.bench import common
+from tests.bench import common, imports
+from tests.bench.backends import Backend, RealBench, open_backend
+from tests.clusters import NODE_ACCOUNT, RealBackend
+from tests.controlplane.build import Binaries
 
 WORKLOAD = """
 apiVersion: apps/v1
@@ -68,9 +85,33 @@ def _stats(url: str) -> dict[tuple[str, str, str], int]:
     return {(x["agent"], x["verb"], x["resource"]): int(x["count"]) for x in data["requests"]}
 
 
-async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, Any]:
+async def run(
+    seconds: float,
+    workdir: Path,
+    warmup: float = 10.0,
+    *,
+    backends: tuple[str, ...] = ("sim",),
+    binaries: Binaries | None = None,
+    agents: int = 20,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"imports": await imports.run()}
     if dbus_daemon_path() is None:
-        return {"skipped": "dbus-daemon is not installed"}
+        out["footprint"] = {"skipped": "dbus-daemon is not installed"}
+    else:
+        out["footprint"] = await footprint(seconds, workdir / "footprint", warmup)
+    out["requests_at_scale"] = {}
+    for backend in backends:
+        try:
+            out["requests_at_scale"][backend] = await requests_at_scale(
+                backend, agents, seconds, workdir / f"agents-{backend}", warmup, binaries
+            )
+        except Exception as e:  # reported: the other backend stands
+            out["requests_at_scale"][backend] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+    return out
+
+
+async def footprint(seconds: float, workdir: Path, warmup: float) -> dict[str, Any]:
+    """The node agent's and the controllers agent's footprint, one after the other."""
     workdir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (a harness, not a server)
     kubeconfig = workdir / "kubeconfig"
     home = workdir / "kubectl-home"
@@ -115,10 +156,10 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
         await fake.start()
         manifests = workdir / "manifests"
         manifests.mkdir(exist_ok=True)
-        cfg = common.agent_config(
+        node = common.agent_config(
             kubeconfig,
             "node-1",
-            controllers=True,
+            controllers=False,
             shutdown={
                 "enabled": True,
                 "dbusAddress": daemon.address,
@@ -132,25 +173,16 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
                 "stashDir": str(workdir / "manifests.nodeagent-stash"),
             },
         )
-        async with common.run_agent(workdir, cfg, "agent") as agent:
-            t_start = time.monotonic()
-            await agent.wait_ready()
-            ready_seconds = time.monotonic() - t_start
-            await asyncio.sleep(warmup)
-            before = _stats(url)
-            sampler = common.Sampler(agent.ps, interval=1.0).start()
-            await asyncio.sleep(seconds)
-            await sampler.stop()
-            after = _stats(url)
-            try:
-                full = agent.ps.memory_full_info()
-                uss, pss = full.uss, getattr(full, "pss", None)
-            except psutil.Error:
-                uss = pss = None
-            threads = agent.ps.num_threads()
-            peak = common.peak_rss(agent.proc.pid)
-            fds = agent.ps.num_fds()
-            alive = agent.proc.returncode is None
+        controllers = common.agent_config(
+            kubeconfig, "", controllers=True, extra={"runNodeAgent": False}
+        )
+        controllers.pop("nodeName")
+        return {
+            "node": await _measure(workdir, node, "node-agent", url, seconds, warmup),
+            "controllers": await _measure(
+                workdir, controllers, "controllers-agent", url, seconds, warmup
+            ),
+        }
     finally:
         if fake is not None:
             await fake.close()
@@ -159,6 +191,30 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
             serve.send_signal(signal.SIGTERM)
             async with asyncio.timeout(30):
                 await serve.wait()
+
+
+async def _measure(
+    workdir: Path, cfg: dict[str, Any], name: str, url: str, seconds: float, warmup: float
+) -> dict[str, Any]:
+    async with common.run_agent(workdir, cfg, name) as agent:
+        t_start = time.monotonic()
+        await agent.wait_ready()
+        ready_seconds = time.monotonic() - t_start
+        await asyncio.sleep(warmup)
+        before = _stats(url)
+        sampler = common.Sampler(agent.ps, interval=1.0).start()
+        await asyncio.sleep(seconds)
+        await sampler.stop()
+        after = _stats(url)
+        try:
+            full = agent.ps.memory_full_info()
+            uss, pss = full.uss, getattr(full, "pss", None)
+        except psutil.Error:
+            uss = pss = None
+        threads = agent.ps.num_threads()
+        peak = common.peak_rss(agent.proc.pid)
+        fds = agent.ps.num_fds()
+        alive = agent.proc.returncode is None
     requests: dict[str, int] = {}
     for key, n in after.items():
         if key[0] == common.PYTHON_CLIENT and n - before.get(key, 0):
@@ -185,3 +241,96 @@ async def run(seconds: float, workdir: Path, warmup: float = 10.0) -> dict[str, 
         "api_requests_per_minute": round(sum(requests.values()) * 60.0 / seconds, 1),
         "api_requests_by": dict(sorted(requests.items(), key=lambda kv: -kv[1])),
     }
+
+
+# what an idle node agent with the static-pod interceptor watches
+NODE_WATCHES = ("evictionrequests", "nodemaintenances", "pods", "nodes", "priorityclasses")
+CLUSTER_NODES = 5000
+
+
+async def requests_at_scale(
+    kind: str,
+    agents: int,
+    seconds: float,
+    workdir: Path,
+    warmup: float,
+    binaries: Binaries | None,
+) -> dict[str, Any]:
+    async with (
+        open_backend(kind, agents, workdir, binaries) as b,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        kubeconfig = await _node_kubeconfig(b)
+        start = b.mark()
+        t0 = time.monotonic()
+        procs = []
+        for i, node in enumerate(b.node_names):
+            manifests = workdir / f"manifests-{i + 1}"
+            manifests.mkdir(parents=True, exist_ok=True)
+            cfg = common.agent_config(
+                kubeconfig,
+                node,
+                controllers=False,
+                static_pods={
+                    "enabled": True,
+                    "manifestDir": str(manifests),
+                    "stashDir": str(workdir / f"manifests-{i + 1}.nodeagent-stash"),
+                },
+            )
+            procs.append(await stack.enter_async_context(common.run_agent(workdir, cfg, node)))
+        for agent in procs:
+            await agent.wait_ready()
+        synced = await _until_watching(b, start, agents, procs)
+        synced_seconds = time.monotonic() - t0
+        startup = await b.requests_since(start, common.PYTHON_CLIENT)
+        await asyncio.sleep(warmup)
+        mark = b.mark()
+        await asyncio.sleep(seconds)
+        window = await b.requests_since(mark, common.PYTHON_CLIENT)
+        alive = sum(1 for a in procs if a.proc.returncode is None)
+    per_agent_per_second = window["total"] / agents / seconds
+    mean_watch = 1.5 * WATCH_TIMEOUT_SECONDS  # uniform between 1x and 2x
+    implied = len(synced) / mean_watch
+    return {
+        "agents": agents,
+        "alive_at_end": alive,
+        "window_seconds": seconds,
+        "startup_seconds": round(synced_seconds, 1),
+        "startup_requests_per_agent": round(startup["total"] / agents, 1),
+        "startup_requests_by": startup["by"],
+        "window_requests": window["total"],
+        "window_requests_by": window["by"],
+        "requests_per_agent_per_second": round(per_agent_per_second, 5),
+        f"requests_per_second_at_{CLUSTER_NODES}_nodes": round(
+            per_agent_per_second * CLUSTER_NODES, 2
+        ),
+        "watches_per_agent": len(synced),
+        "mean_watch_seconds": mean_watch,
+        f"implied_requests_per_second_at_{CLUSTER_NODES}_nodes": round(implied * CLUSTER_NODES, 2),
+    }
+
+
+async def _node_kubeconfig(b: Backend) -> Path:
+    """On the real server the node agents' ServiceAccount of packaging/kubernetes (RBAC: what
+    the node side reads; a token bound to no pod, so its writes would be refused, and an idle
+    agent writes nothing), one token for all."""
+    if isinstance(b, RealBench):
+        rb = RealBackend(b.kubeconfig, b.node_names, b.plane.dir / "pki")
+        return await rb.service_account(NODE_ACCOUNT)
+    return await b.agent_kubeconfig()
+
+
+async def _until_watching(
+    b: Backend, start: Any, agents: int, procs: list[common.AgentProcess], timeout: float = 120
+) -> list[str]:
+    """Until each agent has opened its watches (N watch requests of each resource a node agent
+    watches: an informer watches once its list is in). A harness poll, once a second."""
+    async with asyncio.timeout(timeout):
+        while True:
+            by = (await b.requests_since(start, common.PYTHON_CLIENT))["by"]
+            if all(by.get(f"watch {r}", 0) >= agents for r in NODE_WATCHES):
+                return list(NODE_WATCHES)
+            dead = [a for a in procs if a.proc.returncode is not None]
+            if dead:
+                raise RuntimeError(f"a node agent exited: {dead[0].tail()}")
+            await asyncio.sleep(1.0)
