@@ -354,10 +354,11 @@ def plan_request(
     if selection.deadline is not None:
         b.wake_in((selection.deadline - now).total_seconds())
     if selection.active == IMPERATIVE_INTERCEPTOR:
-        if selection.activated:
+        if selection.activated and view.active is not None:
             # Record its turn before it acts: an eviction must never happen while the stored
-            # status still shows another interceptor's turn (or none). Held back by a budget,
-            # it says so in the same write.
+            # status still shows another interceptor's turn. Held back by a budget, it says so
+            # in the same write. (With nobody's turn stored, it acts at once and its turn and
+            # what came of it go in one write.)
             if gate is not None and gate.room == 0:
                 b.set_entry(
                     replace(b.entry(IMPERATIVE_INTERCEPTOR), message=gate.waiting_message())
@@ -413,9 +414,13 @@ def _imperative(
             b.set_entry(update)
 
     def keep_alive(message: str) -> None:
-        """Heartbeat (with ``message``) once one is due; nothing before."""
+        """Heartbeat (with ``message``) once one is due; nothing before, but for the message
+        when its turn is being written anyway."""
         last = entry.last_report
-        if last is None or now - last >= interval:
+        if b.activation is not None and b.activation[1] == now:
+            b.set_entry(replace(entry, message=message))
+            b.wake_in(interval.total_seconds())
+        elif last is None or now - last >= interval:
             b.set_entry(entry.heartbeat(now, message))
             b.wake_in(interval.total_seconds())
         else:

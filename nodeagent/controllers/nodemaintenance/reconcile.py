@@ -1117,7 +1117,10 @@ def _ask_for_targeted(
             er = ctx.inp.eviction_requests.get(ref.uid)
             body = _eviction_request_body(found[1], ns.node)
             if er is None:
-                out.creates.append(EvictionRequestCreate(ref.namespace, body))
+                # A terminating pod is leaving already; its request (if it had one) may be
+                # gone with it before the pod informer shows the pod gone.
+                if not deleting(found[1]):
+                    out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
             er_md = mapping(er, "metadata")
             er_rv = str(er_md.get("resourceVersion") or "")

@@ -591,3 +591,23 @@ def test_a_pod_that_owns_its_request_leaves_the_request_to_the_garbage_collector
     request, _ = at_imperative()  # not owned: the Evicted condition is written
     plan = plan_request(request, None, T0, SETTINGS)
     assert plan.finished and condition(plan, "Evicted")["reason"] == "PodDeleted"
+
+
+def test_with_nobody_s_turn_stored_the_imperative_acts_at_once_and_writes_once() -> None:
+    # A pod with no interceptor of its own: the turn, the eviction's outcome and the message
+    # go in one status write (a pass to record the turn first would cost a write per pod).
+    request, pod = make_request(), make_pod()
+    first = plan_request(request, pod, T0, SETTINGS)
+    assert first.evict
+    done = plan_request(request, pod, T0, SETTINGS, outcome=EvictionOutcome("evicted"))
+    assert done.status is not None and not done.evict
+    assert done.status["activeInterceptors"] == [IMPERATIVE_INTERCEPTOR]
+    [entry] = done.status["interceptors"]
+    assert entry["startTime"] == format_micro_time(T0)
+    assert entry["message"].startswith("Evicted the pod through the Eviction API")
+    assert "heartbeatTime" not in entry  # the turn's start is its sign of life
+    assert done.imperative is not None and done.imperative.evicted
+    # nothing more until a heartbeat is due
+    request = applied(request, done)
+    later = plan_request(request, pod, T0 + 10 * SEC, SETTINGS, imperative=done.imperative)
+    assert later.status is None and not later.evict

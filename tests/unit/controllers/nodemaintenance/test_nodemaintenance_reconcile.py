@@ -1143,3 +1143,18 @@ def test_only_pods_left_is_progress() -> None:
     assert _progress_only(old, {"summary": {**old["summary"], "podsLeft": 2}})
     assert not _progress_only(old, {"summary": {**old["summary"], "nodes": "1/1 drained"}})
     assert not _progress_only(old, {"summary": {"nodes": "0/1 drained", "podsLeft": 2}})
+
+
+def test_a_terminating_pod_gets_no_new_request() -> None:
+    # Its request went with it (owned, garbage-collected) while the pod informer still shows
+    # it terminating: asking again would only make a request for a pod about to vanish.
+    w = World()
+    web = w.pod("web", "one")
+    w.maintenance("m", ["one"])
+    w.settle()
+    uid = web["metadata"]["uid"]
+    assert uid in w.ers
+    web["metadata"]["deletionTimestamp"] = "2030-01-01T12:00:00Z"
+    del w.ers[uid]
+    a = w.decide("m")
+    assert not a.create_evictions
