@@ -65,6 +65,14 @@ KINDS: dict[str, Resource] = {
 WATCHED = [PODS, NODES, PDBS, NODEMAINTENANCES, EVICTIONREQUESTS, LEASES]
 
 
+def pod_requests(requests: dict[str, Any]) -> int:
+    """The requests about the pods themselves (their EvictionRequests, evictions and reads),
+    as opposed to those of the maintenance (its status, Events, the cordon) and the leader's
+    Lease, which do not grow with the number of pods."""
+    by: dict[str, int] = requests.get("by") or {}
+    return sum(n for verb, n in by.items() if verb.split()[-1] in ("evictionrequests", "pods"))
+
+
 def _on_node(view: ClusterView) -> list[Obj]:
     return [
         p
@@ -261,6 +269,7 @@ async def drain_nodeagent(
         "pods_left_on_node": left,
         "requests": requests,
         "requests_per_pod": round(requests["total"] / POD_COUNT, 2),
+        "pod_requests_per_pod": round(pod_requests(requests) / POD_COUNT, 2),
         "cleanup_seconds_after_drained": cleanup,
         "requests_with_cleanup": with_cleanup,
         "requests_per_pod_with_cleanup": round(with_cleanup["total"] / POD_COUNT, 2),
