@@ -18,6 +18,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -39,10 +40,12 @@ from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
-from nodeagent.notify import Webhooks
 from nodeagent.observability.http import Health, serve
 from nodeagent.observability.metrics import OperatorMetrics
 from nodeagent.observability.sdnotify import Notifier
+
+if TYPE_CHECKING:
+    from nodeagent.notify import Webhooks
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +64,22 @@ class Agent:
     fdstore: FdStore | None = None
     inherited_locks: list[tuple[int, str]] = field(default_factory=list)
     metrics: OperatorMetrics = field(init=False)
-    webhooks: Webhooks = field(init=False)
+    # None without webhooks: the sender's HTTP client (aiohttp, some 10 MiB resident) is
+    # imported only where notifications are configured
+    webhooks: Webhooks | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.metrics = OperatorMetrics(self.registry, version())
         counter = self.metrics.notifications
-        self.webhooks = Webhooks(
-            self.config.notifications if self.config.run_node_agent else NotificationsConfig(),
-            count=lambda event, result: counter.labels(event, result).inc(),
+        notifications = (
+            self.config.notifications if self.config.run_node_agent else NotificationsConfig()
         )
+        if notifications.webhooks:
+            from nodeagent.notify import Webhooks
+
+            self.webhooks = Webhooks(
+                notifications, count=lambda event, result: counter.labels(event, result).inc()
+            )
 
     async def run(self) -> None:
         cfg = self.config
@@ -84,13 +94,13 @@ class Agent:
             request_timeout=cfg.kube.request_timeout,
             field_manager="nodeagent",
         ) as client:
-            runner = await serve(cfg.observability.listen, self.health, self.registry)
+            server = await serve(cfg.observability.listen, self.health, self.registry)
             try:
                 async with asyncio.TaskGroup() as tg:
                     # the guard first: a shutdown under way (an agent restarted during one)
                     # must not wait for the API server to tell us our node's name
                     flow = self._start_guard(tg, client, boot_id)
-                    if self.webhooks:
+                    if self.webhooks is not None:
                         tg.create_task(self.webhooks.run(), name="notifications")
                     tg.create_task(self._announce(), name="sd-notify")
                     if cfg.run_node_agent:
@@ -107,7 +117,11 @@ class Agent:
                         self._start_controllers(tg, client, boot_id)
             finally:
                 self.health.alive = False
-                await runner.cleanup()
+                await server.close()
+
+    def _notify(self, event: str, node: str, maintenance: str, reason: str) -> None:
+        if self.webhooks is not None:
+            self.webhooks.notify(event, node, maintenance, reason)
 
     def _static_pods_at_startup(self, boot_id: str) -> StaticPodPaths | None:
         sp = self.config.static_pods
@@ -135,7 +149,7 @@ class Agent:
                 (self.guard.inhibit_delay_max if self.guard else None) or cfg.shutdown.budget
             ),
             record_file=cfg.shutdown.record_file or _runtime_file(self.env, "shutdown.json"),
-            notify=self.webhooks.notify,
+            notify=self._notify,
         )
         self.guard = ShutdownGuard(
             cfg.shutdown, flow, fdstore=self.fdstore, inherited=self.inherited_locks
@@ -157,7 +171,7 @@ class Agent:
         assert self.node_name is not None
         if cfg.shutdown.complete_after_reboot:
             tg.create_task(
-                complete_previous_boots(client, self.node_name, boot_id, self.webhooks.notify),
+                complete_previous_boots(client, self.node_name, boot_id, self._notify),
                 name="complete-previous-boots",
             )
         # the node's informers (its EvictionRequests, pods, Node, the maintenances), apart

@@ -60,9 +60,9 @@ async def test_health_endpoints() -> None:
     health.add("shutdown lock", lambda: lock["held"])
     registry = CollectorRegistry()
     Counter("nodeagent_test_total", "a test counter", registry=registry).inc()
-    runner = await serve("127.0.0.1:0", health, registry)
+    server = await serve("127.0.0.1:0", health, registry)
     try:
-        port = runner.addresses[0][1]
+        port = server.port
         async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
             async with http.get("/readyz") as r:
                 assert r.status == 503
@@ -75,4 +75,4 @@ async def test_health_endpoints() -> None:
             async with http.get("/metrics") as r:
                 assert "nodeagent_test_total 1.0" in await r.text()
     finally:
-        await runner.cleanup()
+        await server.close()
