@@ -688,3 +688,21 @@ def test_a_late_maintenance_is_fast_forwarded_never_pulled_back(
             assert any(ff.node == s.node for ff in late.fast_forwards)
         else:
             assert not any(ff.node == s.node for ff in late.fast_forwards)
+
+
+def test_pod_info_follows_every_version_of_a_pod() -> None:
+    # memoized by UID and resourceVersion: a new version is read anew, an old one stays right
+    pod: dict[str, Any] = {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "resourceVersion": "5"},
+        "spec": {"priority": 0},
+        "status": {"phase": "Running"},
+    }
+    first = PodInfo.from_pod(pod)
+    assert not first.terminating and not first.terminal
+    leaving = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "6"}}
+    leaving["metadata"]["deletionTimestamp"] = "2030-01-01T00:00:00Z"
+    assert PodInfo.from_pod(leaving).terminating
+    done = {**leaving, "metadata": {**leaving["metadata"], "resourceVersion": "7"}}
+    done["status"] = {"phase": "Succeeded"}
+    assert PodInfo.from_pod(done).terminal
+    assert PodInfo.from_pod(pod) == first
