@@ -41,7 +41,7 @@ GOALS = {
     "cached_pod_bytes": 2000,
 }
 # nodes of the scale figure (x 30 pods), per backend
-SCALE_SIZES = {"sim": [250, 500, 1000], "real": [250, 500, 1000]}
+SCALE_SIZES = {"sim": [125, 250, 500], "real": [125, 250, 500]}
 QUICK_SCALE_SIZES = {"sim": [100, 200], "real": [100, 200]}
 
 
@@ -363,6 +363,15 @@ def scale_rows(per: dict[str, Any]) -> list[Row]:
         out.append(
             _per_backend(
                 runs,
+                f"  {m}-node maintenance: Drained / its bound (slowest exit)",
+                lambda r: f"{r.get('drained_vs_bound') or float('nan'):.1f}x",
+                "<= 3",
+                lambda r: (r.get("drained_vs_bound") or float("inf")) <= 3,
+            )
+        )
+        out.append(
+            _per_backend(
+                runs,
                 f"  {n} nodes: agent sync; CPU in drain agent / API server; req/pod",
                 lambda r: (
                     f"{r['agent_sync_seconds']:.1f} s; {r['agent_cpu_drain_share']:.0%} / "
@@ -516,7 +525,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await step(
             "scale",
             scale.run(
-                sizes, work / "scale", seed=args.seed, profile=args.profile, binaries=binaries
+                sizes,
+                work / "scale",
+                maintained=args.scale_maintained,
+                seed=args.seed,
+                profile=args.profile,
+                binaries=binaries,
             ),
         )
     if "cache" in figures:
@@ -544,7 +558,13 @@ def main() -> int:
         "--scale-sizes",
         type=lambda v: [int(x) for x in v.split(",") if x],
         help="comma-separated node counts of the scale figure, on every backend (default "
-        "250,500,1000; --quick 100,200)",
+        "125,250,500; --quick 100,200)",
+    )
+    p.add_argument(
+        "--scale-maintained",
+        type=int,
+        help="nodes in the scale figure's maintenance (default: all the cluster's nodes, so the "
+        "maintenance grows with the cluster)",
     )
     p.add_argument(
         "--out",

@@ -1,4 +1,5 @@
-"""Figure 5: the controllers at scale. N nodes x 30 pods, one NodeMaintenance over 100 of them:
+"""Figure 5: the controllers at scale. N nodes x 30 pods, one NodeMaintenance over M of them
+(by default all N, so the maintenance grows with the cluster; `--scale-maintained` fixes M):
 the agent's start-up (informers synced), time to `Drained`, its CPU and peak RSS, API requests,
 and the API server's own CPU in the same window (is the server the bottleneck?), on the
 simulated cluster and on a real control plane with kwok nodes.
@@ -126,7 +127,7 @@ async def run_one(
     nodes: int,
     workdir: Path,
     pods_per_node: int = 30,
-    maintained: int = 100,
+    maintained: int | None = None,
     seed: int = 1,
     profile: bool = False,
     binaries: Binaries | None = None,
@@ -134,7 +135,7 @@ async def run_one(
 ) -> dict[str, Any]:
     """`profile`: record the agent with py-spy during the drain (collapsed stacks in workdir).
     `progress`: how far it got, for the report if it fails."""
-    maintained = min(maintained, nodes)
+    maintained = nodes if maintained is None else min(maintained, nodes)
     progress = {} if progress is None else progress
     t_setup = time.monotonic()
     async with open_backend(backend, nodes, workdir, binaries, progress) as b:
@@ -209,6 +210,8 @@ async def run_one(
         "agent_cpu_sync_seconds": round(cpu_sync - sampler.cpu0, 2),
         "drained_seconds": round(drained_at, 2),
         "slowest_exit_seconds": slowest,
+        # the bound: nothing can be drained before its slowest pod has exited
+        "drained_vs_bound": round(drained_at / slowest, 1) if slowest else None,
         "agent_cpu_drain_seconds": round(agent_drain_cpu, 2),
         "agent_cpu_drain_share": round(agent_drain_cpu / drained_at, 2),
         # sim: this process (the simulated cluster and the harness); real: the control plane
@@ -248,6 +251,7 @@ async def run_backend(
     backend: str,
     sizes: list[int],
     workdir: Path,
+    maintained: int | None = None,
     seed: int = 1,
     profile: bool = False,
     binaries: Binaries | None = None,
@@ -265,6 +269,7 @@ async def run_backend(
                     backend,
                     n,
                     workdir / f"n{n}",
+                    maintained=maintained,
                     seed=seed,
                     profile=profile,
                     binaries=binaries,
@@ -292,12 +297,15 @@ async def run_backend(
 async def run(
     sizes: dict[str, list[int]],
     workdir: Path,
+    maintained: int | None = None,
     seed: int = 1,
     profile: bool = False,
     binaries: Binaries | None = None,
 ) -> dict[str, Any]:
-    """`sizes`: the node counts per backend."""
+    """`sizes`: the node counts per backend; `maintained`: the maintenance's nodes (None: all)."""
     return {
-        backend: await run_backend(backend, ns, workdir / backend, seed, profile, binaries)
+        backend: await run_backend(
+            backend, ns, workdir / backend, maintained, seed, profile, binaries
+        )
         for backend, ns in sizes.items()
     }
