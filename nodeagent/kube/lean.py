@@ -5,11 +5,13 @@ volumes, container statuses, conditions and managedFields; decoded, 50 KB of Pyt
 controllers and interceptors read its metadata, and of its spec and status only the fields in
 POD_SPEC_READ and POD_STATUS_READ. Keeping the rest would cost the leader tens of times the
 memory on a large cluster (client-go's informers drop managedFields for the same reason; this
-goes further). A controller that comes to read another pod field adds it here.
+goes further), and the parts many pods have alike are kept once (see ``_share``). A
+controller that comes to read another pod field adds it here.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,7 +60,37 @@ def lean_pod(pod: Obj) -> Obj:
     if conditions:
         out.setdefault("status", {})["conditions"] = conditions
     interned: Obj = _interned(out)
+    _share(interned.get("metadata"), _SHARED_METADATA)
+    _share(interned.get("spec"), _SHARED_SPEC)
+    _share(interned.get("status"), _SHARED_STATUS)
     return interned
+
+
+# Parts that many pods have alike (a workload's labels, owner, tolerations; the Ready
+# condition) are kept once and shared: on a real cluster a pod is one of its ReplicaSet's many.
+# Informers' objects are read, never changed, so sharing is safe; a part seen once costs a
+# cache entry, evicted oldest first.
+_SHARED_METADATA = ("labels", "annotations", "ownerReferences")
+_SHARED_SPEC = ("tolerations",)
+_SHARED_STATUS = ("conditions",)
+_SHARED_MAX = 8192
+_shared: dict[str, Any] = {}
+
+
+def _share(part: object, keys: tuple[str, ...]) -> None:
+    if not isinstance(part, dict):
+        return
+    for key in keys:
+        value = part.get(key)
+        if not value:
+            continue
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        known = _shared.get(canonical)
+        if known is None:
+            if len(_shared) >= _SHARED_MAX:
+                _shared.pop(next(iter(_shared)))
+            _shared[canonical] = known = value
+        part[key] = known
 
 
 def _read_conditions(status: object) -> list[dict[str, Any]]:

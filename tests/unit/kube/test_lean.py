@@ -55,3 +55,20 @@ def test_shared_informers_keep_lean_pods_only() -> None:
     informers = SharedInformers(client=None)  # type: ignore[arg-type]  # never run
     pods, nodes = informers.informer(PODS), informers.informer(NODES)
     assert pods._transform is lean_pod and nodes._transform is None
+
+
+def test_parts_pods_have_alike_are_kept_once() -> None:
+    a, b = lean_pod(realistic_pod(1)), lean_pod(realistic_pod(2))
+    for section, key in (
+        ("metadata", "labels"),
+        ("metadata", "ownerReferences"),
+        ("spec", "tolerations"),
+        ("status", "conditions"),
+    ):
+        assert a[section][key] == b[section][key]
+        assert a[section][key] is b[section][key], key
+    other = realistic_pod(3)
+    other["metadata"]["labels"] = {"app": "db"}
+    lean = lean_pod(other)
+    assert lean["metadata"]["labels"] == {"app": "db"}
+    assert a["metadata"]["labels"]["app"] == "web"  # the shared one is untouched
