@@ -156,6 +156,9 @@ class Informer:
             field_selector=self._field_selector,
         )
         items = [item for item in listed.get("items") or [] if isinstance(item, dict)]
+        for item in items:  # a list's items do not say their kind; its watch events do
+            item.setdefault("apiVersion", self.resource.api_version)
+            item.setdefault("kind", self.resource.kind)
         if self._transform is not None:
             items = [self._transform(item) for item in items]
         deltas = self.store.replace(items)

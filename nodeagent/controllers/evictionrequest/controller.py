@@ -169,7 +169,7 @@ class EvictionRequestController(Controller):
                 self._let_through(gate)
             outcome = await self._evict(view, plan)
             plan = self._plan(key, request, pod, state, outcome, gate)
-        await self._apply(key, request, view, plan)
+        await self._apply(key, request, view, plan, pod)
 
     def _gate(self, pod: Obj) -> BudgetGate | None:
         namespace = (pod.get("metadata") or {}).get("namespace")
@@ -262,7 +262,9 @@ class EvictionRequestController(Controller):
             return EvictionOutcome("gone", refusal_detail(exc))
         return EvictionOutcome("refused", refusal_detail(exc))  # same pod: try again later
 
-    async def _apply(self, key: str, request: Obj, view: EvictionRequestView, plan: Plan) -> None:
+    async def _apply(
+        self, key: str, request: Obj, view: EvictionRequestView, plan: Plan, pod: Obj | None
+    ) -> None:
         if plan.imperative is not None:
             self._imperative[key] = (view.uid, plan.imperative)
         else:
@@ -301,8 +303,9 @@ class EvictionRequestController(Controller):
             self._activations[key] = (view.uid, *plan.activation)
         self._observe(current, plan)
         for note in plan.events:
+            subject = pod if note.on_pod and pod is not None else current
             if self._events is not None:
-                await self._events.record(current, note.type, note.reason, note.message)
+                await self._events.record(subject, note.type, note.reason, note.message)
         if plan.requeue_after is not None and not plan.finished:
             self.enqueue_after(key, plan.requeue_after)
 

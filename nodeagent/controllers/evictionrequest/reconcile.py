@@ -83,11 +83,13 @@ class EvictionOutcome:
 
 @dataclass(frozen=True)
 class EventNote:
-    """An Event to record about the EvictionRequest."""
+    """An Event to record about the EvictionRequest, or about its pod (``on_pod``: what the
+    pod's owner should see in ``kubectl describe pod``)."""
 
     type: EventType
     reason: str
     message: str
+    on_pod: bool = False
 
 
 @dataclass(frozen=True)
@@ -472,10 +474,13 @@ def _imperative(
     report(message)
     b.wake_in(delay)
     if state.retries == 0:
+        # On the pod: its owner learns what holds it (a budget, say). Said once per request:
+        # held back by a budget first, a pod is refused only after waiting a heartbeat interval.
         b.events.append(
             EventNote(
                 "Warning",
                 "EvictionRefused",
-                f"Could not evict pod {b.pod_ref}; retrying with backoff: {outcome.detail}",
+                f"Eviction of pod {b.pod_ref} refused; retrying with backoff: {outcome.detail}",
+                on_pod=True,
             )
         )

@@ -156,6 +156,17 @@ async def test_deployment_under_pdb_is_evicted_one_at_a_time(env: Env) -> None:
     )
     assert refused == env.calls.evictions(429)
     assert (env.metric("workqueue_adds_total", name="evictionrequests") or 0) > 0
+    # a refusal is said once per pod, on the pod (kubectl describe pod shows it)
+    refused_pods = {
+        p["metadata"]["name"]
+        for p in originals
+        if any(e["reason"] == "EvictionRefused" for e in env.events_for(p["metadata"]["name"]))
+    }
+    assert refused_pods, "no EvictionRefused Event on a pod"
+    for name in refused_pods:
+        [event] = [e for e in env.events_for(name) if e["reason"] == "EvictionRefused"]
+        assert event["involvedObject"]["kind"] == "Pod" and event["type"] == "Warning"
+        assert (event.get("count") or 1) == 1 and "refused" in event["message"]
 
 
 # --- interceptor turns -------------------------------------------------------------------------
