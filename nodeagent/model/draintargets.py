@@ -225,23 +225,8 @@ class PodInfo:
 
     @classmethod
     def from_pod(cls, pod: Mapping[str, Any]) -> PodInfo:
-        """The pod's info; memoized by UID and resourceVersion (a decision reads every pod of
-        its nodes, and between two decisions few of them change)."""
         metadata = pod.get("metadata")
         md: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
-        version = md.get("resourceVersion")
-        key = (md.get("uid"), version) if version else None
-        if key is not None and (known := _INFOS.get(key)) is not None:
-            return known
-        info = cls._read(pod, md)
-        if key is not None:
-            if len(_INFOS) >= _INFOS_MAX:
-                _INFOS.pop(next(iter(_INFOS)))  # the oldest entry
-            _INFOS[key] = info
-        return info
-
-    @classmethod
-    def _read(cls, pod: Mapping[str, Any], md: Mapping[str, Any]) -> PodInfo:
         status = pod.get("status")
         phase = status.get("phase") if isinstance(status, Mapping) else None
         return cls(
@@ -253,12 +238,6 @@ class PodInfo:
             terminal=phase in ("Succeeded", "Failed"),
             terminating=md.get("deletionTimestamp") is not None,
         )
-
-
-# PodInfo by (UID, resourceVersion), oldest first; a version never changes, so an entry is
-# never stale, only unused (bounded, for a cluster's worth of pods)
-_INFOS: dict[tuple[object, object], PodInfo] = {}
-_INFOS_MAX = 200_000
 
 
 @dataclass(frozen=True)
