@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How long READY waits for the guard's logind drop-in (a SIGHUP to logind and a read-back:
+# milliseconds, unless systemd is stuck)
+DROPIN_READY_WAIT = 10.0
+
 
 @dataclass
 class Agent:
@@ -216,14 +220,19 @@ class Agent:
         tg.create_task(self.elector.run(controllers.run), name="leader-election")
 
     async def _announce(self) -> None:
-        """READY once the guard is connected to logind, whatever it found (a shutdown under way,
-        a lock logind refuses, a drop-in that does not take); the status line follows the
-        guard. Without a guard, READY at once. Then the watchdog."""
+        """READY once the guard is connected to logind and has seen to its drop-in (for at
+        most DROPIN_READY_WAIT), whatever it found (a shutdown under way, a lock logind
+        refuses, a drop-in that does not take): `systemctl is-active` then means that logind
+        waits for the drain as long as configured, not its 5 s default. The status line
+        follows the guard. Without a guard, READY at once. Then the watchdog."""
         guard = self.guard
         if guard is None:
             self.notifier.ready("running without a shutdown guard")
         else:
             await guard.wait_until(lambda: guard.connected)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DROPIN_READY_WAIT):
+                    await guard.wait_until(lambda: guard.dropin_settled)
             self.notifier.ready(self._guard_status(guard))
         async with asyncio.TaskGroup() as tg:
             if guard is not None:

@@ -109,6 +109,8 @@ class ShutdownGuard:
         self._change = asyncio.Event()  # set (and replaced) on every change of the above
 
         self.dropin_result: DropinResult | None = None
+        # the drop-in has been seen to (or failed, or is not ours to manage)
+        self.dropin_settled = self._dropin is None
         self.inhibit_delay_max: float | None = None  # seconds, as logind last reported it
         self.shutdown_kind: str | None = None
         self.sessions = 0  # connections that got as far as subscribing
@@ -262,8 +264,11 @@ class ShutdownGuard:
             result = await ensure_dropin(bus, self._budget, path)
         except Exception:
             log.exception("ensuring the logind drop-in %s failed", path)
+            self.dropin_settled = True
+            self._changed()
             return
         self.dropin_result = result
+        self.dropin_settled = True
         if result.holds:
             log.info("logind drop-in %s holds: %s", path, result.describe())
         else:
