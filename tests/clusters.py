@@ -35,6 +35,7 @@ from nodeagent.manifests import crd_documents
 from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.kubeapi import api_client, create_from_dict
+from tests.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -535,8 +536,4 @@ async def mirror_pods(
     try:
         yield actors
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)

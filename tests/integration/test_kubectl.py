@@ -4,7 +4,6 @@ same commands and assertions hold on the simulated cluster and on kube-apiserver
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import random
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.conftest import Kubectl
 from tests.integration.controllers.evictionrequest_harness import fast_settings
 from tests.simutil import running
+from tests.tasks import cancel_and_wait
 
 CRD = """
 apiVersion: apiextensions.k8s.io/v1
@@ -228,11 +228,7 @@ async def controllers(backend: TestCluster) -> AsyncIterator[None]:
                 await p.wait_synced()
         yield
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
 
 
 def columns(out: str) -> list[dict[str, str]]:

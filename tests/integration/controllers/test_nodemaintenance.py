@@ -8,7 +8,6 @@ would, removing a static pod's manifest as the kubelet interceptor would).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from tests.clusters import (
     priority_class,
 )
 from tests.conftest import Kubectl
+from tests.tasks import cancel_and_wait
 
 MAX = 2147483647
 
@@ -212,11 +212,7 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
             await controller.wait_synced()
         yield Env(backend, kube, controller, view)
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
         await view.stop()
 
 

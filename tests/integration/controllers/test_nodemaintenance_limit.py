@@ -38,6 +38,7 @@ from nodeagent_testbed.sim.store import Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.integration.controllers.evictionrequest_harness import fast_settings
 from tests.integration.controllers.test_nodemaintenance import Env, cordoned, is_true
+from tests.tasks import cancel_and_wait
 
 NODES_3 = ("node-1", "node-2", "node-3")
 BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
@@ -67,11 +68,7 @@ async def _env(
                 await p.wait_synced()
         yield Env(backend, kube, controller, view)
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
         await view.stop()
 
 

@@ -26,6 +26,7 @@ from nodeagent.model.nodeconditions import (
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, create_pod
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
+from tests.tasks import cancel_and_wait
 
 __all__ = ["shutdown_cluster"]  # the fixture
 
@@ -44,11 +45,7 @@ async def running(*agents: Agent) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
 
 
 def node_agent(account: Path, config: ShutdownConfig, **extra: object) -> Agent:

@@ -14,6 +14,7 @@ from nodeagent.kube.errors import Conflict
 from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.resources import NODES, PODS, Obj, Resource
 from nodeagent.kube.store import key_of, namespace_index
+from tests.tasks import cancel_and_wait
 
 # no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
 pytestmark = pytest.mark.fake_time
@@ -84,11 +85,7 @@ async def running(*coros: Any) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
 
 
 async def wait_for(cond: Any, timeout: float = 5) -> None:
