@@ -221,14 +221,28 @@ class Container:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        async with asyncio.timeout(timeout):
+            out, err = await proc.communicate()
         if check and proc.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()}")
         return out.decode()
 
+    async def inhibit_delay_max_usec(self) -> int:
+        """logind's InhibitDelayMaxUSec as it is now (what a delay lock may hold a shutdown)."""
+        out = await self.exec(
+            "busctl",
+            "get-property",
+            "org.freedesktop.login1",
+            "/org/freedesktop/login1",
+            "org.freedesktop.login1.Manager",
+            "InhibitDelayMaxUSec",
+        )
+        return int(out.split()[1])
+
     async def wait_exit(self, timeout: float) -> int:
         assert self.proc is not None
-        rc = await asyncio.wait_for(self.proc.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            rc = await self.proc.wait()
         self.proc = self.pid = None
         return rc
 

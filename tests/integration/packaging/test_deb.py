@@ -424,18 +424,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[SimCluster]:
         yield sim
 
 
-async def _delay_max(c: Container) -> int:
-    out = await c.exec(
-        "busctl",
-        "get-property",
-        "org.freedesktop.login1",
-        "/org/freedesktop/login1",
-        "org.freedesktop.login1.Manager",
-        "InhibitDelayMaxUSec",
-    )
-    return int(out.split()[1])
-
-
 async def _settled(c: Container, want: str, timeout: float = 60) -> str:
     """`systemctl is-active nodeagent` once it says `want` (or the timeout)."""
     state = ""
@@ -473,7 +461,7 @@ async def test_agent_runs_from_the_package_across_upgrade_and_removal(
 
         state = (await c.exec("systemctl", "is-active", "nodeagent", check=False)).strip()
         assert state == "active", await journal()
-        assert await _delay_max(c) == 120_000_000, await journal()
+        assert await c.inhibit_delay_max_usec() == 120_000_000, await journal()
         pid = await c.exec("systemctl", "show", "-P", "MainPID", "nodeagent")
 
         # upgrade while it runs: stopped, virtualenv rebuilt, started again
@@ -487,7 +475,7 @@ async def test_agent_runs_from_the_package_across_upgrade_and_removal(
         assert not c.path("/etc/systemd/logind.conf.d/zz-nodeagent.conf").exists()
         async with asyncio.timeout(30):
             while True:  # logind re-reads its configuration on SIGHUP, soon
-                if await _delay_max(c) == 5_000_000:
+                if await c.inhibit_delay_max_usec() == 5_000_000:
                     break
                 await asyncio.sleep(0.2)
     finally:
