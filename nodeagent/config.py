@@ -21,6 +21,7 @@ import yaml
 from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.drainslots import DrainLimit, InvalidLimit
+from nodeagent.model.maintenance import ESCALATIONS
 from nodeagent.model.selectors import DNS_SUBDOMAIN
 
 
@@ -90,6 +91,9 @@ class NodeMaintenanceConfig:
     cordon_while_waiting: bool = False
     # seconds from the start of Drain (spec.drainDeadlineSeconds overrides); None: no deadline
     drain_deadline: float | None = None
+    # once the deadline passed: None (report only) or DeletePods (spec.drainDeadlineEscalation
+    # overrides)
+    drain_deadline_escalation: str = "None"
 
 
 @dataclass(frozen=True)
@@ -360,6 +364,10 @@ def validate_config(cfg: Config) -> None:
     deadline = cfg.node_maintenance.drain_deadline
     if deadline is not None and deadline <= 0:
         raise ConfigError("nodeMaintenance.drainDeadline: must be positive")
+    if cfg.node_maintenance.drain_deadline_escalation not in ESCALATIONS:
+        raise ConfigError(
+            "nodeMaintenance.drainDeadlineEscalation: must be one of " + ", ".join(ESCALATIONS)
+        )
     if cfg.eviction.heartbeat_deadline <= 0:
         raise ConfigError("eviction.heartbeatDeadline: must be positive")
     if not 0 < cfg.eviction.backoff_base <= cfg.eviction.backoff_cap:

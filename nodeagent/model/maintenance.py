@@ -27,12 +27,15 @@ from nodeagent.model.selectors import node_selector_matches, validate_node_selec
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",
+    "DELETE_PODS",
+    "ESCALATIONS",
     "FINALIZER",
     "NODE_LABEL",
     "REQUESTER",
     "Stage",
     "Validity",
     "covers",
+    "deadline_escalation",
     "drain_plan_hash",
     "effective_stage",
     "holds_pods_off",
@@ -52,6 +55,18 @@ REQUESTER = "nodemaintenance.k8s.io"
 """The one requester name every maintenance asks for evictions with."""
 CORDONED_BY_ANNOTATION = "nodeagent.io/cordoned-by"
 """Node annotation: the maintenances holding nodeagent's cordon of the node."""
+
+ESCALATIONS = ("None", "DeletePods")
+"""What may happen once a drain deadline has passed (spec.drainDeadlineEscalation)."""
+DELETE_PODS = "DeletePods"
+
+
+def deadline_escalation(nm: Mapping[str, Any], default: str = "None") -> str:
+    """``spec.drainDeadlineEscalation``, else ``default``."""
+    spec = nm.get("spec")
+    raw = spec.get("drainDeadlineEscalation") if isinstance(spec, Mapping) else None
+    return raw if isinstance(raw, str) and raw in ESCALATIONS else default
+
 
 _ALLOWED = "Idle -> Cordon | Drain | Complete, Cordon -> Drain | Complete, Drain -> Complete"
 

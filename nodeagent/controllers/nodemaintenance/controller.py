@@ -39,6 +39,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     EvictionRequestDelete,
     Inputs,
     NodePatch,
+    PodDelete,
     RecordedEvent,
     RequesterPatch,
     Stage,
@@ -262,6 +263,7 @@ class NodeMaintenanceController(Controller):
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
         self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
         self._deleted: dict[str, float] = {}  # uid of a request -> loop time
+        self._deleted_pods: dict[str, float] = {}  # uid of a pod deleted by escalation
         self._in_drain: set[str] = set()  # maintenances in stage Drain
         self._admitting: dict[str, float] = {}  # node admitted to drain, cache lags -> loop time
         self._maintenances.add_handler(
@@ -417,6 +419,7 @@ class NodeMaintenanceController(Controller):
             cordon_while_waiting=self._settings.cordon_while_waiting,
             admitting=frozenset(n for n in list(self._admitting) if self._still_admitting(n)),
             drain_deadline=self._settings.drain_deadline,
+            deadline_escalation=self._settings.drain_deadline_escalation,
         )
 
     def _still_admitting(self, node: str) -> bool:
@@ -500,6 +503,7 @@ class NodeMaintenanceController(Controller):
         await self._each(a.requester_patches, self._patch_requesters)
         if a.create_evictions:
             log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
+        await self._escalate(current, a.delete_pods)
         await self._each(a.uncordon, self._patch_node)
         if a.remove_finalizer and (left := self._creates_unseen(name)) is not None:
             # A request we created is not in the cache yet, so this decision could not
@@ -590,6 +594,35 @@ class NodeMaintenanceController(Controller):
     async def _patch_requesters(self, p: RequesterPatch) -> None:
         with contextlib.suppress(NotFound):
             await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
+
+    async def _escalate(self, nm: Mapping[str, Any], deletes: Sequence[PodDelete]) -> None:
+        """Delete the pods past the drain deadline, each once (until the pod informer shows it
+        terminating or gone), and say which in one Warning Event."""
+        sent = [d for d in deletes if self._expecting(self._deleted_pods, d.uid) is None]
+        if not sent:
+            return
+        now = asyncio.get_running_loop().time()
+        for d in sent:
+            self._deleted_pods[d.uid] = now
+
+        async def delete(d: PodDelete) -> None:
+            with contextlib.suppress(NotFound):  # gone already
+                await self._client.delete(PODS, d.name, d.namespace, uid=d.uid)
+
+        await self._each(sent, delete)
+        names = ", ".join(f"{d.namespace}/{d.name}" for d in sent)
+        log.warning("%s: drain deadline passed; deleted pods %s", key_of(nm), names)
+        await self._record(
+            nm,
+            (
+                RecordedEvent(
+                    "Warning",
+                    "DrainDeadlineEscalated",
+                    f"Drain deadline passed: deleted {len(sent)} pods past their disruption "
+                    f"budgets (drainDeadlineEscalation DeletePods): {names}",
+                ),
+            ),
+        )
 
     async def _delete_request(self, maintenance: str, d: EvictionRequestDelete) -> None:
         if d.uid:

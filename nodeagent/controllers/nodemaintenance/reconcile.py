@@ -81,7 +81,13 @@ from nodeagent.model.bodies import (
     name_of,
     set_condition,
 )
-from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, entries_from_dicts
+from nodeagent.model.drainplan import (
+    DrainPlanEntry,
+    InvalidPlan,
+    PodType,
+    classify,
+    entries_from_dicts,
+)
 from nodeagent.model.drainslots import Candidate, Slots, allot
 from nodeagent.model.draintargets import (
     DRAIN_STAGE,
@@ -100,11 +106,13 @@ from nodeagent.model.interceptors import (
 )
 from nodeagent.model.maintenance import (
     CORDONED_BY_ANNOTATION,
+    DELETE_PODS,
     FINALIZER,
     NODE_LABEL,
     REQUESTER,
     Stage,
     Validity,
+    deadline_escalation,
     drain_plan_hash,
     effective_stage,
     selected_nodes,
@@ -124,6 +132,7 @@ __all__ = [
     "EvictionRequestDelete",
     "Inputs",
     "NodePatch",
+    "PodDelete",
     "RecordedEvent",
     "RequesterPatch",
     "Stage",
@@ -239,6 +248,8 @@ class Inputs:
     """Nodes admitted to drain whose admission the caches do not show yet."""
     drain_deadline: float | None = None
     """Seconds from the start of Drain, for maintenances without spec.drainDeadlineSeconds."""
+    deadline_escalation: str = "None"
+    """For maintenances without spec.drainDeadlineEscalation (see ESCALATIONS)."""
 
 
 @dataclass(frozen=True)
@@ -299,6 +310,16 @@ class EvictionRequestDelete:
 
 
 @dataclass(frozen=True)
+class PodDelete:
+    """Delete a pod past its disruption budget (the drain deadline's escalation), with its
+    own grace period; precondition: its uid."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
 class RecordedEvent:
     type: str  # Normal | Warning
     reason: str
@@ -339,6 +360,8 @@ class Actions:
     requeue_after: float | None = None
     """Decide again after this many seconds (the drain deadline), unless something else
     asks first."""
+    delete_pods: tuple[PodDelete, ...] = ()
+    """The drain deadline passed and its escalation is DeletePods: the targeted pods left."""
 
     @property
     def idle(self) -> bool:
@@ -354,6 +377,7 @@ class Actions:
             or self.requester_patches
             or self.uncordon
             or self.remove_finalizer
+            or self.delete_pods
         )
 
 
@@ -1258,7 +1282,32 @@ def decide(inp: Inputs) -> Actions:
         targeted=frozenset(evictions.targeted),
         admitted=frozenset(slots.newly) if slots is not None else frozenset(),
         requeue_after=_deadline_requeue(ctx, status, my_drain),
+        delete_pods=tuple(_escalation(ctx, status, my_drain)),
     )
+
+
+def _escalation(
+    ctx: _Context, status: Mapping[str, Any] | None, drain: MaintenanceDrain | None
+) -> list[PodDelete]:
+    """With escalation DeletePods and the drain deadline passed: the targeted Default pods still
+    there and not leaving (DaemonSet and static pods have interceptors that remove them)."""
+    if drain is None or ctx.act_stage != Stage.DRAIN:
+        return []
+    if deadline_escalation(ctx.nm, ctx.inp.deadline_escalation) != DELETE_PODS:
+        return []
+    current = status if status is not None else mapping(ctx.nm, "status")
+    if not condition_true({"status": current}, DEADLINE_CONDITION):
+        return []
+    pods_by_uid = _pods_by_uid(frozenset(ns.node for ns in drain.nodes), ctx.inp.pods)
+    out: list[PodDelete] = []
+    for ns in drain.nodes:
+        for ref in ns.targeted_pods:
+            found = pods_by_uid.get(ref.uid)
+            if found is None or deleting(found[1]):
+                continue
+            if classify(found[1]).pod_type is PodType.DEFAULT:
+                out.append(PodDelete(ref.namespace, ref.name, ref.uid))
+    return out
 
 
 def _deadline_requeue(

@@ -232,6 +232,29 @@ async def test_a_passed_deadline_names_the_pod_and_the_budget(evicting: Env) -> 
     assert env.pod("default", "db-1") is not None
 
 
+async def test_the_deletepods_escalation_deletes_what_the_budget_holds(evicting: Env) -> None:
+    env = evicting
+    await env.kube.create(PDBS, pdb("web", "web", 1), "default")
+    await env.bare_pod("web-1", "node-1", labels={"app": "web"})
+    await env.maintenance("kernel", ["node-1"])
+    await env.until(lambda: "PodDisruptionBudget web" in blocked_by(env, "kernel"), timeout=30)
+    assert env.pod("default", "web-1") is not None  # the budget holds it
+    await env.kube.patch(
+        NODEMAINTENANCES,
+        "kernel",
+        {"spec": {"drainDeadlineSeconds": 1, "drainDeadlineEscalation": "DeletePods"}},
+    )
+    await env.until(lambda: is_true(env, "kernel", "Drained"), timeout=30)
+    assert env.pod("default", "web-1") is None
+    assert is_true(env, "kernel", DEADLINE_CONDITION)
+    await env.until(lambda: bool(warnings(env, "kernel", "DrainDeadlineEscalated")))
+    (message,) = warnings(env, "kernel", "DrainDeadlineEscalated")
+    assert message.endswith(
+        "deleted 1 pods past their disruption budgets "
+        "(drainDeadlineEscalation DeletePods): default/web-1"
+    ), message
+
+
 async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited: Env) -> None:
     """The node side is unchanged by the limit: a shutdown whose node waits for a drain slot
     is released when its budget is nearly spent, as any undrained shutdown."""

@@ -15,6 +15,12 @@ def test_defaults_keep_the_unlimited_behaviour() -> None:
         False,
         None,
     )
+    assert nm.drain_deadline_escalation == "None"  # nothing forced unless asked for
+
+
+def test_the_escalation_past_a_deadline() -> None:
+    raw = {"nodeMaintenance": {"drainDeadline": 600, "drainDeadlineEscalation": "DeletePods"}}
+    assert from_mapping(raw).node_maintenance.drain_deadline_escalation == "DeletePods"
 
 
 def test_count_percentage_and_deadline() -> None:
@@ -46,6 +52,10 @@ def test_count_percentage_and_deadline() -> None:
         ({"drainDeadline": "30m"}, "nodeMaintenance.drainDeadline: must be a number of seconds"),
         ({"cordonWhileWaiting": "yes"}, "nodeMaintenance.cordonWhileWaiting: must be true or"),
         ({"escalation": "delete"}, "nodeMaintenance.escalation: unknown setting"),
+        (
+            {"drainDeadlineEscalation": "delete"},
+            "nodeMaintenance.drainDeadlineEscalation: must be one of None, DeletePods",
+        ),
     ],
 )
 def test_errors_are_one_line_naming_the_key(raw: dict[str, object], message: str) -> None:

@@ -19,6 +19,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     DEADLINE_CONDITION,
     REQUESTER,
     Inputs,
+    PodDelete,
     decide,
 )
 from nodeagent.model.drainplan import classify
@@ -47,6 +48,7 @@ class LimitedWorld(World):
         self.limit = limit
         self.cordon_while_waiting = cordon_while_waiting
         self.deadline = deadline
+        self.escalation = "None"
 
     def inputs(self, name: str) -> Inputs:
         return dataclasses.replace(
@@ -54,6 +56,7 @@ class LimitedWorld(World):
             max_draining=self.limit,
             cordon_while_waiting=self.cordon_while_waiting,
             drain_deadline=self.deadline,
+            deadline_escalation=self.escalation,
         )
 
     def open_requests(self) -> dict[str, set[str]]:
@@ -362,3 +365,39 @@ def test_no_deadline_no_condition_and_a_waiting_node_is_named() -> None:
     assert cond["message"].endswith(
         "still blocking: node two: Waiting for a drain slot (1 of 1 nodes draining: one)"
     )
+
+
+def test_escalation_deletes_the_default_pods_left_once_the_deadline_passed() -> None:
+    w = LimitedWorld(None)
+    web = w.pod("web-1", "one")
+    w.pod("logs-1", "one", kind="DaemonSet")
+    nm = w.maintenance("m", ["one"])
+    nm["spec"]["drainDeadlineSeconds"] = 60
+    nm["spec"]["drainDeadlineEscalation"] = "DeletePods"
+    w.settle()
+    refused(w, "web-1", 3, PDB_REFUSAL)
+    w.settle()
+    assert w.decide("m").delete_pods == ()  # within the deadline: nothing forced
+    w.clock += timedelta(seconds=61)
+    a = w.decide("m")
+    uid = web["metadata"]["uid"]
+    assert a.delete_pods == (PodDelete("default", "web-1", uid),)  # not the DaemonSet pod
+    w.settle()
+    # leaving now: not deleted again
+    assert web["metadata"].get("deletionTimestamp")
+    assert w.decide("m").delete_pods == ()
+
+
+def test_without_escalation_nothing_is_deleted_past_the_deadline() -> None:
+    for spec, default in ((None, "None"), ("None", "DeletePods")):
+        w = LimitedWorld(None, deadline=60)
+        w.escalation = default
+        w.pod("web-1", "one")
+        nm = w.maintenance("m", ["one"])
+        if spec is not None:
+            nm["spec"]["drainDeadlineEscalation"] = spec  # the maintenance's own word wins
+        w.settle()
+        w.clock += timedelta(seconds=61)
+        w.settle()
+        assert (w.condition("m", DEADLINE_CONDITION) or {})["status"] == "True"
+        assert w.decide("m").delete_pods == ()

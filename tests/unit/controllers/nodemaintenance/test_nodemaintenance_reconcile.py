@@ -230,6 +230,8 @@ class World:
             assert er["metadata"]["resourceVersion"] == r.resource_version
             merge(er, r.to_patch())
             er["metadata"]["resourceVersion"] = self._rv()
+        for pd in a.delete_pods:  # the pod is leaving (its grace period), as on a cluster
+            self.pods[pd.uid]["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z"
         if a.remove_finalizer:
             del self.nms[name]
 
