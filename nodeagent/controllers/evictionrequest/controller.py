@@ -168,6 +168,8 @@ class EvictionRequestController(Controller):
             if gate is not None:
                 self._let_through(gate)
             outcome = await self._evict(view, plan)
+            if gate is not None and outcome.kind != "evicted":
+                self._let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, pod, state, outcome, gate)
         await self._apply(key, request, view, plan, pod)
 
@@ -176,12 +178,13 @@ class EvictionRequestController(Controller):
         budgets = self.budgets.store.by_index("namespace", str(namespace))
         return budget_gate(pod, budgets, self._spent)
 
-    def _let_through(self, gate: BudgetGate) -> None:
+    def _let_through(self, gate: BudgetGate, count: int = 1) -> None:
         """Count an eviction about to be asked for against its budget's cached allowance
-        (synchronously, so concurrent workers see it before the call goes out)."""
+        (synchronously, so concurrent workers see it before the call goes out); -1 takes back
+        one the server refused."""
         spent = self._spent.get(gate.key)
-        count = spent.count if spent is not None and spent.resource_version == gate.version else 0
-        self._spent[gate.key] = Spent(gate.version, count + 1)
+        before = spent.count if spent is not None and spent.resource_version == gate.version else 0
+        self._spent[gate.key] = Spent(gate.version, max(0, before + count))
 
     def _plan(
         self,

@@ -45,6 +45,7 @@ from nodeagent.model.interceptors import (
 )
 
 __all__ = [
+    "HELD_AT_MOST",
     "EventNote",
     "EventType",
     "EvictionOutcome",
@@ -389,6 +390,12 @@ def _not_evictable(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+# How long a budget that allows nothing, as cached, holds an eviction back before the server is
+# asked anyway: its watch event normally wakes the pod much sooner; this bounds what a missed
+# or unforeseen one costs (a 429, and the backoff, if the cache was right)
+HELD_AT_MOST = timedelta(seconds=10)
+
+
 def _imperative(
     b: _Builder,
     pod: Mapping[str, Any],
@@ -443,14 +450,14 @@ def _imperative(
             b.wake_in((state.next_attempt - now).total_seconds())
             return
         held_since = state.held_since or now
-        if gate is not None and gate.room == 0 and now - held_since < interval:
+        if gate is not None and gate.room == 0 and now - held_since < HELD_AT_MOST:
             # The budget's next change wakes this request; should it not come (or the
-            # server see it otherwise), the Eviction API is asked after a heartbeat interval.
+            # server see it otherwise), the Eviction API is asked after HELD_AT_MOST.
             message = gate.waiting_message()
             b.imperative = replace(state, held_since=held_since, message=message)
             if entry.message != message:
                 report(message)
-            b.wake_in((held_since + interval - now).total_seconds())
+            b.wake_in((held_since + HELD_AT_MOST - now).total_seconds())
             return
         b.evict = True
         return
