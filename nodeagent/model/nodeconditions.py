@@ -284,7 +284,15 @@ def _kept(node: Mapping[str, Any]) -> list[NodeCondition]:
             continue
         reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
         out.append(NodeCondition(default.type, cast(ConditionStatus, status), reason, message))
-    return out
+    # kept as the phase they record (`_phase_of`): drained is no longer draining, whoever
+    # wrote both
+    drained = any(c.type == DRAINED and c.status == "True" for c in out)
+    return [
+        NodeCondition(c.type, "False", "Drained", "The node is drained")
+        if drained and c.type == DRAIN_IN_PROGRESS and c.status == "True"
+        else c
+        for c in out
+    ]
 
 
 def _maintenance(

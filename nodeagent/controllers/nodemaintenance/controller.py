@@ -48,13 +48,14 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     decide,
     effective_stage,
     involves,
+    owned_by_target,
     refusal,
     status_nodes,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
-from nodeagent.kube.protocols import Creator, Deleter, Patcher, StatusPatcher
+from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
@@ -91,7 +92,7 @@ PROGRESS_INTERVAL = 5.0
 EXPECTATION_TIMEOUT = 30.0
 
 
-class NodeMaintenanceClient(Creator, Patcher, StatusPatcher, Deleter, Protocol):
+class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the controller writes with."""
 
 
@@ -263,6 +264,7 @@ class NodeMaintenanceController(Controller):
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
         self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
         self._deleted: dict[str, float] = {}  # uid of a request -> loop time
+        self._gone: dict[str, float] = {}  # "namespace/name" of an owned request seen deleted
         self._deleted_pods: dict[str, float] = {}  # uid of a pod deleted by escalation
         self._in_drain: set[str] = set()  # maintenances in stage Drain
         self._admitting: dict[str, float] = {}  # node admitted to drain, cache lags -> loop time
@@ -372,6 +374,10 @@ class NodeMaintenanceController(Controller):
         self._created.pop(key_of(er), None)
         self._created_by.pop(key_of(er), None)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
+        if owned_by_target(er):
+            # most likely garbage-collected with its pod, whose own deletion the pod informer
+            # may not have brought yet: see _create_request
+            self._gone[key_of(er)] = asyncio.get_running_loop().time()
 
     def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
         """Seconds left of the expectation on `key`, or None."""
@@ -583,6 +589,9 @@ class NodeMaintenanceController(Controller):
         if left is not None:
             self.enqueue_after(maintenance, left)  # should its event never come
             return
+        if self._expecting(self._gone, key) is not None and not await self._pod_exists(c):
+            return  # the pod went with its request; its informer event comes next
+        self._gone.pop(key, None)
         # AlreadyExists: our cache lags, or another requester was first; the informer event
         # for the existing request brings us back to add the requester if it is missing.
         with contextlib.suppress(AlreadyExists):
@@ -590,6 +599,15 @@ class NodeMaintenanceController(Controller):
         if key not in self._requests.store:
             self._created[key] = asyncio.get_running_loop().time()
             self._created_by[key] = maintenance
+
+    async def _pod_exists(self, c: EvictionRequestCreate) -> bool:
+        """Whether the request's pod (that UID) is still there, as the API server says."""
+        target = c.body["spec"]["target"]["pod"]
+        try:
+            pod = await self._client.get(PODS, target["name"], c.namespace)
+        except NotFound:
+            return False
+        return bool(metadata_of(pod).get("uid") == target["uid"])
 
     async def _patch_requesters(self, p: RequesterPatch) -> None:
         with contextlib.suppress(NotFound):

@@ -144,6 +144,7 @@ __all__ = [
     "effective_stage",
     "involves",
     "maintenance_nodes",
+    "owned_by_target",
     "refusal",
     "selected_nodes",
     "status_nodes",
@@ -455,7 +456,7 @@ def _node_of_request(
     return found[0] if found is not None else None
 
 
-def _owned_by_target(er: Mapping[str, Any]) -> bool:
+def owned_by_target(er: Mapping[str, Any]) -> bool:
     """Its pod owns it, so the garbage collector deletes it with the pod."""
     target = mapping(mapping(mapping(er, "spec"), "target"), "pod").get("uid")
     return any(
@@ -1186,7 +1187,7 @@ def _withdraw(
         er_rv = str(er_md.get("resourceVersion") or "")
         er_uid = str(er_md.get("uid") or "")
         if condition_true(er, "Evicted"):
-            gone_with_pod = uid not in pods_by_uid and _owned_by_target(er)
+            gone_with_pod = uid not in pods_by_uid and owned_by_target(er)
             if set(requesters) <= {REQUESTER} and not gone_with_pod:
                 out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "evicted"))
             continue

@@ -13,6 +13,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     Validity,
 )
 from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
 from nodeagent.model.maintenance import FINALIZER
 
@@ -100,3 +101,25 @@ async def test_a_deleted_maintenance_keeps_its_finalizer_until_its_creates_are_s
     await controller._apply({"metadata": {"name": "m", "finalizers": [FINALIZER]}}, deleting)
 
     assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
+
+
+async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
+    # The garbage collector deleted the pod's request with the pod; the pod informer has not
+    # shown the pod gone yet, so a decision still targets it. Asked, the server says it is gone.
+    class GoneClient(RecordingClient):
+        async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+            raise NotFound(f"pods {name!r} not found", status=404, reason="NotFound")
+
+    client = GoneClient()
+    informers = SharedInformers(client)
+    controller = NodeMaintenanceController(client, informers, Silent())
+    owned = request("pod-a")
+    owned["metadata"]["ownerReferences"] = [{"kind": "Pod", "uid": "pod-a"}]
+    controller._request_gone(owned)  # its delete event
+    again = Actions(
+        stage=None,
+        validity=Validity(True, "Valid", ""),
+        create_evictions=(EvictionRequestCreate("default", request("pod-a")),),
+    )
+    await controller._apply({"metadata": {"name": "m"}}, again)
+    assert client.created == []
