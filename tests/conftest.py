@@ -168,11 +168,10 @@ class Kubectl:
         self.cache = cache
         self.path = kubectl_path()
 
-    async def run(
-        self, *args: str, stdin: str | None = None, timeout: float = 120
-    ) -> KubectlResult:
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        """kubectl started with its streams piped, for a test that acts on its output."""
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.cache)}
-        proc = await asyncio.create_subprocess_exec(
+        return await asyncio.create_subprocess_exec(
             self.path,
             "--cache-dir",
             str(self.cache / "cache"),
@@ -182,6 +181,11 @@ class Kubectl:
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
+
+    async def run(
+        self, *args: str, stdin: str | None = None, timeout: float = 120
+    ) -> KubectlResult:
+        proc = await self.start(*args)
         out, err = await asyncio.wait_for(
             proc.communicate(stdin.encode() if stdin is not None else None), timeout
         )

@@ -142,7 +142,8 @@ async def test_cordon_uncordon(view: ClusterView, kubectl: Kubectl) -> None:
 async def test_drain_retries_evictions_refused_by_a_pdb(
     view: ClusterView, kubectl: Kubectl
 ) -> None:
-    # put all three replicas on node-1, so the budget must refuse at least one eviction
+    # all three replicas on node-1 and nowhere else to go until the budget has refused: the first
+    # eviction's replacement stays Pending, so the budget (maxUnavailable 1) refuses the next one
     await kubectl.ok("cordon", "node-2")
     await kubectl.ok("cordon", "node-3")
     await view.until(lambda: cordoned(view, "node-2") and cordoned(view, "node-3"))
@@ -151,10 +152,8 @@ async def test_drain_retries_evictions_refused_by_a_pdb(
     await kubectl.ok("apply", "-f", "-", stdin=PDB)
     await view.until(lambda: sum(running(p) for p in pods(view, app="web")) == 3)
     assert {p["spec"]["nodeName"] for p in pods(view, app="web")} == {"node-1"}
-    await kubectl.ok("uncordon", "node-2")
-    await kubectl.ok("uncordon", "node-3")
 
-    r = await kubectl.run(
+    drain = await kubectl.start(
         "drain",
         "node-1",
         "--ignore-daemonsets",
@@ -162,9 +161,25 @@ async def test_drain_retries_evictions_refused_by_a_pdb(
         "--force",
         "--timeout=90s",
     )
-    assert r.code == 0, r.err + r.out
-    assert "would violate the pod's disruption budget" in r.err + r.out
-    assert "will retry after 5s" in r.err + r.out
+    try:
+        assert drain.stderr is not None
+        err = b""
+        async with asyncio.timeout(60):
+            while b"would violate the pod's disruption budget" not in err:
+                line = await drain.stderr.readline()
+                assert line, f"kubectl drain ended before a refusal: {err.decode()}"
+                err += line
+        assert b"will retry after 5s" in err
+        await kubectl.ok("uncordon", "node-2")
+        await kubectl.ok("uncordon", "node-3")
+        async with asyncio.timeout(120):
+            out, rest = await drain.communicate()
+    finally:
+        if drain.returncode is None:
+            drain.kill()
+            await drain.wait()
+    assert drain.returncode == 0, (err + rest + out).decode()
+    assert b"node/node-1 drained" in out
     # drain returned once the evicted pods were gone; the watch may not have seen that yet
     await view.until(lambda: not any(on_node_1(p) for p in pods(view, app="web")))
     left = [p for p in view.list(PODS) if on_node_1(p)]
