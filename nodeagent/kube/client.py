@@ -1,8 +1,9 @@
 """An asyncio facade over the official client, on plain JSON dicts.
 
-We use only the generated client's transport (`ApiClient`: config, auth, TLS, connection
-pool) and never its model classes: building them is slow and they do not exist for our CRDs.
-Every call is a raw REST request whose JSON body is returned as a dict.
+We use only the official client's transport (`Configuration` and the REST layer: config, auth,
+TLS, connection pool; see `nodeagent.kube.transport`) and never its model classes: building
+them is slow and they do not exist for our CRDs. Every call is a raw REST request whose JSON
+body is returned as a dict.
 
 The generated client blocks, so requests run in a bounded thread pool: the pool size is the
 limit on concurrent API calls. Watches are long-lived and would starve that pool, so each
@@ -22,7 +23,6 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from kubernetes.client.api_client import ApiClient
 from kubernetes.client.configuration import Configuration
 from kubernetes.config.config_exception import ConfigException
 from urllib3.connection import HTTPConnection
@@ -38,6 +38,7 @@ from nodeagent.kube.errors import (
     translate,
 )
 from nodeagent.kube.resources import PODS, Obj, Resource
+from nodeagent.kube.transport import Transport
 
 __all__ = ["KubeClient", "PatchType", "Propagation", "RequestHook", "load_api_client"]
 
@@ -53,7 +54,6 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-_AUTH = ["BearerToken"]
 _READ_SIZE = 64 * 1024
 Query = list[tuple[str, str]]
 
@@ -63,8 +63,8 @@ def load_api_client(
     context: str | None = None,
     *,
     connection_pool_maxsize: int | None = None,
-) -> ApiClient:
-    """An `ApiClient` from `kubeconfig`; else in-cluster config; else ~/.kube/config ($KUBECONFIG).
+) -> Transport:
+    """The transport from `kubeconfig`; else in-cluster config; else ~/.kube/config ($KUBECONFIG).
 
     Size the connection pool for the request pool plus the watches, or urllib3 keeps
     discarding connections. Only the loader used is imported: `kube_config` brings requests
@@ -92,7 +92,7 @@ def load_api_client(
     # a watch lasts up to an hour: a peer gone without a word (a node's network, a load
     # balancer that forgot us) must be noticed sooner. The client's keep_alive is off by default
     config.socket_options = _keepalive_options()
-    return ApiClient(configuration=config)
+    return Transport(config)
 
 
 def _keepalive_options() -> list[tuple[int, int, int]]:
@@ -155,12 +155,12 @@ def _selectors(label_selector: str | None, field_selector: str | None) -> Query:
 class KubeClient:
     """Async API calls on dicts. All failures raise `nodeagent.kube.errors.KubeError`.
 
-    The `ApiClient` stays the caller's: `close()` stops our threads but does not close it.
+    The `Transport` stays the caller's: `close()` stops our threads but does not close it.
     """
 
     def __init__(
         self,
-        api_client: ApiClient,
+        transport: Transport,
         *,
         max_workers: int = 8,
         request_timeout: float = 60.0,
@@ -170,7 +170,7 @@ class KubeClient:
     ) -> None:
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
-        self._api = api_client
+        self._transport = transport
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kube-api")
         self._timeout = request_timeout
         self._connect_timeout = connect_timeout
@@ -526,17 +526,7 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        _, url, headers, body, _ = self._api.param_serialize(
-            method,
-            path,
-            query_params=query or None,
-            header_params=headers,
-            body=body,
-            auth_settings=_AUTH,
-        )
-        return self._api.call_api(
-            method, url, header_params=headers, body=body, _request_timeout=timeout
-        )
+        return self._transport.request(method, path, query, headers, body, timeout)
 
     def _count(self, verb: str, resource: Resource, status: int) -> None:
         if self._on_request is None:

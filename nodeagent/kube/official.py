@@ -4,10 +4,12 @@
 dynamic, watch, stream (websocket-client), utils, leaderelection, informer, and config, whose
 `kube_config` imports requests, oauthlib and requests-oauthlib (OIDC token refresh). Older
 clients (before 35) also import every API and model class in `kubernetes/client/__init__.py`.
-nodeagent sends and receives dicts: it uses the transport (`client.api_client`,
-`configuration`, `rest`, `exceptions`) and one of the config loaders (`config.kube_config`
-or `config.incluster_config`), none of which needs a model class at run time (the
-`ApiClient` looks models up by name only to deserialize into them, which we never ask).
+nodeagent sends and receives dicts: it uses the transport (`client.configuration`, `rest`,
+`exceptions`) and one of the config loaders (`config.kube_config` or `config.incluster_config`),
+none of which needs a model class. Nor the `ApiClient` (`nodeagent.kube.transport` stands in
+for it), which imports pydantic: `config.kube_config` imports its name at load and calls it
+only to refresh an OIDC token, so the light `kubernetes.client` holds a stand-in that imports
+the real class when called.
 
 `install()` registers the packages `kubernetes`, `kubernetes.client`,
 `kubernetes.client.models`, `kubernetes.config` and `kubernetes.utils` as package objects
@@ -47,15 +49,11 @@ TRANSPORT = (
     "kubernetes.client.configuration",
     "kubernetes.client.exceptions",
     "kubernetes.client.rest",
-    "kubernetes.client.api_client",
     "kubernetes.config.config_exception",
 )
-# names the real kubernetes/client/__init__.py exports that config.kube_config and
-# config.incluster_config import from it
-_CLIENT_NAMES = {
-    "ApiClient": "kubernetes.client.api_client",
-    "Configuration": "kubernetes.client.configuration",
-}
+# the name the real kubernetes/client/__init__.py exports that config.incluster_config and
+# config.kube_config import from it (and kube_config ApiClient: _DeferredApiClient)
+_CLIENT_NAMES = {"Configuration": "kubernetes.client.configuration"}
 _lock = threading.RLock()
 _light: dict[str, ModuleType] = {}  # name -> package whose __init__ has not run yet
 
@@ -92,6 +90,7 @@ def install() -> bool:
             client = sys.modules["kubernetes.client"]
             for attr, where in _CLIENT_NAMES.items():
                 setattr(client, attr, getattr(sys.modules[where], attr))
+            setattr(client, "ApiClient", _DeferredApiClient)  # noqa: B010 (a module attribute)
         except Exception:
             # a layout we did not foresee: turn every package into the real one, as if
             # imported normally (which raises again if the client is broken)
@@ -101,6 +100,16 @@ def install() -> bool:
             _import_whole()
             return False
         return True
+
+
+class _DeferredApiClient:
+    """`kubernetes.client.ApiClient` while that package is light: constructing one imports
+    and returns the real class's instance (and pydantic, which only it needs)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.api_client import ApiClient
+
+        return ApiClient(*args, **kwargs)
 
 
 def _import_whole() -> None:
@@ -154,6 +163,8 @@ def _complete(name: str) -> None:
         if module is None:
             return
         module.__dict__.pop("__getattr__", None)
+        if module.__dict__.get("ApiClient") is _DeferredApiClient:
+            del module.__dict__["ApiClient"]  # the real __init__ binds it, or finds it lazily
         log.debug("completing package %s (something asked it for a name it lacks)", name)
         loader = module.__spec__.loader if module.__spec__ is not None else None
         assert loader is not None

@@ -8,8 +8,7 @@ What the figures measure is read the same way on both: timestamps from a watch
 (`tests.clusters.ClusterView.listen`, the harness is a client like any other), and requests per
 client by User-Agent within the measured window, which the simulated API server counts itself
 and kube-apiserver writes to its audit log. The harness's own requests carry the User-Agent
-`nodeagent-bench`, so they are never counted as the agent's (the kubernetes Python client's
-`OpenAPI-Generator`) nor as kubectl's.
+`nodeagent-bench`, so they are never counted as the agent's (`nodeagent`) nor as kubectl's.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from nodeagent.kube.resources import (
 )
 from nodeagent.manifests import crd_documents
 from nodeagent_testbed.sim.cluster import SimCluster
-from tests.bench.common import PYTHON_CLIENT
+from tests.bench.common import AGENT
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, RealBackend
 from tests.clusters import NAMESPACE as AGENT_NAMESPACE
 from tests.controlplane.build import Binaries
@@ -352,7 +351,7 @@ class RealBench(Backend):
         self.kubeconfig = plane.kubeconfig
         self.node_names = node_names
         self.kube = harness_client(plane.kubeconfig)
-        self.audit = AuditLog(plane.audit_log, (PYTHON_CLIENT, KUBECTL))
+        self.audit = AuditLog(plane.audit_log, (AGENT, KUBECTL))
         self._agent_kubeconfig: Path | None = None
 
     async def agent_kubeconfig(self) -> Path:

@@ -26,7 +26,7 @@ import yaml
 from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.store import Change
 
-PYTHON_CLIENT = "OpenAPI-Generator"  # the kubernetes Python client's User-Agent, first word
+AGENT = "nodeagent"  # the agent's User-Agent, first word (nodeagent.kube.transport)
 
 
 # --- waiting on the simulated store (the shutdown reaction) --------------------------------------

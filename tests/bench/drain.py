@@ -200,7 +200,7 @@ async def wait_agent_leading(b: Backend, view: ClusterView, timeout: float = 120
         while True:
             lease = view.get(LEASES, LEADER_LEASE, AGENT_NAMESPACE)
             held = bool(((lease or {}).get("spec") or {}).get("holderIdentity"))
-            if held and wanted <= await b.watches_opened(common.PYTHON_CLIENT):
+            if held and wanted <= await b.watches_opened(common.AGENT):
                 break
             await asyncio.sleep(0.1)
 
@@ -252,12 +252,12 @@ async def drain_nodeagent(
                 await b.kube.create(NODEMAINTENANCES, maintenance_body(drain_plan))
                 await view.until(lambda: progress.drained_at is not None, timeout=TIMEOUT)
                 await sampler.stop()
-                requests = await b.requests_since(mark, common.PYTHON_CLIENT)
+                requests = await b.requests_since(mark, common.AGENT)
                 left = len(_on_node(view))
                 # the EvictionRequests are deleted once Evicted, some after Drained: that is
                 # work of the drain too
                 cleanup = await eviction_requests_gone(view, timeout=60)
-                with_cleanup = await b.requests_since(mark, common.PYTHON_CLIENT)
+                with_cleanup = await b.requests_since(mark, common.AGENT)
         finally:
             await view.stop()
     assert progress.drained_at is not None

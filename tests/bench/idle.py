@@ -217,7 +217,7 @@ async def _measure(
         alive = agent.proc.returncode is None
     requests: dict[str, int] = {}
     for key, n in after.items():
-        if key[0] == common.PYTHON_CLIENT and n - before.get(key, 0):
+        if key[0] == common.AGENT and n - before.get(key, 0):
             requests[f"{key[1]} {key[2]}"] = n - before.get(key, 0)
     rss = sampler.rss
     return {
@@ -282,11 +282,11 @@ async def requests_at_scale(
             await agent.wait_ready()
         synced = await _until_watching(b, start, agents, procs)
         synced_seconds = time.monotonic() - t0
-        startup = await b.requests_since(start, common.PYTHON_CLIENT)
+        startup = await b.requests_since(start, common.AGENT)
         await asyncio.sleep(warmup)
         mark = b.mark()
         await asyncio.sleep(seconds)
-        window = await b.requests_since(mark, common.PYTHON_CLIENT)
+        window = await b.requests_since(mark, common.AGENT)
         alive = sum(1 for a in procs if a.proc.returncode is None)
     per_agent_per_second = window["total"] / agents / seconds
     mean_watch = 1.5 * WATCH_TIMEOUT_SECONDS  # uniform between 1x and 2x
@@ -327,7 +327,7 @@ async def _until_watching(
     watches: an informer watches once its list is in). A harness poll, once a second."""
     async with asyncio.timeout(timeout):
         while True:
-            by = (await b.requests_since(start, common.PYTHON_CLIENT))["by"]
+            by = (await b.requests_since(start, common.AGENT))["by"]
             if all(by.get(f"watch {r}", 0) >= agents for r in NODE_WATCHES):
                 return list(NODE_WATCHES)
             dead = [a for a in procs if a.proc.returncode is not None]

@@ -22,7 +22,6 @@ STEPS: list[tuple[str, str]] = [
     ("asyncio, logging, json, ssl (stdlib)", "import asyncio, logging, json, ssl"),
     ("PyYAML", "import yaml"),
     ("urllib3", "import urllib3"),
-    ("pydantic (the client's ApiClient imports it)", "import pydantic; pydantic.SecretStr"),
     (
         "kubernetes: transport only (nodeagent.kube.official)",
         "from nodeagent.kube import official; official.install()",
@@ -108,11 +107,13 @@ async def run(repeat: int = 3) -> dict[str, Any]:
         ]
     )
     webhooks = await _probe([*STEPS, ("webhooks", "import nodeagent.notify")])
+    api_client = await _probe([*STEPS, ("api_client", "import kubernetes.client.api_client")])
     return {
         "steps": steps,
         "kubernetes_whole": whole[2],
         "kubernetes_agent_part": parts[2],
         "webhook_sender": webhooks[len(STEPS) + 1],
+        "api_client": api_client[len(STEPS) + 1],
     }
 
 
@@ -129,6 +130,7 @@ def table(imports: dict[str, Any]) -> str:
         ("kubernetes_whole", "kubernetes.client + kubernetes.config, whole (for comparison)"),
         ("kubernetes_agent_part", "the agent's part of them, kubeconfig loader included"),
         ("webhook_sender", "the webhook sender (aiohttp), only with notifications.webhooks"),
+        ("api_client", "the client's ApiClient (pydantic), not imported: nodeagent.kube.transport"),
     ):
         if key not in imports:  # results of an earlier version
             continue

@@ -184,10 +184,10 @@ async def run_one(
                 server_cpu1 = _cpu(servers)
                 await sampler.stop()
                 agent_drain_cpu = sampler.cpu1 - cpu_sync
-                requests = await b.requests_since(mark, common.PYTHON_CLIENT)
+                requests = await b.requests_since(mark, common.AGENT)
                 left = await b.kube.list(PODS, NAMESPACE, label_selector=f"{POOL_LABEL}=maint")
                 cleanup = await eviction_requests_gone(view, timeout=300)
-                with_cleanup = await b.requests_since(mark, common.PYTHON_CLIENT)
+                with_cleanup = await b.requests_since(mark, common.AGENT)
                 peak = common.peak_rss(agent.proc.pid)
                 server_rss = _rss_mib(servers)
         finally:

@@ -27,6 +27,7 @@ from nodeagent.kube.errors import (
     Unreachable,
 )
 from nodeagent.kube.resources import LEASES, NODEMAINTENANCES, NODES, PODS, Resource
+from nodeagent.kube.transport import Transport
 
 from .waiting import eventually
 
@@ -96,11 +97,11 @@ async def server() -> AsyncIterator[FakeServer]:
     await runner.cleanup()
 
 
-def api_client(url: str) -> kubernetes.client.ApiClient:
+def api_client(url: str) -> Transport:
     config = kubernetes.client.Configuration(host=url)
     config.api_key = {"BearerToken": "s3cret"}
     config.api_key_prefix = {"BearerToken": "Bearer"}
-    return kubernetes.client.ApiClient(config)
+    return Transport(config)
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ async def client(server: FakeServer) -> AsyncIterator[KubeClient]:
     api = api_client(server.url)
     async with KubeClient(api, max_workers=4) as kc:
         yield kc
-    api.close()  # type: ignore[no-untyped-call]
+    api.close()
 
 
 async def test_get_sends_auth_and_returns_dict(server: FakeServer, client: KubeClient) -> None:
@@ -117,6 +118,27 @@ async def test_get_sends_auth_and_returns_dict(server: FakeServer, client: KubeC
     assert await client.get(NODES, "n1") == node
     assert server.seen[0].headers["Authorization"] == "Bearer s3cret"
     assert server.seen[0].headers["Accept"] == "application/json"
+    assert server.seen[0].headers["User-Agent"].startswith("nodeagent/")
+
+
+async def test_each_request_asks_for_the_token_again(server: FakeServer) -> None:
+    """A pod's ServiceAccount token rotates: the in-cluster loader's refresh hook rereads it,
+    and the transport must call it for every request, not once."""
+    server.reply("GET", "/api/v1/nodes/n1", {"metadata": {"name": "n1"}})
+    config = kubernetes.client.Configuration(host=server.url)
+    config.api_key = {"authorization": "Bearer zero"}  # as loaded, before the first refresh
+    tokens = iter(["one", "two"])
+
+    def refresh(c: kubernetes.client.Configuration) -> None:
+        c.api_key = {"authorization": f"Bearer {next(tokens)}"}
+
+    config.refresh_api_key_hook = refresh  # type: ignore[assignment]
+    api = Transport(config)
+    async with KubeClient(api) as kc:
+        await kc.get(NODES, "n1")
+        await kc.get(NODES, "n1")
+    api.close()
+    assert [r.headers["Authorization"] for r in server.seen] == ["Bearer one", "Bearer two"]
 
 
 async def test_errors_are_translated(server: FakeServer, client: KubeClient) -> None:
@@ -266,7 +288,7 @@ async def test_request_hook_and_bounded_concurrency(server: FakeServer) -> None:
         await asyncio.gather(*(kc.get(NODES, "n1") for _ in range(8)))
         with pytest.raises(NotFound):
             await kc.get(NODES, "other")
-    api.close()  # type: ignore[no-untyped-call]
+    api.close()
     assert peak == 2
     assert calls[:8] == [("get", NODES, 200)] * 8
     assert calls[8] == ("get", NODES, 404)
@@ -278,14 +300,14 @@ async def test_unreachable() -> None:
         port = s.getsockname()[1]
     config = kubernetes.client.Configuration(host=f"http://127.0.0.1:{port}")
     config.retries = 0
-    api = kubernetes.client.ApiClient(config)
+    api = Transport(config)
     async with KubeClient(api) as kc:
         with pytest.raises(Unreachable):
             await kc.get(NODES, "n1")
         with pytest.raises(Unreachable):
             async for _ in kc.watch(NODES):
                 pass
-    api.close()  # type: ignore[no-untyped-call]
+    api.close()
 
 
 # -- watch -----------------------------------------------------------------------------
@@ -452,7 +474,7 @@ async def test_client_close_ends_open_watches(server: FakeServer) -> None:
     await asyncio.wait_for(kc.close(), 2)
     await eventually(lambda: not watch_threads("watch pods", before), within=2)
     await stream.aclose()
-    api.close()  # type: ignore[no-untyped-call]
+    api.close()
 
 
 # -- configuration ---------------------------------------------------------------------
@@ -481,12 +503,12 @@ def test_load_api_client_from_kubeconfig(tmp_path: Path) -> None:
         assert api.configuration.connection_pool_maxsize == 16
         assert api.configuration.auth_settings()["BearerToken"]["value"] == "Bearer tok"
         # every connection, watches included, has TCP keepalive (the client's default is off)
-        options = api.rest_client.pool_manager.connection_pool_kw["socket_options"]
+        options = api.rest.pool_manager.connection_pool_kw["socket_options"]
         assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in options
         assert (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30) in options
         assert (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1) in options
     finally:
-        api.close()  # type: ignore[no-untyped-call]
+        api.close()
     with pytest.raises(KubeConfigError):
         load_api_client(str(tmp_path / "missing"))
     with pytest.raises(KubeConfigError):
