@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WATCH_CONNECTIONS = 12
+
 # How long READY waits for the guard's logind drop-in (a SIGHUP to logind and a read-back:
 # milliseconds, unless systemd is stuck)
 DROPIN_READY_WAIT = 10.0
@@ -91,7 +93,13 @@ class Agent:
         # before anything that needs the API server: the kubelet starts after us and must
         # find the manifests an earlier boot's shutdown moved aside (its API server, maybe)
         static = await asyncio.to_thread(self._static_pods_at_startup, boot_id)
-        api = load_api_client(cfg.kube.kubeconfig)
+        # a connection per request thread and per watch (the informers of both roles open
+        # fewer than WATCH_CONNECTIONS); the client's default, 5 per core, made urllib3 discard
+        # and reopen connections under load ("Connection pool is full")
+        api = load_api_client(
+            cfg.kube.kubeconfig,
+            connection_pool_maxsize=cfg.kube.max_concurrent_requests + WATCH_CONNECTIONS,
+        )
         async with KubeClient(
             api,
             max_workers=cfg.kube.max_concurrent_requests,

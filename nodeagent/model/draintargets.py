@@ -44,7 +44,7 @@ entry advance (plan order key), which cannot target more than any want allows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,8 @@ __all__ = [
     "MaintenanceView",
     "NodeDrainStatus",
     "PodInfo",
+    "PodInfoMemo",
+    "PodInfoOf",
     "PodRef",
     "Resolution",
     "join_targets",
@@ -238,6 +240,37 @@ class PodInfo:
             terminal=phase in ("Succeeded", "Failed"),
             terminating=md.get("deletionTimestamp") is not None,
         )
+
+
+PodInfoOf = Callable[[Mapping[str, Any]], PodInfo]
+"""How a decision gets a pod's PodInfo: :meth:`PodInfo.from_pod`, or a :class:`PodInfoMemo`."""
+
+
+class PodInfoMemo:
+    """:meth:`PodInfo.from_pod` remembered per pod object, for decisions taken over and over on
+    the same informer cache. A PodInfo depends on its pod alone, and the cache replaces a pod's
+    object on every change (it never mutates one), so an entry holds while its object is the
+    one asked about; any other object, even of the same UID, is read anew."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[Mapping[str, Any], PodInfo]] = {}
+
+    def __call__(self, pod: Mapping[str, Any]) -> PodInfo:
+        metadata = pod.get("metadata")
+        uid = str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
+        hit = self._by_uid.get(uid)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        info = PodInfo.from_pod(pod)
+        self._by_uid[uid] = (pod, info)
+        return info
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop its entry."""
+        self._by_uid.pop(uid, None)
+
+    def __len__(self) -> int:
+        return len(self._by_uid)
 
 
 @dataclass(frozen=True)

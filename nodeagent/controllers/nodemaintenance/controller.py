@@ -60,6 +60,7 @@ from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, 
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of
+from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.times import parse_time
 
 __all__ = [
@@ -218,7 +219,7 @@ class _Membership:
             self._set(name, covered | status_nodes(nm))
 
     def component(self, names: Iterable[str]) -> tuple[set[str], set[str]]:
-        return connected(names, {n: frozenset(s) for n, s in self.by_nm.items()})
+        return connected(names, self.by_nm, self.by_node)
 
     def around_node(self, node: str) -> set[str]:
         return self.component(self.by_node.get(node, ()))[0]
@@ -259,6 +260,7 @@ class NodeMaintenanceController(Controller):
         self._clock = clock
         self._writes = max(1, max_concurrent_writes)
         self._members = _Membership()
+        self._pod_info = PodInfoMemo()
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
@@ -273,6 +275,8 @@ class NodeMaintenanceController(Controller):
         )
         self._nodes.add_handler(self._on_node, self._on_node_update, self._on_node_delete)
         self._pods.add_handler(self._on_pod, self._on_pod_update, self._on_pod)
+        # the expectations about a pod end with it (they would pile up over drains otherwise)
+        self._pods.add_handler(on_delete=self._pod_gone)
         self._requests.add_handler(self._on_request, self._on_request_update, self._on_request)
         self._requests.add_handler(self._request_seen, None, self._request_gone)
 
@@ -374,10 +378,21 @@ class NodeMaintenanceController(Controller):
         self._created.pop(key_of(er), None)
         self._created_by.pop(key_of(er), None)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
-        if owned_by_target(er):
+        if owned_by_target(er) and self._cached_pod_uid(er) == metadata_of(er).get("name"):
             # most likely garbage-collected with its pod, whose own deletion the pod informer
-            # may not have brought yet: see _create_request
+            # has not brought yet (kept only until it does): see _create_request
             self._gone[key_of(er)] = asyncio.get_running_loop().time()
+
+    def _cached_pod_uid(self, er: Obj) -> object:
+        target = ((er.get("spec") or {}).get("target") or {}).get("pod") or {}
+        pod = self._pods.store.get(f"{metadata_of(er).get('namespace')}/{target.get('name')}")
+        return metadata_of(pod).get("uid") if pod is not None else None
+
+    def _pod_gone(self, pod: Obj) -> None:
+        uid = str(metadata_of(pod).get("uid"))
+        self._gone.pop(f"{metadata_of(pod).get('namespace')}/{uid}", None)
+        self._deleted_pods.pop(uid, None)
+        self._pod_info.forget(uid)
 
     def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
         """Seconds left of the expectation on `key`, or None."""
@@ -426,6 +441,7 @@ class NodeMaintenanceController(Controller):
             admitting=frozenset(n for n in list(self._admitting) if self._still_admitting(n)),
             drain_deadline=self._settings.drain_deadline,
             deadline_escalation=self._settings.drain_deadline_escalation,
+            pod_info=self._pod_info,
         )
 
     def _still_admitting(self, node: str) -> bool:
@@ -488,6 +504,11 @@ class NodeMaintenanceController(Controller):
         await self._each(a.cordon, self._patch_node)
         if a.cordon:
             log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
+        # The neighbours' share of the one resolution first, our own status last: a neighbour
+        # write refused (someone wrote it since our cache saw it) fails this decision before
+        # our own progress is stored ahead of theirs, where the others would read it as a
+        # floor (targets never go back) that the lagging neighbour has to wait out
+        await self._each(a.neighbours, self._write_neighbour)
         if a.status is not None:
             self._progress_written[name] = asyncio.get_running_loop().time()
             current = await self._client.patch_status(
@@ -498,7 +519,6 @@ class NodeMaintenanceController(Controller):
                     "status": a.status,
                 },
             )
-        await self._each(a.neighbours, self._write_neighbour)
         await self._record(current, a.events)
         if self._drain_duration is not None and any(e.reason == "Drained" for e in a.events):
             started = drain_started(current)
@@ -592,13 +612,22 @@ class NodeMaintenanceController(Controller):
         if self._expecting(self._gone, key) is not None and not await self._pod_exists(c):
             return  # the pod went with its request; its informer event comes next
         self._gone.pop(key, None)
-        # AlreadyExists: our cache lags, or another requester was first; the informer event
-        # for the existing request brings us back to add the requester if it is missing.
-        with contextlib.suppress(AlreadyExists):
-            await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
-        if key not in self._requests.store:
-            self._created[key] = asyncio.get_running_loop().time()
-            self._created_by[key] = maintenance
+        # Expected before it is sent: its informer events (even its deletion, should the pod
+        # go at once) may come before the create returns, and must find the expectation to end
+        self._created[key] = asyncio.get_running_loop().time()
+        self._created_by[key] = maintenance
+        try:
+            # AlreadyExists: our cache lags, or another requester was first; the informer event
+            # for the existing request brings us back to add the requester if it is missing.
+            with contextlib.suppress(AlreadyExists):
+                await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
+        except BaseException:
+            self._created.pop(key, None)  # not created: nothing to wait for
+            self._created_by.pop(key, None)
+            raise
+        if key in self._requests.store:  # its event came while the create was under way
+            self._created.pop(key, None)
+            self._created_by.pop(key, None)
 
     async def _pod_exists(self, c: EvictionRequestCreate) -> bool:
         """Whether the request's pod (that UID) is still there, as the API server says."""

@@ -63,6 +63,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -95,6 +96,7 @@ from nodeagent.model.draintargets import (
     MaintenanceView,
     NodeDrainStatus,
     PodInfo,
+    PodInfoOf,
     Resolution,
     resolve,
 )
@@ -195,15 +197,20 @@ def maintenance_nodes(
 
 
 def connected(
-    start: Iterable[str], node_sets: Mapping[str, frozenset[str]]
+    start: Iterable[str],
+    node_sets: Mapping[str, AbstractSet[str]],
+    by_node: Mapping[str, Iterable[str]] | None = None,
 ) -> tuple[set[str], set[str]]:
     """The maintenances (by name) transitively sharing nodes with ``start``, and their nodes.
 
-    ``node_sets`` maps every maintenance to its nodes (:func:`maintenance_nodes`)."""
-    by_node: dict[str, list[str]] = {}
-    for name, ns in node_sets.items():
-        for n in ns:
-            by_node.setdefault(n, []).append(name)
+    ``node_sets`` maps every maintenance to its nodes (:func:`maintenance_nodes`); ``by_node``
+    is its reverse, if the caller keeps one."""
+    if by_node is None:
+        reverse: dict[str, list[str]] = {}
+        for name, ns in node_sets.items():
+            for n in ns:
+                reverse.setdefault(n, []).append(name)
+        by_node = reverse
     seen = {s for s in start if s in node_sets}
     frontier = list(seen)
     nodes: set[str] = set()
@@ -251,6 +258,8 @@ class Inputs:
     """Seconds from the start of Drain, for maintenances without spec.drainDeadlineSeconds."""
     deadline_escalation: str = "None"
     """For maintenances without spec.drainDeadlineEscalation (see ESCALATIONS)."""
+    pod_info: PodInfoOf = PodInfo.from_pod
+    """A pod's PodInfo: the controller passes a memo of it (PodInfoMemo)."""
 
 
 @dataclass(frozen=True)
@@ -442,8 +451,8 @@ def _view(o: _Other) -> MaintenanceView | None:
     )
 
 
-def _pod_infos(pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
-    return [PodInfo.from_pod(p) for p in pods]
+def _pod_infos(info: PodInfoOf, pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
+    return [info(p) for p in pods]
 
 
 def _node_of_request(
@@ -873,6 +882,7 @@ def _resolve(
     others: Mapping[str, _Other],
     pods: Mapping[str, Sequence[Mapping[str, Any]]],
     slots: Slots | None,
+    info: PodInfoOf,
 ) -> Resolution | None:
     """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
     Under a limit, node by node and only on the nodes admitted (see Drain slots)."""
@@ -881,7 +891,7 @@ def _resolve(
         return None
     if slots is None:
         nodes_needed = {n for v in views for n in v.nodes}
-        return resolve(views, {n: _pod_infos(pods.get(n, ())) for n in nodes_needed})
+        return resolve(views, {n: _pod_infos(info, pods.get(n, ())) for n in nodes_needed})
     per_node = [
         dataclasses.replace(
             v,
@@ -895,7 +905,7 @@ def _resolve(
         for node in sorted(v.nodes & slots.admitted)
     ]
     resolved = resolve(
-        per_node, {n: _pod_infos(pods.get(n, ())) for v in per_node for n in v.nodes}
+        per_node, {n: _pod_infos(info, pods.get(n, ())) for v in per_node for n in v.nodes}
     )
     parts: dict[str, list[MaintenanceDrain]] = {}
     for v in per_node:
@@ -903,7 +913,7 @@ def _resolve(
     out: dict[str, MaintenanceDrain] = {}
     for v in views:
         mine = parts.get(v.name, [])
-        waiting = [_waiting_status(n, pods, slots) for n in sorted(v.nodes - slots.admitted)]
+        waiting = [_waiting_status(n, pods, slots, info) for n in sorted(v.nodes - slots.admitted)]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
         # The least advanced node's entry; a node that waits has not started the plan.
         index = 0 if waiting or not mine else min(m.entry_index for m in mine)
@@ -919,10 +929,10 @@ def _resolve(
 
 
 def _waiting_status(
-    node: str, pods: Mapping[str, Sequence[Mapping[str, Any]]], slots: Slots
+    node: str, pods: Mapping[str, Sequence[Mapping[str, Any]]], slots: Slots, info: PodInfoOf
 ) -> NodeDrainStatus:
     """The drain status of a node that waits for a drain slot: nothing targeted yet."""
-    present = [p for p in _pod_infos(pods.get(node, ())) if p.present]
+    present = [p for p in _pod_infos(info, pods.get(node, ())) if p.present]
     leaving = sum(1 for p in present if p.terminating)
     return NodeDrainStatus(
         node=node,
@@ -951,7 +961,7 @@ def _slots(inp: Inputs, others: Mapping[str, _Other]) -> Slots | None:
                     node=node,
                     order=order,
                     admitted=bool(stored.get(node)) or node in inp.admitting,
-                    busy=any(p.present for p in _pod_infos(inp.pods.get(node, ()))),
+                    busy=any(p.present for p in _pod_infos(inp.pod_info, inp.pods.get(node, ()))),
                 )
             )
     return allot(candidates, inp.max_draining)
@@ -1019,7 +1029,9 @@ def _undrained_node_statuses(ctx: _Context, act_stage: Stage) -> list[dict[str, 
     message = "Idle" if act_stage == Stage.IDLE else "Cordoned"
     node_statuses = []
     for node_name in sorted(ctx.mine.selected):
-        infos = [p for p in _pod_infos(ctx.inp.pods.get(node_name, ())) if p.present]
+        infos = [
+            p for p in _pod_infos(ctx.inp.pod_info, ctx.inp.pods.get(node_name, ())) if p.present
+        ]
         leaving = sum(1 for p in infos if p.terminating)
         node_statuses.append(
             {
@@ -1140,11 +1152,11 @@ def _ask_for_targeted(
             if found is None:
                 continue
             er = ctx.inp.eviction_requests.get(ref.uid)
-            body = _eviction_request_body(found[1], ns.node)
             if er is None:
                 # A terminating pod is leaving already; its request (if it had one) may be
                 # gone with it before the pod informer shows the pod gone.
                 if not deleting(found[1]):
+                    body = _eviction_request_body(found[1], ns.node)
                     out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
             er_md = mapping(er, "metadata")
@@ -1156,6 +1168,7 @@ def _ask_for_targeted(
                     out.deletes.append(
                         EvictionRequestDelete(ref.namespace, ref.uid, er_uid, er_rv, "recreate")
                     )
+                    body = _eviction_request_body(found[1], ns.node)
                     out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
             requesters = _requesters(er)
@@ -1249,7 +1262,7 @@ def decide(inp: Inputs) -> Actions:
         uncordon, uncordon_events = _uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
         cordon_events.extend(uncordon_events)
 
-    resolution = _resolve(ctx.others, inp.pods, slots)
+    resolution = _resolve(ctx.others, inp.pods, slots, inp.pod_info)
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (

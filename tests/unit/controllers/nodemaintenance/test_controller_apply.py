@@ -14,7 +14,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
 from nodeagent.model.maintenance import FINALIZER
 
 
@@ -115,6 +115,8 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
     controller = NodeMaintenanceController(client, informers, Silent())
     owned = request("pod-a")
     owned["metadata"]["ownerReferences"] = [{"kind": "Pod", "uid": "pod-a"}]
+    pod = {"metadata": {"name": "web", "namespace": "default", "uid": "pod-a"}}
+    informers.informer(PODS).store.upsert(pod)  # the pod informer lags: still there
     controller._request_gone(owned)  # its delete event
     again = Actions(
         stage=None,
@@ -123,3 +125,5 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
     )
     await controller._apply({"metadata": {"name": "m"}}, again)
     assert client.created == []
+    controller._pod_gone(pod)  # its delete event: nothing is kept about it any more
+    assert not controller._gone

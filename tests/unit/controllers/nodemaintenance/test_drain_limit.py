@@ -384,7 +384,7 @@ def test_escalation_deletes_the_default_pods_left_once_the_deadline_passed() -> 
     assert a.delete_pods == (PodDelete("default", "web-1", uid),)  # not the DaemonSet pod
     w.settle()
     # leaving now: not deleted again
-    assert web["metadata"].get("deletionTimestamp")
+    assert w.pods[uid]["metadata"].get("deletionTimestamp")
     assert w.decide("m").delete_pods == ()
 
 

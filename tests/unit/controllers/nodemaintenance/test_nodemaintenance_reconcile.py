@@ -8,6 +8,7 @@ plain dicts and runs every maintenance until nothing is left to do.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -41,7 +42,7 @@ from nodeagent.model.drainplan import (
     effective_plan,
     entries_from_dicts,
 )
-from nodeagent.model.draintargets import plan_targets, targets_within
+from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
 from nodeagent.model.interceptors import imperative_refusal_message
 
 Obj = dict[str, Any]
@@ -99,6 +100,7 @@ class World:
         self.events: list[tuple[str, str, str, str]] = []  # (maintenance, type, reason, message)
         self.history: list[tuple[str, str, tuple[Any, ...]]] = []  # (nm, node, targets)
         self.uids = itertools.count(1)
+        self.pod_info = PodInfoMemo()
 
     def _rv(self) -> str:
         return str(next(self.rv))
@@ -195,7 +197,11 @@ class World:
         )
 
     def decide(self, name: str) -> Actions:
-        return decide(self.inputs(name))
+        inputs = self.inputs(name)
+        actions = decide(inputs)
+        # the controller remembers PodInfos across decisions: the same decision with its memo
+        assert decide(dataclasses.replace(inputs, pod_info=self.pod_info)) == actions
+        return actions
 
     def apply(self, name: str, a: Actions) -> None:
         nm = self.nms[name]
@@ -231,7 +237,9 @@ class World:
             merge(er, r.to_patch())
             er["metadata"]["resourceVersion"] = self._rv()
         for pd in a.delete_pods:  # the pod is leaving (its grace period), as on a cluster
-            self.pods[pd.uid]["metadata"]["deletionTimestamp"] = "2024-05-01T10:00:00Z"
+            pod = self.pods[pd.uid]  # a new object, as an informer's cache makes one
+            leaving = {**pod["metadata"], "deletionTimestamp": "2024-05-01T10:00:00Z"}
+            self.pods[pd.uid] = {**pod, "metadata": leaving}
         if a.remove_finalizer:
             del self.nms[name]
 
