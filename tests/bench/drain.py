@@ -207,11 +207,16 @@ async def wait_agent_leading(b: Backend, view: ClusterView, timeout: float = 120
 
 def agent_config(kubeconfig: Path, node: str) -> dict[str, Any]:
     """Production defaults; the leader Lease where packaging/kubernetes puts it (its RBAC
-    allows that one on the real server)."""
+    allows that one on the real server). The agent runs with the controllers' credentials,
+    which may not write Node status: its own node's conditions are off (a DaemonSet agent
+    keeps them, with its own role)."""
     return common.agent_config(
         kubeconfig,
         node,
-        extra={"leader": {"namespace": AGENT_NAMESPACE, "leaseName": LEADER_LEASE}},
+        extra={
+            "leader": {"namespace": AGENT_NAMESPACE, "leaseName": LEADER_LEASE},
+            "nodeConditions": False,
+        },
     )
 
 
