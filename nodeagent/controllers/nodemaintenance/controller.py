@@ -91,6 +91,11 @@ PROGRESS_INTERVAL = 5.0
 # created or deleted again by decisions taken meanwhile on the older cache (they would only get
 # AlreadyExists or NotFound), for at most this long.
 EXPECTATION_TIMEOUT = 30.0
+# A maintenance we wrote (its status, a neighbour's, a finalizer) is decided on, or its
+# neighbours are, only once the informer has brought that write back, for at most this long:
+# one resolution spans every intersecting maintenance, and taken on a cache that misses our
+# own last write it would store progress out of step with it (the watch brings it in ms).
+WRITE_SEEN_TIMEOUT = 5.0
 
 
 class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
@@ -260,9 +265,11 @@ class NodeMaintenanceController(Controller):
         self._clock = clock
         self._writes = max(1, max_concurrent_writes)
         self._members = _Membership()
+        self._joint = asyncio.Lock()  # decisions of intersecting maintenances, one at a time
         self._pod_info = PodInfoMemo()
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
+        self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
         self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
         self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
         self._deleted: dict[str, float] = {}  # uid of a request -> loop time
@@ -294,6 +301,9 @@ class NodeMaintenanceController(Controller):
 
     def _on_maintenance(self, nm: Obj) -> None:
         name = key_of(nm)
+        written = self._written.get(name)
+        if written is not None and written[0] == metadata_of(nm).get("resourceVersion"):
+            del self._written[name]
         before = self._members.component([name])[0]
         if name in self._in_drain:
             before.add(name)  # it may leave Drain: the others are woken as it was
@@ -313,6 +323,7 @@ class NodeMaintenanceController(Controller):
 
     def _on_maintenance_delete(self, nm: Obj) -> None:
         name = key_of(nm)
+        self._written.pop(name, None)
         before = self._members.component([name])[0]
         self._members.maintenance_deleted(name)
         if name in self._in_drain:
@@ -407,16 +418,43 @@ class NodeMaintenanceController(Controller):
 
     # -- reconcile ---------------------------------------------------------------------------------
 
+    def _scope(self, key: str) -> tuple[set[str], set[str]]:
+        """The maintenances and nodes a decision on `key` takes in."""
+        start = {key}
+        if self._settings.max_draining_nodes is not None and key in self._in_drain:
+            start |= self._in_drain
+        return self._members.component(start)
+
+    def _wrote(self, nm: Obj) -> None:
+        """We wrote `nm` (the server's answer): expect the informer to bring it."""
+        name = key_of(nm)
+        rv = str(metadata_of(nm).get("resourceVersion") or "")
+        cached = self._maintenances.store.get(name)
+        if cached is None or metadata_of(cached).get("resourceVersion") != rv:
+            self._written[name] = (rv, asyncio.get_running_loop().time())
+
+    def _writes_unseen(self, names: Iterable[str]) -> float | None:
+        """Seconds left of the longest wait for a write of ours to `names` to come back."""
+        now = asyncio.get_running_loop().time()
+        waits = []
+        for name in names:
+            written = self._written.get(name)
+            if written is None:
+                continue
+            left = written[1] + WRITE_SEEN_TIMEOUT - now
+            if left <= 0:
+                del self._written[name]
+            else:
+                waits.append(left)
+        return max(waits, default=None)
+
     def inputs(self, key: str) -> Inputs | None:
         """The decision's inputs for maintenance `key` from the caches; None if it is gone."""
         nm = self._maintenances.store.get(key)
         if nm is None:
             return None
-        start = {key}
         limit = self._settings.max_draining_nodes
-        if limit is not None and key in self._in_drain:
-            start |= self._in_drain
-        names, node_names = self._members.component(start)
+        names, node_names = self._scope(key)
         maintenances = [m for n in sorted(names) if (m := self._maintenances.store.get(n))]
         nodes = {n: obj for n in sorted(node_names) if (obj := self._nodes.store.get(n))}
         pods = {n: self._pods.store.by_index("node", n) for n in node_names}
@@ -457,8 +495,24 @@ class NodeMaintenanceController(Controller):
         self.queue.add(key)
 
     async def reconcile(self, key: str) -> None:
+        scope = self._scope(key)[0] | {key}
+        if len(scope) == 1:
+            await self._reconcile(key, scope)
+            return
+        # One resolution spans intersecting maintenances and is stored in each of them, in as
+        # many writes: decided side by side, two decisions would each store part of theirs
+        # (the other's writes refused) and leave the maintenances' positions out of step.
+        async with self._joint:
+            await self._reconcile(key, self._scope(key)[0] | {key})
+
+    async def _reconcile(self, key: str, scope: set[str]) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        unseen = self._writes_unseen(scope)
+        if unseen is not None:
+            # its informer event enqueues us again; the timeout, should it never come
+            self.enqueue_after(key, unseen)
+            return
         inputs = self.inputs(key)
         if inputs is None:
             self._not_before.pop(key, None)
@@ -501,6 +555,7 @@ class NodeMaintenanceController(Controller):
                     }
                 },
             )
+            self._wrote(current)
         await self._each(a.cordon, self._patch_node)
         if a.cordon:
             log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
@@ -519,6 +574,7 @@ class NodeMaintenanceController(Controller):
                     "status": a.status,
                 },
             )
+            self._wrote(current)
         await self._record(current, a.events)
         if self._drain_duration is not None and any(e.reason == "Drained" for e in a.events):
             started = drain_started(current)
@@ -593,6 +649,7 @@ class NodeMaintenanceController(Controller):
             )
         except NotFound:
             return
+        self._wrote(written)
         await self._record(written, u.events)
 
     async def _patch_node(self, p: NodePatch) -> None:

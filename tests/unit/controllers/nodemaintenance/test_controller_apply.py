@@ -14,7 +14,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, PODS, Obj, Resource
 from nodeagent.model.maintenance import FINALIZER
 
 
@@ -127,3 +127,53 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
     assert client.created == []
     controller._pod_gone(pod)  # its delete event: nothing is kept about it any more
     assert not controller._gone
+
+
+async def test_events_of_a_request_that_come_before_its_create_returns_end_the_expectation() -> (
+    None
+):
+    # The pod went at once: the request's add and (garbage-collected) delete events came while
+    # the create call was still returning. An expectation raised only after the call would
+    # wait for an event that has come already, and hold a deleted maintenance's finalizer.
+    class RacingClient(RecordingClient):
+        async def create(
+            self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+        ) -> Obj:
+            controller._request_seen(dict(body))
+            controller._request_gone(dict(body))
+            return await super().create(resource, body, namespace)
+
+    client = RacingClient()
+    informers = SharedInformers(client)
+    controller = NodeMaintenanceController(client, informers, Silent())
+    created = Actions(
+        stage=None,
+        validity=Validity(True, "Valid", ""),
+        create_evictions=(EvictionRequestCreate("default", request("pod-a")),),
+    )
+    await controller._apply({"metadata": {"name": "m"}}, created)
+    assert controller._creates_unseen("m") is None
+    deleting = Actions(stage=None, validity=Validity(True, "Valid", ""), remove_finalizer=True)
+
+    await controller._apply({"metadata": {"name": "m", "finalizers": [FINALIZER]}}, deleting)
+
+    assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
+
+
+async def test_a_maintenance_we_wrote_is_decided_on_once_the_informer_brings_the_write() -> None:
+    client = RecordingClient()
+    informers = SharedInformers(client)
+    controller = NodeMaintenanceController(client, informers, Silent())
+    nm = {"metadata": {"name": "m", "resourceVersion": "4"}, "spec": {}}
+    informers.informer(NODEMAINTENANCES).store.upsert(nm)
+    written = {**nm, "metadata": {"name": "m", "resourceVersion": "5"}}
+
+    controller._wrote(written)
+    assert controller._writes_unseen({"m"}) is not None  # the cache still has version 4
+    controller._on_maintenance({**nm, "metadata": {"name": "m", "resourceVersion": "6"}})
+    assert controller._writes_unseen({"m"}) is not None  # someone else's later write first
+    controller._on_maintenance(written)
+    assert controller._writes_unseen({"m"}) is None
+
+    controller._wrote({**nm, "metadata": {"name": "m", "resourceVersion": "4"}})
+    assert controller._writes_unseen({"m"}) is None  # the cache had it already
