@@ -360,13 +360,16 @@ class NodeMaintenanceController(Controller):
         nodes = eviction_request_node_index(er)
         if nodes:
             return nodes
+        found = self._cached_target(er)
+        return pod_node_index(found) if found is not None else []
+
+    def _cached_target(self, er: Obj) -> Obj | None:
+        """The pod informer's object of the pod the request names (by name: any UID)."""
         pod = ((er.get("spec") or {}).get("target") or {}).get("pod") or {}
         namespace = metadata_of(er).get("namespace")
-        if namespace and pod.get("name"):
-            found = self._pods.store.get(f"{namespace}/{pod['name']}")
-            if found is not None:
-                return pod_node_index(found)
-        return []
+        if not (namespace and pod.get("name")):
+            return None
+        return self._pods.store.get(f"{namespace}/{pod['name']}")
 
     def _on_request(self, er: Obj) -> None:
         for node in self._request_nodes(er):
@@ -381,23 +384,26 @@ class NodeMaintenanceController(Controller):
         ):
             self._on_request(new)
 
+    def _created_seen(self, key: str) -> None:
+        """The create of request `key` needs no more waiting for."""
+        self._created.pop(key, None)
+        self._created_by.pop(key, None)
+
     def _request_seen(self, er: Obj) -> None:
-        self._created.pop(key_of(er), None)
-        self._created_by.pop(key_of(er), None)
+        self._created_seen(key_of(er))
 
     def _request_gone(self, er: Obj) -> None:
-        self._created.pop(key_of(er), None)
-        self._created_by.pop(key_of(er), None)
+        self._created_seen(key_of(er))
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
-        if owned_by_target(er) and self._cached_pod_uid(er) == metadata_of(er).get("name"):
+        pod = self._cached_target(er)
+        # a request is named after its pod's UID
+        still_cached = pod is not None and metadata_of(pod).get("uid") == metadata_of(er).get(
+            "name"
+        )
+        if owned_by_target(er) and still_cached:
             # most likely garbage-collected with its pod, whose own deletion the pod informer
             # has not brought yet (kept only until it does): see _create_request
             self._gone[key_of(er)] = asyncio.get_running_loop().time()
-
-    def _cached_pod_uid(self, er: Obj) -> object:
-        target = ((er.get("spec") or {}).get("target") or {}).get("pod") or {}
-        pod = self._pods.store.get(f"{metadata_of(er).get('namespace')}/{target.get('name')}")
-        return metadata_of(pod).get("uid") if pod is not None else None
 
     def _pod_gone(self, pod: Obj) -> None:
         uid = str(metadata_of(pod).get("uid"))
@@ -495,20 +501,19 @@ class NodeMaintenanceController(Controller):
         self.queue.add(key)
 
     async def reconcile(self, key: str) -> None:
-        scope = self._scope(key)[0] | {key}
-        if len(scope) == 1:
-            await self._reconcile(key, scope)
+        if not self._scope(key)[0] - {key}:
+            await self._reconcile(key)
             return
         # One resolution spans intersecting maintenances and is stored in each of them, in as
         # many writes: decided side by side, two decisions would each store part of theirs
         # (the other's writes refused) and leave the maintenances' positions out of step.
         async with self._joint:
-            await self._reconcile(key, self._scope(key)[0] | {key})
+            await self._reconcile(key)
 
-    async def _reconcile(self, key: str, scope: set[str]) -> None:
+    async def _reconcile(self, key: str) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        unseen = self._writes_unseen(scope)
+        unseen = self._writes_unseen(self._scope(key)[0] | {key})
         if unseen is not None:
             # its informer event enqueues us again; the timeout, should it never come
             self.enqueue_after(key, unseen)
@@ -679,12 +684,10 @@ class NodeMaintenanceController(Controller):
             with contextlib.suppress(AlreadyExists):
                 await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
         except BaseException:
-            self._created.pop(key, None)  # not created: nothing to wait for
-            self._created_by.pop(key, None)
+            self._created_seen(key)  # not created: nothing to wait for
             raise
         if key in self._requests.store:  # its event came while the create was under way
-            self._created.pop(key, None)
-            self._created_by.pop(key, None)
+            self._created_seen(key)
 
     async def _pod_exists(self, c: EvictionRequestCreate) -> bool:
         """Whether the request's pod (that UID) is still there, as the API server says."""

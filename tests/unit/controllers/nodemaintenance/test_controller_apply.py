@@ -56,21 +56,32 @@ def request(name: str) -> Obj:
     }
 
 
+VALID = Validity(True, "Valid", "")
+DELETING = Actions(stage=None, validity=VALID, remove_finalizer=True)
+FINALIZED = {"metadata": {"name": "m", "finalizers": [FINALIZER]}}
+
+
+def creating(*uids: str) -> Actions:
+    """A decision that creates the requests of these pods."""
+    return Actions(
+        stage=None,
+        validity=VALID,
+        create_evictions=tuple(EvictionRequestCreate("default", request(u)) for u in uids),
+    )
+
+
+def controller_of(client: RecordingClient) -> tuple[NodeMaintenanceController, SharedInformers]:
+    informers = SharedInformers(client)
+    return NodeMaintenanceController(client, informers, Silent()), informers
+
+
 async def test_a_create_decided_before_the_informer_saw_the_request_is_not_sent() -> None:
     # The race seen in ordered drains: decision 1 creates the request, the next decision is
     # taken before the watch brings it in, and the watch event arrives while that decision is
     # being applied. Sending its create anyway only gets AlreadyExists.
     client = RecordingClient()
-    informers = SharedInformers(client)
-    controller = NodeMaintenanceController(client, informers, Silent())
-    stale = Actions(
-        stage=None,
-        validity=Validity(True, "Valid", ""),
-        create_evictions=(
-            EvictionRequestCreate("default", request("pod-a")),
-            EvictionRequestCreate("default", request("pod-b")),
-        ),
-    )
+    controller, informers = controller_of(client)
+    stale = creating("pod-a", "pod-b")
     informers.informer(EVICTIONREQUESTS).store.upsert(request("pod-a"))  # the late event
 
     await controller._apply({"metadata": {"name": "m"}}, stale)
@@ -83,22 +94,15 @@ async def test_a_deleted_maintenance_keeps_its_finalizer_until_its_creates_are_s
     # the requests in the cache, so removing the finalizer before the informer brings in the
     # new ones would leave them behind (seen once in CI).
     client = RecordingClient()
-    informers = SharedInformers(client)
-    controller = NodeMaintenanceController(client, informers, Silent())
-    created = Actions(
-        stage=None,
-        validity=Validity(True, "Valid", ""),
-        create_evictions=(EvictionRequestCreate("default", request("pod-a")),),
-    )
-    await controller._apply({"metadata": {"name": "m"}}, created)
-    deleting = Actions(stage=None, validity=Validity(True, "Valid", ""), remove_finalizer=True)
+    controller, _ = controller_of(client)
+    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
 
-    await controller._apply({"metadata": {"name": "m", "finalizers": [FINALIZER]}}, deleting)
+    await controller._apply(FINALIZED, DELETING)
 
     assert client.patched == []
 
     controller._request_seen(request("pod-a"))  # its informer event
-    await controller._apply({"metadata": {"name": "m", "finalizers": [FINALIZER]}}, deleting)
+    await controller._apply(FINALIZED, DELETING)
 
     assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
 
@@ -111,19 +115,13 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
             raise NotFound(f"pods {name!r} not found", status=404, reason="NotFound")
 
     client = GoneClient()
-    informers = SharedInformers(client)
-    controller = NodeMaintenanceController(client, informers, Silent())
+    controller, informers = controller_of(client)
     owned = request("pod-a")
     owned["metadata"]["ownerReferences"] = [{"kind": "Pod", "uid": "pod-a"}]
     pod = {"metadata": {"name": "web", "namespace": "default", "uid": "pod-a"}}
     informers.informer(PODS).store.upsert(pod)  # the pod informer lags: still there
     controller._request_gone(owned)  # its delete event
-    again = Actions(
-        stage=None,
-        validity=Validity(True, "Valid", ""),
-        create_evictions=(EvictionRequestCreate("default", request("pod-a")),),
-    )
-    await controller._apply({"metadata": {"name": "m"}}, again)
+    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
     assert client.created == []
     controller._pod_gone(pod)  # its delete event: nothing is kept about it any more
     assert not controller._gone
@@ -144,26 +142,18 @@ async def test_events_of_a_request_that_come_before_its_create_returns_end_the_e
             return await super().create(resource, body, namespace)
 
     client = RacingClient()
-    informers = SharedInformers(client)
-    controller = NodeMaintenanceController(client, informers, Silent())
-    created = Actions(
-        stage=None,
-        validity=Validity(True, "Valid", ""),
-        create_evictions=(EvictionRequestCreate("default", request("pod-a")),),
-    )
-    await controller._apply({"metadata": {"name": "m"}}, created)
+    controller, _ = controller_of(client)
+    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
     assert controller._creates_unseen("m") is None
-    deleting = Actions(stage=None, validity=Validity(True, "Valid", ""), remove_finalizer=True)
 
-    await controller._apply({"metadata": {"name": "m", "finalizers": [FINALIZER]}}, deleting)
+    await controller._apply(FINALIZED, DELETING)
 
     assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
 
 
 async def test_a_maintenance_we_wrote_is_decided_on_once_the_informer_brings_the_write() -> None:
     client = RecordingClient()
-    informers = SharedInformers(client)
-    controller = NodeMaintenanceController(client, informers, Silent())
+    controller, informers = controller_of(client)
     nm = {"metadata": {"name": "m", "resourceVersion": "4"}, "spec": {}}
     informers.informer(NODEMAINTENANCES).store.upsert(nm)
     written = {**nm, "metadata": {"name": "m", "resourceVersion": "5"}}
