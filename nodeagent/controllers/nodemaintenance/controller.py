@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 from prometheus_client import Histogram
 
 from nodeagent.config import NodeMaintenanceConfig
+from nodeagent.controllers.nodemaintenance.membership import Membership
 from nodeagent.controllers.nodemaintenance.reconcile import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -44,13 +45,10 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     RequesterPatch,
     Stage,
     StatusUpdate,
-    connected,
     decide,
     effective_stage,
-    involves,
     owned_by_target,
     refusal,
-    status_nodes,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
@@ -173,63 +171,6 @@ def _node_signature(node: Obj) -> tuple[object, ...]:
     )
 
 
-class _Membership:
-    """Which nodes each maintenance has to do with (selected, cordoned on its behalf, or in
-    its status), and the reverse, kept current from informer events so that mapping an event
-    to maintenances, and finding a maintenance's neighbours, never scans every node."""
-
-    def __init__(self) -> None:
-        self.by_nm: dict[str, set[str]] = {}
-        self.by_node: dict[str, set[str]] = {}
-        self._covered: dict[str, set[str]] = {}  # selected or held, by maintenance
-        self._generation: dict[str, object] = {}
-
-    def _set(self, name: str, nodes: set[str]) -> None:
-        old = self.by_nm.get(name, set())
-        for n in old - nodes:
-            members = self.by_node.get(n)
-            if members is not None:
-                members.discard(name)
-                if not members:
-                    del self.by_node[n]
-        for n in nodes - old:
-            self.by_node.setdefault(n, set()).add(name)
-        self.by_nm[name] = nodes
-
-    def maintenance_changed(self, nm: Obj, nodes: Callable[[], Iterable[Obj]]) -> None:
-        name = str(metadata_of(nm).get("name"))
-        generation = (metadata_of(nm).get("uid"), metadata_of(nm).get("generation"))
-        if self._generation.get(name) != generation or name not in self._covered:
-            self._covered[name] = {
-                str(metadata_of(node).get("name")) for node in nodes() if involves(nm, node)
-            }
-            self._generation[name] = generation
-        self._set(name, self._covered[name] | status_nodes(nm))
-
-    def maintenance_deleted(self, name: str) -> None:
-        self._covered.pop(name, None)
-        self._generation.pop(name, None)
-        self._set(name, set())
-        self.by_nm.pop(name, None)
-
-    def node_changed(
-        self, node_name: str, node: Obj | None, maintenances: Mapping[str, Obj]
-    ) -> None:
-        for name, nm in maintenances.items():
-            covered = self._covered.setdefault(name, set())
-            if node is not None and involves(nm, node):
-                covered.add(node_name)
-            else:
-                covered.discard(node_name)
-            self._set(name, covered | status_nodes(nm))
-
-    def component(self, names: Iterable[str]) -> tuple[set[str], set[str]]:
-        return connected(names, self.by_nm, self.by_node)
-
-    def around_node(self, node: str) -> set[str]:
-        return self.component(self.by_node.get(node, ()))[0]
-
-
 class NodeMaintenanceController(Controller):
     """Leader-only. Construct, then run `informers.run()` and `controller.run()` together."""
 
@@ -264,7 +205,7 @@ class NodeMaintenanceController(Controller):
         self._recorder = recorder
         self._clock = clock
         self._writes = max(1, max_concurrent_writes)
-        self._members = _Membership()
+        self._members = Membership()
         self._joint = asyncio.Lock()  # decisions of intersecting maintenances, one at a time
         self._pod_info = PodInfoMemo()
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
