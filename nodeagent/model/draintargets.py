@@ -57,6 +57,7 @@ from nodeagent.model.drainplan import (
     format_entries,
     pod_labels,
 )
+from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
 from nodeagent.model.selectors import LabelSelector
 
 __all__ = [
@@ -215,6 +216,8 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     terminal: bool = False
     terminating: bool = False
+    interceptors_error: str | None = None
+    """Why the pod's interceptors annotation is ignored (malformed), if it is."""
 
     @property
     def ref(self) -> PodRef:
@@ -231,6 +234,11 @@ class PodInfo:
         md: Mapping[str, Any] = metadata if isinstance(metadata, Mapping) else {}
         status = pod.get("status")
         phase = status.get("phase") if isinstance(status, Mapping) else None
+        try:
+            target_interceptors(pod)
+            interceptors_error = None
+        except InvalidInterceptors as exc:
+            interceptors_error = str(exc)
         return cls(
             namespace=str(md.get("namespace") or "default"),
             name=str(md.get("name") or ""),
@@ -239,6 +247,7 @@ class PodInfo:
             labels=pod_labels(pod),
             terminal=phase in ("Succeeded", "Failed"),
             terminating=md.get("deletionTimestamp") is not None,
+            interceptors_error=interceptors_error,
         )
 
 

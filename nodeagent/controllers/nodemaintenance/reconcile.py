@@ -102,9 +102,7 @@ from nodeagent.model.draintargets import (
 )
 from nodeagent.model.interceptors import (
     IMPERATIVE_INTERCEPTOR,
-    InvalidInterceptors,
     imperative_refusal_cause,
-    target_interceptors,
 )
 from nodeagent.model.maintenance import (
     CORDONED_BY_ANNOTATION,
@@ -506,21 +504,18 @@ def _note_ignored_interceptors(
     node_statuses: list[dict[str, Any]],
     drain: MaintenanceDrain,
     pods: Mapping[str, Sequence[Mapping[str, Any]]],
+    info: PodInfoOf,
 ) -> None:
     """Say on a node's drainMessage which targeted pod has an interceptor annotation that the
     EvictionRequest controller ignores (it falls back to the defaults): the pod's owner learns
     why its interceptors were skipped where the drain is watched."""
     for ns, out in zip(drain.nodes, node_statuses, strict=True):
         targeted = {ref.uid for ref in ns.targeted_pods}
-        bad: list[str] = []
-        for pod in pods.get(ns.node, ()):
-            md = mapping(pod, "metadata")
-            if md.get("uid") not in targeted:
-                continue
-            try:
-                target_interceptors(pod)
-            except InvalidInterceptors as exc:
-                bad.append(f"pod {md.get('namespace')}/{md.get('name')}: {exc}")
+        bad = [
+            f"pod {p.namespace}/{p.name}: {p.interceptors_error}"
+            for p in _pod_infos(info, pods.get(ns.node, ()))
+            if p.interceptors_error is not None and p.uid in targeted
+        ]
         if bad:
             more = f" (and {len(bad) - 1} more pods)" if len(bad) > 1 else ""
             out["drainMessage"] += f"; {min(bad)}{more}; the default interceptors are used instead"
@@ -1091,7 +1086,9 @@ def _status(
                     deadline_seconds(ctx.nm, ctx.inp.drain_deadline),
                 )
             )
-            _note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.inp.pods)
+            _note_ignored_interceptors(
+                status["nodeStatuses"], my_drain, ctx.inp.pods, ctx.inp.pod_info
+            )
         elif act_stage in (Stage.IDLE, Stage.CORDON):
             status["nodeStatuses"] = _undrained_node_statuses(ctx, act_stage)
             status["summary"] = _undrained_summary(status["nodeStatuses"], act_stage)
