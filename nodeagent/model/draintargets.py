@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
@@ -60,6 +60,8 @@ from nodeagent.model.drainplan import (
 from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
 from nodeagent.model.selectors import LabelSelector
 
+T = TypeVar("T")
+
 __all__ = [
     "DRAIN_STAGE",
     "MSG_DRAINED",
@@ -68,6 +70,7 @@ __all__ = [
     "MaintenanceDrain",
     "MaintenanceView",
     "NodeDrainStatus",
+    "ObjectMemo",
     "PodInfo",
     "PodInfoMemo",
     "PodInfoOf",
@@ -255,31 +258,39 @@ PodInfoOf = Callable[[Mapping[str, Any]], PodInfo]
 """How a decision gets a pod's PodInfo: :meth:`PodInfo.from_pod`, or a :class:`PodInfoMemo`."""
 
 
-class PodInfoMemo:
-    """:meth:`PodInfo.from_pod` remembered per pod object, for decisions taken over and over on
-    the same informer cache. A PodInfo depends on its pod alone, and the cache replaces a pod's
+class ObjectMemo(Generic[T]):
+    """``read(obj)`` remembered per object, for decisions taken over and over on the same
+    informer cache. What ``read`` returns depends on its object alone, and the cache replaces an
     object on every change (it never mutates one), so an entry holds while its object is the
     one asked about; any other object, even of the same UID, is read anew."""
 
-    def __init__(self) -> None:
-        self._by_uid: dict[str, tuple[Mapping[str, Any], PodInfo]] = {}
+    def __init__(self, read: Callable[[Mapping[str, Any]], T]) -> None:
+        self._read = read
+        self._by_uid: dict[str, tuple[Mapping[str, Any], T]] = {}
 
-    def __call__(self, pod: Mapping[str, Any]) -> PodInfo:
-        metadata = pod.get("metadata")
+    def __call__(self, obj: Mapping[str, Any]) -> T:
+        metadata = obj.get("metadata")
         uid = str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
         hit = self._by_uid.get(uid)
-        if hit is not None and hit[0] is pod:
+        if hit is not None and hit[0] is obj:
             return hit[1]
-        info = PodInfo.from_pod(pod)
-        self._by_uid[uid] = (pod, info)
-        return info
+        value = self._read(obj)
+        self._by_uid[uid] = (obj, value)
+        return value
 
     def forget(self, uid: str) -> None:
-        """The pod is gone: drop its entry."""
+        """The object is gone: drop its entry."""
         self._by_uid.pop(uid, None)
 
     def __len__(self) -> int:
         return len(self._by_uid)
+
+
+class PodInfoMemo(ObjectMemo[PodInfo]):
+    """:meth:`PodInfo.from_pod` remembered per pod object."""
+
+    def __init__(self) -> None:
+        super().__init__(PodInfo.from_pod)
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,10 @@ class EvictionRequestView:
     conditions: tuple[Mapping[str, Any], ...] = ()
     owned_by_target: bool = False
     """The target pod is an owner: the garbage collector deletes the request with the pod."""
+    resource_version: str = ""
+    deleting: bool = False
+    node: str | None = None
+    """The node its requester labelled it with (``nodeagent.io/node``)."""
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> EvictionRequestView:
@@ -331,6 +335,8 @@ class EvictionRequestView:
                     entries.setdefault(entry.name, entry)
         active = _names(status.get("activeInterceptors"))
         conditions = tuple(c for c in status.get("conditions") or () if isinstance(c, Mapping))
+        labels = md.get("labels")
+        node = labels.get(NODE_LABEL) if isinstance(labels, Mapping) else None
         return cls(
             namespace=str(md.get("namespace") or ""),
             name=str(md.get("name") or ""),
@@ -350,6 +356,9 @@ class EvictionRequestView:
                 isinstance(ref, Mapping) and ref.get("uid") == pod.get("uid")
                 for ref in md.get("ownerReferences") or ()
             ),
+            resource_version=str(md.get("resourceVersion") or ""),
+            deleting=bool(md.get("deletionTimestamp")),
+            node=node if isinstance(node, str) and node else None,
         )
 
     def condition(self, type_: str) -> Mapping[str, Any] | None:

@@ -47,7 +47,6 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     StatusUpdate,
     decide,
     effective_stage,
-    owned_by_target,
     refusal,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
@@ -58,7 +57,8 @@ from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, 
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of
-from nodeagent.model.draintargets import PodInfoMemo
+from nodeagent.model.draintargets import ObjectMemo, PodInfoMemo
+from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.times import parse_time
 
 __all__ = [
@@ -208,6 +208,7 @@ class NodeMaintenanceController(Controller):
         self._members = Membership()
         self._joint = asyncio.Lock()  # decisions of intersecting maintenances, one at a time
         self._pod_info = PodInfoMemo()
+        self._request_view = ObjectMemo(EvictionRequestView.from_obj)
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
         self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
@@ -321,7 +322,8 @@ class NodeMaintenanceController(Controller):
             old.get("spec") != new.get("spec")
             or (old.get("status") or {}).get("conditions")
             != (new.get("status") or {}).get("conditions")
-            or refusal(old) != refusal(new)  # status.summary.blockedBy
+            # status.summary.blockedBy
+            or refusal(self._request_view(old)) != refusal(self._request_view(new))
         ):
             self._on_request(new)
 
@@ -335,13 +337,15 @@ class NodeMaintenanceController(Controller):
 
     def _request_gone(self, er: Obj) -> None:
         self._created_seen(key_of(er))
+        view = self._request_view(er)
+        self._request_view.forget(view.uid)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
         pod = self._cached_target(er)
         # a request is named after its pod's UID
         still_cached = pod is not None and metadata_of(pod).get("uid") == metadata_of(er).get(
             "name"
         )
-        if owned_by_target(er) and still_cached:
+        if view.owned_by_target and still_cached:
             # most likely garbage-collected with its pod, whose own deletion the pod informer
             # has not brought yet (kept only until it does): see _create_request
             self._gone[key_of(er)] = asyncio.get_running_loop().time()
@@ -427,6 +431,7 @@ class NodeMaintenanceController(Controller):
             drain_deadline=self._settings.drain_deadline,
             deadline_escalation=self._settings.drain_deadline_escalation,
             pod_info=self._pod_info,
+            request_view=self._request_view,
         )
 
     def _still_admitting(self, node: str) -> bool:

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -102,6 +102,7 @@ from nodeagent.model.draintargets import (
 )
 from nodeagent.model.interceptors import (
     IMPERATIVE_INTERCEPTOR,
+    EvictionRequestView,
     imperative_refusal_cause,
 )
 from nodeagent.model.maintenance import (
@@ -144,7 +145,6 @@ __all__ = [
     "effective_stage",
     "involves",
     "maintenance_nodes",
-    "owned_by_target",
     "refusal",
     "selected_nodes",
     "status_nodes",
@@ -156,14 +156,6 @@ __all__ = [
 
 def _has_finalizer(obj: Mapping[str, Any]) -> bool:
     return FINALIZER in (mapping(obj, "metadata").get("finalizers") or ())
-
-
-def _requesters(er: Mapping[str, Any]) -> list[str]:
-    return [
-        str(r.get("name"))
-        for r in items(mapping(er, "spec"), "requesters")
-        if isinstance(r, Mapping) and r.get("name")
-    ]
 
 
 def _cordoned_by(node: Mapping[str, Any]) -> list[str] | None:
@@ -225,6 +217,28 @@ def connected(
     return seen, nodes
 
 
+RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
+"""How a decision reads an EvictionRequest: :meth:`EvictionRequestView.from_obj`, or an
+:class:`~nodeagent.model.draintargets.ObjectMemo` of it."""
+
+
+class _RequestViews(Mapping[str, EvictionRequestView]):
+    """EvictionRequests by pod UID, each read when it is looked up."""
+
+    def __init__(self, requests: Mapping[str, Mapping[str, Any]], view: RequestViewOf) -> None:
+        self._requests = requests
+        self._view = view
+
+    def __getitem__(self, uid: str) -> EvictionRequestView:
+        return self._view(self._requests[uid])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._requests)
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+
 # --- inputs and actions ------------------------------------------------------------------------
 
 
@@ -258,6 +272,8 @@ class Inputs:
     """For maintenances without spec.drainDeadlineEscalation (see ESCALATIONS)."""
     pod_info: PodInfoOf = PodInfo.from_pod
     """A pod's PodInfo: the controller passes a memo of it (PodInfoMemo)."""
+    request_view: RequestViewOf = EvictionRequestView.from_obj
+    """An EvictionRequest as the decision reads it: the controller passes a memo of it."""
 
 
 @dataclass(frozen=True)
@@ -454,22 +470,12 @@ def _pod_infos(info: PodInfoOf, pods: Sequence[Mapping[str, Any]]) -> list[PodIn
 
 
 def _node_of_request(
-    er: Mapping[str, Any], pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]]
+    er: EvictionRequestView, pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]]
 ) -> str | None:
-    label = mapping(mapping(er, "metadata"), "labels").get(NODE_LABEL)
-    if isinstance(label, str) and label:
-        return label
-    found = pods_by_uid.get(name_of(er))
+    if er.node is not None:
+        return er.node
+    found = pods_by_uid.get(er.name)
     return found[0] if found is not None else None
-
-
-def owned_by_target(er: Mapping[str, Any]) -> bool:
-    """Its pod owns it, so the garbage collector deletes it with the pod."""
-    target = mapping(mapping(mapping(er, "spec"), "target"), "pod").get("uid")
-    return any(
-        as_map(ref).get("uid") == target
-        for ref in items(mapping(er, "metadata"), "ownerReferences")
-    )
 
 
 def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
@@ -534,7 +540,7 @@ def _one_line(text: str) -> str:
 
 
 def _refused_pod(
-    drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequest]
+    drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequestView]
 ) -> str | None:
     """The first targeted pod (by namespace and name) whose eviction the imperative interceptor
     reports refused, with the refusal's cause."""
@@ -549,17 +555,14 @@ def _refused_pod(
     return None
 
 
-def refusal(er: Mapping[str, Any]) -> str | None:
+def refusal(er: EvictionRequestView) -> str | None:
     """Why the imperative interceptor's evictions of a request's pod are refused (briefly, as
     ``status.summary.blockedBy`` shows it), or None. The shell reconciles the maintenances of
     a request's node when this changes."""
-    if condition_true(er, "Evicted") or condition_true(er, "Canceled"):
+    entry = er.interceptors.get(IMPERATIVE_INTERCEPTOR)
+    if er.finished or entry is None:
         return None
-    for entry in items(mapping(er, "status"), "interceptors"):
-        if as_map(entry).get("name") == IMPERATIVE_INTERCEPTOR:
-            message = as_map(entry).get("message")
-            return imperative_refusal_cause(message) if isinstance(message, str) else None
-    return None
+    return imperative_refusal_cause(entry.message)
 
 
 def _waiting_node(drain: MaintenanceDrain) -> str | None:
@@ -573,7 +576,7 @@ def _waiting_node(drain: MaintenanceDrain) -> str | None:
 
 
 def _drain_summary(
-    drain: MaintenanceDrain, plan_length: int, eviction_requests: Mapping[str, EvictionRequest]
+    drain: MaintenanceDrain, plan_length: int, eviction_requests: Mapping[str, EvictionRequestView]
 ) -> dict[str, Any]:
     """``status.summary`` in Drain (see the module's docstring)."""
     summary: dict[str, Any] = {
@@ -595,7 +598,7 @@ def _drain_status(
     plan_length: int,
     now: datetime,
     observed: int | None,
-    eviction_requests: Mapping[str, EvictionRequest],
+    eviction_requests: Mapping[str, EvictionRequestView],
     deadline: float | None,
 ) -> list[RecordedEvent]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
@@ -662,7 +665,7 @@ def _deadline_due(status: Mapping[str, Any], seconds: float) -> datetime | None:
     return None if started is None else started + timedelta(seconds=seconds)
 
 
-def _blockers(drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequest]) -> str:
+def _blockers(drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequestView]) -> str:
     """The pods left that the drain targets, each with what refuses its eviction if anything
     does, then what the other nodes wait for."""
     refs = sorted(
@@ -691,7 +694,7 @@ def _deadline_status(
     seconds: float | None,
     now: datetime,
     observed: int | None,
-    eviction_requests: Mapping[str, EvictionRequest],
+    eviction_requests: Mapping[str, EvictionRequestView],
 ) -> list[RecordedEvent]:
     """The DrainDeadlineExceeded condition; a Warning Event when it turns True."""
     old = next((c for c in conditions if c.get("type") == DEADLINE_CONDITION), None)
@@ -737,7 +740,7 @@ def _neighbour_statuses(
     resolution: Resolution,
     me: str,
     now: datetime,
-    eviction_requests: Mapping[str, EvictionRequest],
+    eviction_requests: Mapping[str, EvictionRequestView],
     default_deadline: float | None,
 ) -> list[StatusUpdate]:
     """The drain resolution is one computation over all intersecting maintenances; store it
@@ -796,6 +799,8 @@ class _Context:
     acting: bool
     """Touch nothing while invalid, except that Complete (asked for, or by deletion) always
     undoes what the maintenance did: its cordons are known by the annotation, not the spec."""
+    requests: Mapping[str, EvictionRequestView]
+    """``inp.eviction_requests``, read through ``inp.request_view``."""
 
     @property
     def nm(self) -> NodeMaintenance:
@@ -1082,7 +1087,7 @@ def _status(
                     plan_length,
                     ctx.inp.now,
                     observed,
-                    ctx.inp.eviction_requests,
+                    ctx.requests,
                     deadline_seconds(ctx.nm, ctx.inp.drain_deadline),
                 )
             )
@@ -1148,7 +1153,7 @@ def _ask_for_targeted(
             found = pods_by_uid.get(ref.uid)
             if found is None:
                 continue
-            er = ctx.inp.eviction_requests.get(ref.uid)
+            er = ctx.requests.get(ref.uid)
             if er is None:
                 # A terminating pod is leaving already; its request (if it had one) may be
                 # gone with it before the pod informer shows the pod gone.
@@ -1156,22 +1161,22 @@ def _ask_for_targeted(
                     body = _eviction_request_body(found[1], ns.node)
                     out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
-            er_md = mapping(er, "metadata")
-            er_rv = str(er_md.get("resourceVersion") or "")
-            if condition_true(er, "Canceled"):
+            if er.canceled:
                 # A canceled request for a pod that is targeted again: start anew.
-                if not deleting(er):
-                    er_uid = str(er_md.get("uid") or "")
+                if not er.deleting:
                     out.deletes.append(
-                        EvictionRequestDelete(ref.namespace, ref.uid, er_uid, er_rv, "recreate")
+                        EvictionRequestDelete(
+                            ref.namespace, ref.uid, er.uid, er.resource_version, "recreate"
+                        )
                     )
                     body = _eviction_request_body(found[1], ns.node)
                     out.creates.append(EvictionRequestCreate(ref.namespace, body))
                 continue
-            requesters = _requesters(er)
-            if REQUESTER not in requesters and not deleting(er):
+            if REQUESTER not in er.requesters and not er.deleting:
                 out.requester_patches.append(
-                    RequesterPatch(ref.namespace, ref.uid, er_rv, (*requesters, REQUESTER))
+                    RequesterPatch(
+                        ref.namespace, ref.uid, er.resource_version, (*er.requesters, REQUESTER)
+                    )
                 )
 
 
@@ -1185,19 +1190,18 @@ def _withdraw(
     """The other requests on the nodes of ``scope``: delete Evicted ones only we asked for and
     canceled ones nobody asks for; withdraw our requester where no maintenance targets the pod
     any more."""
-    for uid, er in sorted(ctx.inp.eviction_requests.items()):
-        if uid in out.targeted or deleting(er):
+    for uid in sorted(ctx.requests):
+        er = ctx.requests[uid]
+        if uid in out.targeted or er.deleting:
             continue
         er_node = _node_of_request(er, pods_by_uid)
         if er_node is None or er_node not in scope:
             continue
-        requesters = _requesters(er)
-        er_md = mapping(er, "metadata")
-        namespace = str(er_md.get("namespace") or "default")
-        er_rv = str(er_md.get("resourceVersion") or "")
-        er_uid = str(er_md.get("uid") or "")
-        if condition_true(er, "Evicted"):
-            gone_with_pod = uid not in pods_by_uid and owned_by_target(er)
+        requesters = er.requesters
+        namespace = er.namespace or "default"
+        er_rv, er_uid = er.resource_version, er.uid
+        if er.evicted:
+            gone_with_pod = uid not in pods_by_uid and er.owned_by_target
             if set(requesters) <= {REQUESTER} and not gone_with_pod:
                 out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "evicted"))
             continue
@@ -1207,7 +1211,7 @@ def _withdraw(
         if REQUESTER in requesters and uid not in all_targeted and withdraw:
             kept = tuple(r for r in requesters if r != REQUESTER)
             out.requester_patches.append(RequesterPatch(namespace, uid, er_rv, kept))
-        elif not requesters and condition_true(er, "Canceled"):
+        elif not requesters and er.canceled:
             out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "canceled"))
 
 
@@ -1247,6 +1251,7 @@ def decide(inp: Inputs) -> Actions:
         validity=validity,
         others=_others(inp, me, validity),
         acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
+        requests=_RequestViews(inp.eviction_requests, inp.request_view),
     )
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
@@ -1263,9 +1268,7 @@ def decide(inp: Inputs) -> Actions:
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (
-        _neighbour_statuses(
-            ctx.others, resolution, me, inp.now, inp.eviction_requests, inp.drain_deadline
-        )
+        _neighbour_statuses(ctx.others, resolution, me, inp.now, ctx.requests, inp.drain_deadline)
         if resolution is not None and ctx.acting
         else []
     )

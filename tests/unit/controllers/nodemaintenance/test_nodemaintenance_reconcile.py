@@ -42,8 +42,8 @@ from nodeagent.model.drainplan import (
     effective_plan,
     entries_from_dicts,
 )
-from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
-from nodeagent.model.interceptors import imperative_refusal_message
+from nodeagent.model.draintargets import ObjectMemo, PodInfoMemo, plan_targets, targets_within
+from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -101,6 +101,7 @@ class World:
         self.history: list[tuple[str, str, tuple[Any, ...]]] = []  # (nm, node, targets)
         self.uids = itertools.count(1)
         self.pod_info = PodInfoMemo()
+        self.request_view = ObjectMemo(EvictionRequestView.from_obj)
 
     def _rv(self) -> str:
         return str(next(self.rv))
@@ -199,8 +200,12 @@ class World:
     def decide(self, name: str) -> Actions:
         inputs = self.inputs(name)
         actions = decide(inputs)
-        # the controller remembers PodInfos across decisions: the same decision with its memo
-        assert decide(dataclasses.replace(inputs, pod_info=self.pod_info)) == actions
+        # the controller remembers what it reads of pods and requests across decisions: the
+        # same decision with its memos
+        remembered = dataclasses.replace(
+            inputs, pod_info=self.pod_info, request_view=self.request_view
+        )
+        assert decide(remembered) == actions
         return actions
 
     def apply(self, name: str, a: Actions) -> None:
@@ -232,10 +237,11 @@ class World:
             body["metadata"]["resourceVersion"] = self._rv()
             self.ers[body["metadata"]["name"]] = body
         for r in a.requester_patches:
-            er = self.ers[r.name]
+            er = copy.deepcopy(self.ers[r.name])  # a new object, as an informer's cache makes
             assert er["metadata"]["resourceVersion"] == r.resource_version
             merge(er, r.to_patch())
             er["metadata"]["resourceVersion"] = self._rv()
+            self.ers[r.name] = er
         for pd in a.delete_pods:  # the pod is leaving (its grace period), as on a cluster
             pod = self.pods[pd.uid]  # a new object, as an informer's cache makes one
             leaving = {**pod["metadata"], "deletionTimestamp": "2024-05-01T10:00:00Z"}
@@ -662,10 +668,13 @@ def test_finished_requests_of_gone_pods_are_deleted_when_only_we_asked() -> None
     w.maintenance("m", ["one"])
     w.settle()
     for p in (gone, shared, owned):
-        er = w.ers[p["metadata"]["uid"]]
+        er = copy.deepcopy(w.ers[p["metadata"]["uid"]])  # new objects, as an informer makes
         er["status"] = {"conditions": [{"type": "Evicted", "status": "True"}]}
-    del w.ers[gone["metadata"]["uid"]]["metadata"]["ownerReferences"]
-    w.ers[shared["metadata"]["uid"]]["spec"]["requesters"].append({"name": "other.example.com"})
+        if p is gone:
+            del er["metadata"]["ownerReferences"]
+        if p is shared:
+            er["spec"]["requesters"].append({"name": "other.example.com"})
+        w.ers[p["metadata"]["uid"]] = er
     for name in ("gone", "shared", "owned"):
         w.remove_pod(name)
     a = w.decide("m")
@@ -1022,7 +1031,8 @@ def summary(w: World, nm: str) -> Obj:
 def refused(w: World, pod: str, retries: int, cause: str) -> None:
     """The EvictionRequest controller's imperative interceptor reports a refused eviction."""
     (uid,) = [u for u, p in w.pods.items() if p["metadata"]["name"] == pod]
-    er = w.ers[uid]
+    er = copy.deepcopy(w.ers[uid])  # a new object, as an informer's cache makes one
+    w.ers[uid] = er
     er["status"] = {
         "interceptors": [
             {
