@@ -32,7 +32,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class KubeConfig:
     kubeconfig: str | None = None  # None: in-cluster, then ~/.kube/config
-    max_concurrent_requests: int = 8
+    max_concurrent_requests: int = 16
     request_timeout: float = 30.0
 
 

@@ -40,6 +40,7 @@ class ClusterControllers:
         self.client = client
         self.settings = EvictionSettings.from_config(config.eviction)
         self.maintenance_settings = config.node_maintenance
+        self.request_concurrency = config.kube.max_concurrent_requests
         self.queue_metrics = WorkQueueMetricsFactory(registry)
         self.operator = operator
         self.eviction_metrics = EvictionRequestMetrics(
@@ -66,6 +67,10 @@ class ClusterControllers:
                 metrics=self.eviction_metrics,
                 queue_metrics=self.queue_metrics.for_queue("evictionrequest"),
                 events=self.recorder,
+                # A worker waits on one request at a time, and on a real API server an
+                # eviction takes tens of ms under load: with fewer workers than the requests
+                # the agent may have in flight, the drain's pace is set by the workers.
+                workers=self.request_concurrency,
             ),
             DaemonSetInterceptor(
                 self.client,
