@@ -44,6 +44,7 @@ entry advance (plan order key), which cannot target more than any want allows.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -222,7 +223,7 @@ class PodInfo:
     interceptors_error: str | None = None
     """Why the pod's interceptors annotation is ignored (malformed), if it is."""
 
-    @property
+    @functools.cached_property
     def ref(self) -> PodRef:
         return PodRef(self.namespace, self.name, self.uid)
 

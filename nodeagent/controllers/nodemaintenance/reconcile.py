@@ -223,14 +223,19 @@ RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
 
 
 class _RequestViews(Mapping[str, EvictionRequestView]):
-    """EvictionRequests by pod UID, each read when it is looked up."""
+    """EvictionRequests by pod UID, each read when it is first looked up (a decision looks up
+    each several times)."""
 
     def __init__(self, requests: Mapping[str, Mapping[str, Any]], view: RequestViewOf) -> None:
         self._requests = requests
         self._view = view
+        self._read: dict[str, EvictionRequestView] = {}
 
     def __getitem__(self, uid: str) -> EvictionRequestView:
-        return self._view(self._requests[uid])
+        found = self._read.get(uid)
+        if found is None:
+            found = self._read[uid] = self._view(self._requests[uid])
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._requests)
