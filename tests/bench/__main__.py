@@ -372,6 +372,17 @@ def scale_rows(per: dict[str, Any]) -> list[Row]:
         out.append(
             _per_backend(
                 runs,
+                f"  {m}-node maintenance: servers' CPU per pod; the least time it allows",
+                lambda r: (
+                    f"{r['server_cpu_ms_per_pod']:.1f} ms; {r['server_floor_seconds']:.1f} s "
+                    f"on {r['server_cores']} core(s) = "
+                    f"{r['server_floor_seconds'] / r['slowest_exit_seconds']:.1f}x bound"
+                ),
+            )
+        )
+        out.append(
+            _per_backend(
+                runs,
                 f"  {n} nodes: agent sync; CPU in drain agent / API server; req/pod",
                 lambda r: (
                     f"{r['agent_sync_seconds']:.1f} s; {r['agent_cpu_drain_share']:.0%} / "

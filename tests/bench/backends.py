@@ -183,6 +183,9 @@ class Backend:
     node_names: list[str]
     kube: KubeClient
     progress: dict[str, Any]  # how far the set-up got (reported if it fails)
+    server_cores: int
+    """Cores the server processes can use at once: what their CPU time is divided by for the
+    least time their work can take."""
 
     async def agent_kubeconfig(self) -> Path:
         """What `nodeagent run` authenticates with."""
@@ -268,6 +271,7 @@ class Backend:
 
 class SimBench(Backend):
     kind = "sim"
+    server_cores = 1  # one Python process, one interpreter lock
 
     def __init__(self, sim: SimCluster, progress: dict[str, Any]) -> None:
         assert sim.kubeconfig is not None
@@ -342,6 +346,7 @@ class SimBench(Backend):
 
 class RealBench(Backend):
     kind = "real"
+    server_cores = psutil.cpu_count() or 1  # Go processes, on every core (the agent's too)
 
     def __init__(
         self, plane: ControlPlane, node_names: list[str], progress: dict[str, Any]

@@ -193,6 +193,7 @@ async def run_one(
         finally:
             await view.stop()
     assert drained_at is not None
+    server_cores = b.server_cores
     drained_pods = maintained * pods_per_node
     server_cpu = {
         k: round(server_cpu1[k] - v, 2) for k, v in server_cpu0.items() if k in server_cpu1
@@ -218,6 +219,10 @@ async def run_one(
         "server_cpu_drain_seconds": round(sum(server_cpu.values()), 2),
         "server_cpu_drain_share": round(sum(server_cpu.values()) / drained_at, 2),
         "server_cpu_drain_seconds_by_process": server_cpu,
+        # what the servers' work alone sets as the least time of this drain
+        "server_cpu_ms_per_pod": round(1000 * sum(server_cpu.values()) / drained_pods, 2),
+        "server_cores": server_cores,
+        "server_floor_seconds": round(sum(server_cpu.values()) / server_cores, 1),
         "server_cpu_share_at_rest": round(server_rest, 3),
         "server_rss_mib_after_drain": server_rss,
         "requests": requests,
