@@ -448,27 +448,33 @@ class NodeMaintenanceController(Controller):
 
     async def reconcile(self, key: str) -> None:
         if not self._scope(key)[0] - {key}:
-            await self._reconcile(key)
-            return
-        # One resolution spans intersecting maintenances and is stored in each of them, in as
-        # many writes: decided side by side, two decisions would each store part of theirs
-        # (the other's writes refused) and leave the maintenances' positions out of step.
-        async with self._joint:
-            await self._reconcile(key)
+            decided = await self._decide_and_store(key)
+        else:
+            # One resolution spans intersecting maintenances and is stored in each of them, in
+            # as many writes: decided side by side, two decisions would each store part of
+            # theirs (the other's writes refused) and leave the maintenances' positions out of
+            # step. What follows the stored resolution (the EvictionRequests, however many or
+            # slow) is done outside, so the others' decisions do not wait for it.
+            async with self._joint:
+                decided = await self._decide_and_store(key)
+        if decided is not None:
+            await self._act(*decided)
 
-    async def _reconcile(self, key: str) -> None:
+    async def _decide_and_store(self, key: str) -> tuple[Mapping[str, Any], Actions] | None:
+        """Decide on `key` and store the resolution (the maintenances' writes); the stored
+        maintenance and the decision's actions, if there is more to do."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         unseen = self._writes_unseen(self._scope(key)[0] | {key})
         if unseen is not None:
             # its informer event enqueues us again; the timeout, should it never come
             self.enqueue_after(key, unseen)
-            return
+            return None
         inputs = self.inputs(key)
         if inputs is None:
             self._not_before.pop(key, None)
             self._progress_written.pop(key, None)
-            return
+            return None
         actions = decide(inputs)
         now = loop.time()
         for node in actions.admitted:  # before any await: decisions taken meanwhile count it
@@ -483,15 +489,22 @@ class NodeMaintenanceController(Controller):
             if written is not None and now - written < PROGRESS_INTERVAL:
                 actions = dataclasses.replace(actions, status=None)
                 self.enqueue_after(key, written + PROGRESS_INTERVAL - now)
-        if not actions.idle:
-            try:
-                await self._apply(inputs.maintenance, actions)
-            except BaseException:
-                for node in actions.admitted:  # not stored: the next decision admits afresh
-                    self._admitting.pop(node, None)
-                raise
+        if actions.idle:
+            return None
+        try:
+            return await self._store(inputs.maintenance, actions), actions
+        except BaseException:
+            for node in actions.admitted:  # not stored: the next decision admits afresh
+                self._admitting.pop(node, None)
+            raise
 
     async def _apply(self, nm: Mapping[str, Any], a: Actions) -> None:
+        """All of a decision's actions, in order."""
+        await self._act(await self._store(nm, a), a)
+
+    async def _store(self, nm: Mapping[str, Any], a: Actions) -> Mapping[str, Any]:
+        """The maintenances' writes of a decision, up to its own status; the maintenance as
+        stored."""
         name = key_of(nm)
         current: Mapping[str, Any] = nm
         if a.add_finalizer:
@@ -526,6 +539,12 @@ class NodeMaintenanceController(Controller):
                 },
             )
             self._wrote(current)
+        return current
+
+    async def _act(self, current: Mapping[str, Any], a: Actions) -> None:
+        """What a decision does once its resolution is stored: events, EvictionRequests,
+        deletions past the deadline, uncordons, the finalizer."""
+        name = key_of(current)
         await self._record(current, a.events)
         if self._drain_duration is not None and any(e.reason == "Drained" for e in a.events):
             started = drain_started(current)

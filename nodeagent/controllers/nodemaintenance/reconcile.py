@@ -549,15 +549,16 @@ def _refused_pod(
 ) -> str | None:
     """The first targeted pod (by namespace and name) whose eviction the imperative interceptor
     reports refused, with the refusal's cause."""
-    for ref in sorted(
-        (ref for ns in drain.nodes for ref in ns.targeted_pods),
-        key=lambda r: (r.namespace, r.name, r.uid),
-    ):
-        er = eviction_requests.get(ref.uid)
-        cause = refusal(er) if er is not None else None
-        if cause is not None:
-            return f"pod {ref.namespace}/{ref.name}: eviction refused by {cause}"
-    return None
+    refused = [
+        (ref.namespace, ref.name, ref.uid, cause)
+        for ns in drain.nodes
+        for ref in ns.targeted_pods
+        if (er := eviction_requests.get(ref.uid)) is not None and (cause := refusal(er)) is not None
+    ]
+    if not refused:
+        return None
+    namespace, name, _, cause = min(refused)
+    return f"pod {namespace}/{name}: eviction refused by {cause}"
 
 
 def refusal(er: EvictionRequestView) -> str | None:

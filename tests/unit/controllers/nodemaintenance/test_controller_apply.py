@@ -3,7 +3,11 @@ that has moved on since."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import contextlib
+import copy
+import itertools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
@@ -14,8 +18,16 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, PODS, Obj, Resource
+from nodeagent.kube.resources import (
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    Obj,
+    Resource,
+)
 from nodeagent.model.maintenance import FINALIZER
+from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import World
 
 
 class RecordingClient:
@@ -167,3 +179,91 @@ async def test_a_maintenance_we_wrote_is_decided_on_once_the_informer_brings_the
 
     controller._wrote({**nm, "metadata": {"name": "m", "resourceVersion": "4"}})
     assert controller._writes_unseen({"m"}) is None  # the cache had it already
+
+
+class HangingCreates:
+    """An API server whose maintenance writes answer (and come back through the informer, as
+    their watch events would) and whose EvictionRequest creates hang, as behind an admission
+    webhook that does not answer."""
+
+    def __init__(self, controller: Callable[[], NodeMaintenanceController]) -> None:
+        self.controller = controller
+        self.creating: asyncio.Queue[str] = asyncio.Queue()  # requests whose create hangs
+        self.statuses: list[str] = []
+        self.rv = itertools.count(1000)
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> Obj:
+        if resource is EVICTIONREQUESTS:
+            self.creating.put_nowait(body["metadata"]["name"])
+            await asyncio.Event().wait()  # never answers
+        return dict(body)
+
+    async def patch(
+        self, resource: Resource, name: str, body: Mapping[str, Any], namespace: str | None = None
+    ) -> Obj:
+        return await self._write(resource, name, body)
+
+    async def patch_status(
+        self, resource: Resource, name: str, body: Mapping[str, Any], namespace: str | None = None
+    ) -> Obj:
+        self.statuses.append(name)
+        return await self._write(resource, name, body)
+
+    async def _write(self, resource: Resource, name: str, body: Mapping[str, Any]) -> Obj:
+        controller = self.controller()
+        informer = {NODEMAINTENANCES: controller._maintenances, NODES: controller._nodes}[resource]
+        obj = copy.deepcopy(informer.store.get(name))
+        assert obj is not None
+        for key, value in body.items():
+            if key == "metadata":
+                obj["metadata"].update({k: v for k, v in value.items() if v is not None})
+            else:
+                obj[key] = copy.deepcopy(value)
+        obj["metadata"]["resourceVersion"] = str(next(self.rv))
+        informer.store.upsert(obj)
+        if resource is NODEMAINTENANCES:
+            controller._on_maintenance(obj)  # its watch event
+        return obj
+
+
+async def test_a_joint_decision_whose_requests_hang_does_not_hold_back_the_other() -> None:
+    # Two maintenances share node "two": one resolution, decided one at a time. The first
+    # decision stores it and then creates its EvictionRequests, which hang; the other
+    # maintenance is decided and asks for its own pod's eviction all the same (before, it
+    # waited for the first one's creates, up to the request timeout each).
+    w = World(nodes=("one", "two", "three"))
+    for name in ("one", "two", "three"):
+        w.pod(f"web-{name}", name)
+    w.maintenance("a", ["one", "two"])
+    w.maintenance("b", ["two", "three"])
+    made: list[NodeMaintenanceController] = []
+    client: Any = HangingCreates(lambda: made[0])
+    controller = NodeMaintenanceController(client, SharedInformers(client), Silent())
+    made.append(controller)
+    for node in w.nodes.values():
+        controller._nodes.store.upsert(node)
+    for pod in w.pods.values():
+        controller._pods.store.upsert(pod)
+    for nm in w.nms.values():
+        controller._maintenances.store.upsert(nm)
+        controller._on_maintenance(nm)
+    assert controller._scope("a")[0] == {"a", "b"}
+
+    uid = {p["metadata"]["name"]: p["metadata"]["uid"] for p in w.pods.values()}
+    tasks = [asyncio.create_task(controller.reconcile("a"))]
+    try:
+        async with asyncio.timeout(5):  # "a" stored the resolution and is creating requests
+            creates = {await client.creating.get(), await client.creating.get()}
+        assert creates == {uid["web-one"], uid["web-two"]}
+        assert client.statuses == ["b", "a"]  # the neighbour's share first, then its own
+        tasks.append(asyncio.create_task(controller.reconcile("b")))
+        async with asyncio.timeout(5):  # a bound on failure: "b" waited on the hung creates
+            assert await client.creating.get() == uid["web-three"]
+        assert not any(t.done() for t in tasks)  # every create still hangs
+    finally:
+        for t in tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
