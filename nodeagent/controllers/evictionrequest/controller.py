@@ -3,6 +3,7 @@ EvictionRequest, including the ``imperative-eviction.k8s.io`` interceptor's Evic
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,12 @@ from nodeagent.observability.metrics import EvictionRequestMetrics
 __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", "refusal_detail"]
 
 log = logging.getLogger(__name__)
+
+# A request we wrote is decided on again only once the informer shows our write (or anything
+# after it), for at most this long: decided on the version our write replaced, the next write
+# is refused (409) and the request decided again anyway. Its watch event comes within ms; with
+# many workers a request's next turn (the pod's events, an immediate requeue) often came first.
+WRITE_SEEN_TIMEOUT = 5.0
 
 
 class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
@@ -95,6 +102,8 @@ class EvictionRequestController(Controller):
         # keys of requests whose target pod (that UID) the pod informer saw deleted
         self._pod_deleted: set[str] = set()
         self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
+        # key -> (the resourceVersions our last writes replaced, loop time): WRITE_SEEN_TIMEOUT
+        self._written: dict[str, tuple[frozenset[str], float]] = {}
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
@@ -158,6 +167,9 @@ class EvictionRequestController(Controller):
         if request is None:
             self._forget(key)
             return
+        if (left := self._write_unseen(key, request)) is not None:
+            self.enqueue_after(key, left)  # its watch event brings us back sooner
+            return
         view = EvictionRequestView.from_obj(request)
         pod = await self._pod_for(view)
         remembered = self._imperative.get(key)
@@ -172,6 +184,18 @@ class EvictionRequestController(Controller):
                 self._let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, pod, state, outcome, gate)
         await self._apply(key, request, view, plan, pod)
+
+    def _write_unseen(self, key: str, request: Obj) -> float | None:
+        """Seconds left to wait while the cache still shows a version our last writes to the
+        request replaced (a plan made from it would only be refused, 409)."""
+        written = self._written.get(key)
+        if written is None:
+            return None
+        left = written[1] + WRITE_SEEN_TIMEOUT - asyncio.get_running_loop().time()
+        if left > 0 and (request.get("metadata") or {}).get("resourceVersion") in written[0]:
+            return left
+        del self._written[key]
+        return None
 
     def _gate(self, pod: Obj) -> BudgetGate | None:
         namespace = (pod.get("metadata") or {}).get("namespace")
@@ -278,6 +302,7 @@ class EvictionRequestController(Controller):
         # with ours.
         current = request
         version = (request.get("metadata") or {}).get("resourceVersion")
+        replaced = [str(version)]  # versions our writes replace: the cache may still show them
         try:
             if plan.labels:
                 metadata = {"resourceVersion": version, "labels": dict(plan.labels)}
@@ -285,6 +310,7 @@ class EvictionRequestController(Controller):
                     EVICTIONREQUESTS, view.name, {"metadata": metadata}, view.namespace
                 )
                 version = (current.get("metadata") or {}).get("resourceVersion")
+                replaced.append(str(version))
             if plan.status is not None:
                 current = await self._client.patch_status(
                     EVICTIONREQUESTS,
@@ -301,6 +327,8 @@ class EvictionRequestController(Controller):
         except NotFound:
             self._forget(key)
             return
+        if current is not request:
+            self._written[key] = (frozenset(replaced), asyncio.get_running_loop().time())
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)
@@ -330,6 +358,7 @@ class EvictionRequestController(Controller):
         )
 
     def _forget(self, key: str) -> None:
+        self._written.pop(key, None)
         self._pod_deleted.discard(key)
         self._imperative.pop(key, None)
         self._activations.pop(key, None)
