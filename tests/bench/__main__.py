@@ -174,6 +174,20 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 "  kubectl / flat bound",
                 lambda r: f"{r['ratios']['kubectl_vs_flat_bound']:.3f}",
             ),
+            _per_backend(
+                per,
+                "  budget chains, medians: evicted -> budget allows again / -> next eviction",
+                lambda r: " | ".join(
+                    f"{who} {c['evicted_to_allowed_ms_median']} / "
+                    f"{c['allowed_to_evicted_ms_median']} ms"
+                    for who, key in (
+                        ("ordered", "nodeagent"),
+                        ("default", "nodeagent_default_plan"),
+                        ("kubectl", "kubectl"),
+                    )
+                    if (c := r[key].get("budget_chain") or {}).get("steps")
+                ),
+            ),
         ]
         if "requests" in results.get("_figures", FIGURES):
             for key, name in (

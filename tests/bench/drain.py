@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -169,11 +170,36 @@ class Progress:
         self.drained_at: float | None = None
         self.entries: list[tuple[float, str]] = []  # (t, drainTargets' last entry)
         self.cordoned_at: float | None = None
+        # A budget's chain, step by step: a pod it guards is evicted (seen terminating), the
+        # control plane replaces it and the budget allows a disruption again (its status), the
+        # tool evicts the next one. Per step: (eviction -> allowed again, allowed -> eviction).
+        self.chain_steps: list[tuple[float, float]] = []
+        self._evicting: set[str] = set()  # pods seen terminating
+        self._last_eviction: dict[str, float] = {}  # budget (its pods' app label) -> t
+        self._allowed_again: dict[str, float] = {}  # budget -> t it went from 0 to more
+        self._allows: dict[str, int] = {}  # budget -> disruptionsAllowed last seen
 
     def __call__(self, event: str, resource: Resource, obj: Obj) -> None:
         t = time.monotonic() - self.t0
+        if resource == PDBS:
+            name = obj["metadata"]["name"]
+            allowed = (obj.get("status") or {}).get("disruptionsAllowed") or 0
+            if allowed > 0 and self._allows.get(name, 0) == 0:
+                self._allowed_again[name] = t
+            self._allows[name] = allowed
         if resource == PODS:
-            if event == "DELETED" and (obj.get("spec") or {}).get("nodeName") == DRAINED_NODE:
+            md = obj["metadata"]
+            on_node = (obj.get("spec") or {}).get("nodeName") == DRAINED_NODE
+            if on_node and md.get("deletionTimestamp") and md["uid"] not in self._evicting:
+                self._evicting.add(md["uid"])
+                budget = (md.get("labels") or {}).get("app", "")
+                before = self._last_eviction.get(budget)
+                again = self._allowed_again.get(budget)
+                if before is not None and again is not None and again > before:
+                    self.chain_steps.append((again - before, t - again))
+                if budget in self._allows:
+                    self._last_eviction[budget] = t
+            if event == "DELETED" and on_node:
                 self.pods_gone.append(t)
         elif resource == NODES:
             if (
@@ -191,6 +217,17 @@ class Progress:
                     last = f"{targets[-1].get('podType')}<={targets[-1].get('podPriority')}"
                     if not self.entries or self.entries[-1][1] != last:
                         self.entries.append((round(t, 3), last))
+
+
+def chain_summary(steps: list[tuple[float, float]]) -> dict[str, Any]:
+    """Medians of the budgets' chain steps (Progress.chain_steps), in ms."""
+    if not steps:
+        return {"steps": 0}
+    return {
+        "steps": len(steps),
+        "evicted_to_allowed_ms_median": round(1000 * statistics.median(a for a, _ in steps)),
+        "allowed_to_evicted_ms_median": round(1000 * statistics.median(b for _, b in steps)),
+    }
 
 
 async def wait_agent_leading(b: Backend, view: ClusterView, timeout: float = 120) -> None:
@@ -280,6 +317,7 @@ async def drain_nodeagent(
         "requests_per_pod_with_cleanup": round(with_cleanup["total"] / POD_COUNT, 2),
         "evictions_refused": requests["evictions_refused"],
         "entries_started_at": progress.entries,
+        "budget_chain": chain_summary(progress.chain_steps),
         "agent_cpu_seconds": round(sampler.cpu_seconds, 2),
         "agent_peak_rss_mib": common.mib(max(sampler.rss, default=None)),
         "agent_log_tail": agent.tail(1500) if left else "",
@@ -339,6 +377,7 @@ async def drain_kubectl(
         "requests": requests,
         "requests_per_pod": round(requests["total"] / POD_COUNT, 2),
         "evictions_refused": requests["evictions_refused"],
+        "budget_chain": chain_summary(progress.chain_steps),
         "refusals_logged": text.count("would violate the pod's disruption budget"),
         "client_side_throttling_logged": text.count("client-side throttling"),
         "log_tail": text[-1500:] if code else "",
