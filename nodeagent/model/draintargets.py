@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
@@ -59,9 +59,8 @@ from nodeagent.model.drainplan import (
     pod_labels,
 )
 from nodeagent.model.interceptors import InvalidInterceptors, target_interceptors
+from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.selectors import LabelSelector
-
-T = TypeVar("T")
 
 __all__ = [
     "DRAIN_STAGE",
@@ -71,7 +70,6 @@ __all__ = [
     "MaintenanceDrain",
     "MaintenanceView",
     "NodeDrainStatus",
-    "ObjectMemo",
     "PodInfo",
     "PodInfoMemo",
     "PodInfoOf",
@@ -257,34 +255,6 @@ class PodInfo:
 
 PodInfoOf = Callable[[Mapping[str, Any]], PodInfo]
 """How a decision gets a pod's PodInfo: :meth:`PodInfo.from_pod`, or a :class:`PodInfoMemo`."""
-
-
-class ObjectMemo(Generic[T]):
-    """``read(obj)`` remembered per object, for decisions taken over and over on the same
-    informer cache. What ``read`` returns depends on its object alone, and the cache replaces an
-    object on every change (it never mutates one), so an entry holds while its object is the
-    one asked about; any other object, even of the same UID, is read anew."""
-
-    def __init__(self, read: Callable[[Mapping[str, Any]], T]) -> None:
-        self._read = read
-        self._by_uid: dict[str, tuple[Mapping[str, Any], T]] = {}
-
-    def __call__(self, obj: Mapping[str, Any]) -> T:
-        metadata = obj.get("metadata")
-        uid = str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
-        hit = self._by_uid.get(uid)
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        value = self._read(obj)
-        self._by_uid[uid] = (obj, value)
-        return value
-
-    def forget(self, uid: str) -> None:
-        """The object is gone: drop its entry."""
-        self._by_uid.pop(uid, None)
-
-    def __len__(self) -> int:
-        return len(self._by_uid)
 
 
 class PodInfoMemo(ObjectMemo[PodInfo]):

@@ -56,9 +56,10 @@ from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPa
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of
-from nodeagent.model.draintargets import ObjectMemo, PodInfoMemo
+from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of, name_of
+from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import parse_time
 
 __all__ = [
@@ -340,12 +341,8 @@ class NodeMaintenanceController(Controller):
         view = self._request_view(er)
         self._request_view.forget(view.uid)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
-        pod = self._cached_target(er)
-        # a request is named after its pod's UID
-        still_cached = pod is not None and metadata_of(pod).get("uid") == metadata_of(er).get(
-            "name"
-        )
-        if view.owned_by_target and still_cached:
+        pod = self._cached_target(er)  # a request is named after its pod's UID
+        if view.owned_by_target and pod is not None and metadata_of(pod).get("uid") == name_of(er):
             # most likely garbage-collected with its pod, whose own deletion the pod informer
             # has not brought yet (kept only until it does): see _create_request
             self._gone[key_of(er)] = asyncio.get_running_loop().time()

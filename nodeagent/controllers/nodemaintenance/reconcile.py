@@ -219,7 +219,7 @@ def connected(
 
 RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
 """How a decision reads an EvictionRequest: :meth:`EvictionRequestView.from_obj`, or an
-:class:`~nodeagent.model.draintargets.ObjectMemo` of it."""
+:class:`~nodeagent.model.memo.ObjectMemo` of it."""
 
 
 class _RequestViews(Mapping[str, EvictionRequestView]):

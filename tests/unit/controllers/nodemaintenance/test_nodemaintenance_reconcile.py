@@ -42,8 +42,9 @@ from nodeagent.model.drainplan import (
     effective_plan,
     entries_from_dicts,
 )
-from nodeagent.model.draintargets import ObjectMemo, PodInfoMemo, plan_targets, targets_within
+from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
 from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
+from nodeagent.model.memo import ObjectMemo
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
