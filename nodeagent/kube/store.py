@@ -73,6 +73,8 @@ class Store:
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
         # key -> index name -> values it was filed under (so removal needs no indexer call)
         self._filed: dict[str, dict[str, builtins.list[str]]] = {}
+        # (index name, value) -> its objects as by_index last returned them, until one changes
+        self._buckets: dict[tuple[str, str], tuple[Obj, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -89,13 +91,21 @@ class Store:
     def keys(self) -> builtins.list[str]:
         return list(self._items)
 
-    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
-        """Objects the indexer `index` filed under `value`, in key order."""
+    def by_index(self, index: str, value: str) -> tuple[Obj, ...]:
+        """Objects the indexer `index` filed under `value`, in key order. The same tuple is
+        returned until one of them changes, so a caller can tell an unchanged bucket by
+        identity (decisions remember what they derived from one)."""
+        bucket = self._buckets.get((index, value))
+        if bucket is not None:
+            return bucket
         try:
             keys = self._indices[index].get(value, ())
         except KeyError:
             raise KeyError(f"no index named {index!r}") from None
-        return [self._items[k] for k in sorted(keys)]
+        if not keys:
+            return ()  # not kept: values come and go (nodes), empty buckets would pile up
+        bucket = self._buckets[(index, value)] = tuple(self._items[k] for k in sorted(keys))
+        return bucket
 
     def index_keys(self, index: str, value: str) -> builtins.list[str]:
         try:
@@ -162,12 +172,14 @@ class Store:
             index = self._indices[name]
             for value in values:
                 index.setdefault(value, set()).add(key)
+                self._buckets.pop((name, value), None)
         self._filed[key] = filed
 
     def _unfile(self, key: str) -> None:
         for name, values in self._filed.pop(key, {}).items():
             index = self._indices[name]
             for value in values:
+                self._buckets.pop((name, value), None)
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)

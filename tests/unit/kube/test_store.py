@@ -64,10 +64,31 @@ def test_indexes_follow_changes() -> None:
     assert store.index_keys("node", "n1") == ["default/b"]
     assert store.index_keys("node", "n2") == ["default/a", "kube-system/c"]
     store.delete("default/b")
-    assert store.by_index("node", "n1") == []
+    assert store.by_index("node", "n1") == ()
     assert store.index_values("node") == ["n2"]
     with pytest.raises(KeyError):
         store.by_index("nope", "x")
+
+
+def test_a_bucket_is_the_same_tuple_until_one_of_its_objects_changes() -> None:
+    store = Store({"node": by_node})
+    store.upsert(pod("a", node="n1"))
+    store.upsert(pod("b", node="n2"))
+    first = store.by_index("node", "n1")
+    store.upsert(pod("b", node="n2", rv="2"))  # another bucket
+    assert store.by_index("node", "n1") is first
+    store.upsert(pod("a", node="n1", rv="2"))  # replaced in place
+    second = store.by_index("node", "n1")
+    assert second is not first
+    assert [o["metadata"]["resourceVersion"] for o in second] == ["2"]
+    store.upsert(pod("b", node="n1", rv="3"))  # moved in
+    assert [key_of(o) for o in store.by_index("node", "n1")] == ["default/a", "default/b"]
+    n2 = store.by_index("node", "n2")
+    assert n2 == ()
+    store.delete("default/a")
+    assert [key_of(o) for o in store.by_index("node", "n1")] == ["default/b"]
+    store.replace([pod("c", node="n1")])  # a relist
+    assert [key_of(o) for o in store.by_index("node", "n1")] == ["default/c"]
 
 
 def test_multi_value_index_dedupes() -> None:
