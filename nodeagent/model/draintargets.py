@@ -45,7 +45,7 @@ entry advance (plan order key), which cannot target more than any want allows.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,7 @@ __all__ = [
     "MaintenanceDrain",
     "MaintenanceView",
     "NodeDrainStatus",
+    "NodePods",
     "PodInfo",
     "PodInfoMemo",
     "PodInfoOf",
@@ -265,6 +266,60 @@ class PodInfoMemo(ObjectMemo[PodInfo]):
 
 
 @dataclass(frozen=True)
+class Covered:
+    """The pods of a node that a set of drainTargets covers (present ones only)."""
+
+    pods: tuple[PodInfo, ...]
+    refs: tuple[PodRef, ...]
+    """Their references, by namespace, name and UID."""
+    evacuating: int
+    """The node's present pods that are leaving: covered, or terminating anyway."""
+
+
+class NodePods:
+    """One node's pods as a resolution reads them, with what it derives from them kept with
+    them: the pods left, and those each set of drainTargets covers. A controller that keeps
+    one while the node's pods stay the same objects derives nothing again for that node, so a
+    decision costs what changed rather than every pod of the maintenance."""
+
+    def __init__(self, pods: Iterable[PodInfo]) -> None:
+        self._pods = tuple(pods)
+        self.present = tuple(p for p in self._pods if p.present)
+        self.leaving = sum(1 for p in self.present if p.terminating)
+        """Present pods that are terminating."""
+        self.ignored_interceptors = tuple(p for p in self._pods if p.interceptors_error)
+        """Pods whose interceptors annotation is malformed (ignored)."""
+        self._covered: dict[tuple[tuple[_Track, int], ...], Covered] = {}
+
+    def __iter__(self) -> Iterator[PodInfo]:
+        return iter(self._pods)
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def covered(self, tracks: Mapping[_Track, int]) -> Covered:
+        key = tuple(sorted(tracks.items(), key=_target_order))
+        found = self._covered.get(key)
+        if found is None:
+            entries = _entries(tracks)
+            pods = tuple(
+                p
+                for p in self.present
+                if any(entry_covers(e, p.pod_class, p.labels) for e in entries)
+            )
+            uids = {p.uid for p in pods}
+            found = self._covered[key] = Covered(
+                pods=pods,
+                refs=tuple(sorted({p.ref for p in pods}, key=_ref_order)),
+                evacuating=sum(1 for p in self.present if p.uid in uids or p.terminating),
+            )
+        return found
+
+
+_NO_PODS = NodePods(())
+
+
+@dataclass(frozen=True)
 class MaintenanceView:
     """What :func:`resolve` needs of one NodeMaintenance.
 
@@ -379,11 +434,14 @@ class Resolution:
 
 class _Resolver:
     def __init__(
-        self, views: Sequence[MaintenanceView], pods_by_node: Mapping[str, Sequence[PodInfo]]
+        self, views: Sequence[MaintenanceView], pods_by_node: Mapping[str, Iterable[PodInfo]]
     ) -> None:
         # Oldest first; index i is the age rank, so ties anywhere resolve to the oldest.
         self.views = sorted(views, key=lambda v: v.creation_key)
-        self.pods = pods_by_node
+        self.pods = {
+            node: pods if isinstance(pods, NodePods) else NodePods(pods)
+            for node, pods in pods_by_node.items()
+        }
         n = len(self.views)
         self.plans = [tuple(v.plan) for v in self.views]
         self._prefix: list[dict[int, _Tracks]] = [{} for _ in range(n)]
@@ -407,8 +465,8 @@ class _Resolver:
         ]
         self.pos = self._initial_positions()
         self.targets: dict[str, _Tracks] = {}
-        self.targeted: dict[str, list[PodInfo]] = {}
-        self._targeted_cache: dict[tuple[str, tuple[tuple[_Track, int], ...]], list[PodInfo]] = {}
+        self.covered: dict[str, Covered] = {}
+        self._waiting_messages: dict[int, str] = {}
 
     # plan positions
 
@@ -478,22 +536,18 @@ class _Resolver:
             wants = [self.want(j) for j in self.members[node]]
             tracks = _join((self.floor[node], _meet(wants)))
             self.targets[node] = tracks
-            key = (node, tuple(sorted(tracks.items(), key=_target_order)))
-            if key not in self._targeted_cache:
-                entries = _entries(tracks)
-                self._targeted_cache[key] = [
-                    p
-                    for p in self.pods.get(node, ())
-                    if p.present and any(entry_covers(e, p.pod_class, p.labels) for e in entries)
-                ]
-            self.targeted[node] = self._targeted_cache[key]
+            self.covered[node] = self.pods.get(node, _NO_PODS).covered(tracks)
+
+    def targeted(self, node: str) -> bool:
+        """Whether covered pods are left on ``node``."""
+        return bool(self.covered[node].pods)
 
     def at_entry(self, i: int) -> bool:
         want = self.want(i)
         return all(_within(want, self.targets[node]) for node in self.views[i].nodes)
 
     def hood_settled(self, i: int) -> bool:
-        return not any(self.targeted[node] for node in self.hood_nodes[i])
+        return not any(self.covered[node].pods for node in self.hood_nodes[i])
 
     def limiters(self, i: int, node: str) -> list[int]:
         want = self.want(i)
@@ -579,14 +633,21 @@ class _Resolver:
 
     def waiting_message(self, i: int) -> str:
         """Name the nearest nodes that still have targeted pods: this maintenance's own first,
-        then those of the maintenances it intersects, and so on outwards."""
+        then those of the maintenances it intersects, and so on outwards (the same for every
+        node of the maintenance: worked out once)."""
+        found = self._waiting_messages.get(i)
+        if found is None:
+            found = self._waiting_messages[i] = self._waiting_message(i)
+        return found
+
+    def _waiting_message(self, i: int) -> str:
         seen_m, seen_nodes = {i}, set[str]()
         level = [i]
         while level:
             found: dict[str, int | None] = {}
             for j in level:  # level is oldest first, so a node goes to its oldest holder
                 for node in sorted(self.views[j].nodes):
-                    if node not in seen_nodes and node not in found and self.targeted[node]:
+                    if node not in seen_nodes and node not in found and self.targeted(node):
                         found[node] = None if j == i else j
             if found:
                 return _waiting_text(
@@ -603,11 +664,9 @@ class _Resolver:
 
     def node_status(self, i: int, node: str) -> NodeDrainStatus:
         tracks = self.targets[node]
-        targeted = self.targeted[node]
-        present = [p for p in self.pods.get(node, ()) if p.present]
-        targeted_uids = {p.uid for p in targeted}
-        evacuating = sum(1 for p in present if p.uid in targeted_uids or p.terminating)
-        if targeted:
+        covered = self.covered[node]
+        present = self.pods.get(node, _NO_PODS).present
+        if covered.pods:
             message = MSG_EVACUATING
             if (ff := self.fast_forwarded_by(i, node)) is not None:
                 older = "older " if ff < i else ""
@@ -622,9 +681,9 @@ class _Resolver:
             node=node,
             drain_targets=_entries(tracks),
             drain_message=message,
-            targeted_pods=tuple(sorted({p.ref for p in targeted}, key=_ref_order)),
-            pods_pending_evacuation=len(present) - evacuating,
-            pods_evacuating=evacuating,
+            targeted_pods=covered.refs,
+            pods_pending_evacuation=len(present) - covered.evacuating,
+            pods_evacuating=covered.evacuating,
             drained=not present,
         )
 
@@ -683,12 +742,13 @@ def _waiting_text(found: list[tuple[str, str | None]]) -> str:
 
 
 def resolve(
-    maintenances: Iterable[MaintenanceView], pods_by_node: Mapping[str, Sequence[PodInfo]]
+    maintenances: Iterable[MaintenanceView], pods_by_node: Mapping[str, Iterable[PodInfo]]
 ) -> Resolution:
     """Resolve drainTargets, messages and counters for every maintenance in stage Drain.
 
     ``pods_by_node`` holds the pods bound to each selected node (a node missing from it has no
-    pods). Deterministic: the result depends only on the inputs, not on their order.
+    pods), best as :class:`NodePods` kept from one resolution to the next. Deterministic: the
+    result depends only on the inputs, not on their order.
     """
     views = [m for m in maintenances if m.stage == DRAIN_STAGE]
     names = [v.name for v in views]

@@ -187,19 +187,25 @@ def validate(nm: Mapping[str, Any]) -> Validity:
 # --- which nodes --------------------------------------------------------------------------------
 
 
-def selects(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """Whether ``spec.nodeSelector`` (a valid one) selects ``node``."""
+def _valid_selector(nm: Mapping[str, Any]) -> Mapping[str, Any] | None:
     selector = mapping(nm, "spec").get("nodeSelector")
     return (
-        isinstance(selector, Mapping)
-        and not validate_node_selector(selector)
-        and node_selector_matches(selector, node)
+        selector if isinstance(selector, Mapping) and not validate_node_selector(selector) else None
     )
+
+
+def selects(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether ``spec.nodeSelector`` (a valid one) selects ``node``."""
+    selector = _valid_selector(nm)
+    return selector is not None and node_selector_matches(selector, node)
 
 
 def selected_nodes(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
     """Names of the nodes ``spec.nodeSelector`` selects (none for an invalid selector)."""
-    return frozenset(n for n, node in nodes.items() if selects(nm, node))
+    selector = _valid_selector(nm)  # validated once, not per node
+    if selector is None:
+        return frozenset()
+    return frozenset(n for n, node in nodes.items() if node_selector_matches(selector, node))
 
 
 def status_nodes(nm: Mapping[str, Any]) -> set[str]:

@@ -1,11 +1,12 @@
-"""What a decision reads of an object, remembered per object across decisions."""
+"""What a decision reads of an object, or derives from a part of its inputs, remembered
+across decisions."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["ObjectMemo"]
+__all__ = ["ObjectMemo", "Recall"]
 
 T = TypeVar("T")
 
@@ -36,3 +37,30 @@ class ObjectMemo(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._by_uid)
+
+
+class Recall:
+    """Values a decision derives from parts of its inputs, remembered across decisions: one
+    per slot of a group (say, the kinds of value derived for one node), reused while the part
+    asked about is equal to the one it was derived from. The informer cache hands out the same
+    objects (and the same tuple for an unchanged index bucket) while nothing changes, so most
+    comparisons are by identity. A value must depend on its key alone and never be mutated."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[str, tuple[object, object]]] = {}
+
+    def __call__(self, group: str, slot: str, key: object, derive: Callable[[], T]) -> T:
+        slots = self._groups.setdefault(group, {})
+        hit = slots.get(slot)
+        if hit is not None and (hit[0] is key or hit[0] == key):
+            return cast(T, hit[1])
+        value = derive()
+        slots[slot] = (key, value)
+        return value
+
+    def forget(self, group: str) -> None:
+        """The group's subject is gone (a node deleted): drop its values."""
+        self._groups.pop(group, None)
+
+    def __len__(self) -> int:
+        return len(self._groups)

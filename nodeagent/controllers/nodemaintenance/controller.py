@@ -25,7 +25,8 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from functools import partial
+from typing import Any, Protocol, TypeVar, cast
 
 from prometheus_client import Histogram
 
@@ -56,10 +57,10 @@ from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPa
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import as_eviction_request, as_maintenance, metadata_of, name_of
+from nodeagent.model.bodies import EvictionRequest, as_maintenance, metadata_of, name_of
 from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.interceptors import EvictionRequestView
-from nodeagent.model.memo import ObjectMemo
+from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.times import parse_time
 
 __all__ = [
@@ -130,6 +131,17 @@ def _pod_signature(pod: Obj) -> tuple[object, ...]:
             if isinstance(r, Mapping)
         ),
     )
+
+
+def _by_name(objs: Iterable[Obj]) -> dict[str, Obj]:
+    return {str(metadata_of(o).get("name")): o for o in objs}
+
+
+def _request_keys(pods: Iterable[Obj]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pods' UIDs, and the store keys of the EvictionRequests named after them."""
+    metas = [metadata_of(p) for p in pods]
+    uids = tuple(str(m.get("uid")) for m in metas)
+    return uids, tuple(f"{m.get('namespace')}/{uid}" for m, uid in zip(metas, uids, strict=True))
 
 
 def _map(value: object) -> Mapping[str, Any]:
@@ -210,6 +222,8 @@ class NodeMaintenanceController(Controller):
         self._joint = asyncio.Lock()  # decisions of intersecting maintenances, one at a time
         self._pod_info = PodInfoMemo()
         self._request_view = ObjectMemo(EvictionRequestView.from_obj)
+        # what decisions derive per node and maintenance, while it stays the same (Inputs.recall)
+        self._recall = Recall()
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
         self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
@@ -267,6 +281,7 @@ class NodeMaintenanceController(Controller):
     def _on_maintenance_delete(self, nm: Obj) -> None:
         name = key_of(nm)
         self._written.pop(name, None)
+        self._recall.forget(name)
         before = self._members.component([name])[0]
         self._members.maintenance_deleted(name)
         if name in self._in_drain:
@@ -286,6 +301,7 @@ class NodeMaintenanceController(Controller):
 
     def _on_node_delete(self, node: Obj) -> None:
         name = key_of(node)
+        self._recall.forget(name)
         before = self._members.around_node(name)
         self._members.node_changed(name, None, self._all_maintenances())
         self._enqueue_all(before)
@@ -408,19 +424,20 @@ class NodeMaintenanceController(Controller):
         pods = {n: self._pods.store.by_index("node", n) for n in node_names}
         requests: dict[str, Obj] = {}
         for n in node_names:
-            for er in self._requests.store.by_index("node", n):
-                requests[str(metadata_of(er).get("name"))] = er
-            for pod in pods[n]:
-                meta = metadata_of(pod)
-                found = self._requests.store.get(f"{meta.get('namespace')}/{meta.get('uid')}")
+            labelled = self._requests.store.by_index("node", n)
+            by_name = self._recall(n, "labelled requests", labelled, partial(_by_name, labelled))
+            requests.update(by_name)
+            on_node = pods[n]
+            uids, keys = self._recall(n, "request keys", on_node, partial(_request_keys, on_node))
+            for uid, found in zip(uids, map(self._requests.store.get, keys), strict=True):
                 if found is not None:
-                    requests[str(meta.get("uid"))] = found
+                    requests[uid] = found
         return Inputs(
             maintenance=as_maintenance(nm),
             maintenances=[as_maintenance(m) for m in maintenances],
             nodes=nodes,
             pods=pods,
-            eviction_requests={k: as_eviction_request(er) for k, er in requests.items()},
+            eviction_requests=cast("dict[str, EvictionRequest]", requests),  # read, never checked
             now=self._clock(),
             max_draining=limit.slots(len(self._nodes.store)) if limit is not None else None,
             cordon_while_waiting=self._settings.cordon_while_waiting,
@@ -429,6 +446,7 @@ class NodeMaintenanceController(Controller):
             deadline_escalation=self._settings.drain_deadline_escalation,
             pod_info=self._pod_info,
             request_view=self._request_view,
+            recall=self._recall,
         )
 
     def _still_admitting(self, node: str) -> bool:

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -95,8 +96,10 @@ from nodeagent.model.draintargets import (
     MaintenanceDrain,
     MaintenanceView,
     NodeDrainStatus,
+    NodePods,
     PodInfo,
     PodInfoOf,
+    PodRef,
     Resolution,
     resolve,
 )
@@ -121,6 +124,7 @@ from nodeagent.model.maintenance import (
     status_nodes,
     validate,
 )
+from nodeagent.model.memo import Recall
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -179,11 +183,24 @@ def involves(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 
 
 def maintenance_nodes(
-    nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]
+    nm: Mapping[str, Any],
+    nodes: Mapping[str, Mapping[str, Any]],
+    selected: frozenset[str] | None = None,
 ) -> frozenset[str]:
-    """Every node the maintenance has to do with: selected now, reported in its status, or
-    cordoned on its behalf."""
-    return frozenset(n for n, node in nodes.items() if involves(nm, node)) | status_nodes(nm)
+    """Every node the maintenance has to do with: selected now (``selected``, if the caller
+    has it), reported in its status, or cordoned on its behalf."""
+    name = name_of(nm)
+    cordoned = (n for n, node in nodes.items() if name in (_cordoned_by(node) or ()))
+    if selected is None:
+        selected = selected_nodes(nm, nodes)
+    return selected.union(cordoned, status_nodes(nm))
+
+
+def _selection(inp: Inputs, recall: Recall, nm: Mapping[str, Any]) -> frozenset[str]:
+    """:func:`selected_nodes` of ``nm``, derived again only when its selector or a node
+    changed (slot "selection" of the maintenance's name)."""
+    key = (mapping(nm, "spec").get("nodeSelector"), tuple(inp.nodes), tuple(inp.nodes.values()))
+    return recall(name_of(nm), "selection", key, lambda: selected_nodes(nm, inp.nodes))
 
 
 def connected(
@@ -279,6 +296,10 @@ class Inputs:
     """A pod's PodInfo: the controller passes a memo of it (PodInfoMemo)."""
     request_view: RequestViewOf = EvictionRequestView.from_obj
     """An EvictionRequest as the decision reads it: the controller passes a memo of it."""
+    recall: Recall | None = None
+    """What decisions derive per node (its pods as the drain reads them, the requests for
+    them), kept from one decision to the next: the controller passes one, so a decision
+    derives again only what changed. None: derived afresh."""
 
 
 @dataclass(frozen=True)
@@ -470,17 +491,37 @@ def _view(o: _Other) -> MaintenanceView | None:
     )
 
 
-def _pod_infos(info: PodInfoOf, pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
-    return [info(p) for p in pods]
+@dataclass(frozen=True, eq=False)
+class _OnNode:
+    """The pods bound to one node: as objects by UID, and as the drain reads them."""
+
+    by_uid: Mapping[str, Mapping[str, Any]]
+    pods: NodePods
+
+    @classmethod
+    def read(cls, objects: Sequence[Mapping[str, Any]], info: PodInfoOf) -> _OnNode:
+        by_uid: dict[str, Mapping[str, Any]] = {}
+        for pod in objects:
+            uid = mapping(pod, "metadata").get("uid")
+            if isinstance(uid, str) and uid:
+                by_uid[uid] = pod
+        return cls(by_uid, NodePods(info(p) for p in objects))
 
 
-def _node_of_request(
-    er: EvictionRequestView, pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]]
-) -> str | None:
-    if er.node is not None:
-        return er.node
-    found = pods_by_uid.get(er.name)
-    return found[0] if found is not None else None
+_Refused = tuple[str, str, str, str]
+"""A targeted pod whose eviction is refused: namespace, name, UID, the refusal's cause."""
+
+
+@dataclass(frozen=True)
+class _NodeRequests:
+    """What the EvictionRequests of a node's targeted pods call for."""
+
+    creates: tuple[EvictionRequestCreate, ...]
+    deletes: tuple[EvictionRequestDelete, ...]
+    requester_patches: tuple[RequesterPatch, ...]
+    refused: _Refused | None
+    """The first (by namespace and name) whose eviction the imperative interceptor reports
+    refused."""
 
 
 def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
@@ -512,20 +553,20 @@ def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
 
 
 def _note_ignored_interceptors(
-    node_statuses: list[dict[str, Any]],
-    drain: MaintenanceDrain,
-    pods: Mapping[str, Sequence[Mapping[str, Any]]],
-    info: PodInfoOf,
+    node_statuses: list[dict[str, Any]], drain: MaintenanceDrain, pods_on: _PodsOn
 ) -> None:
     """Say on a node's drainMessage which targeted pod has an interceptor annotation that the
     EvictionRequest controller ignores (it falls back to the defaults): the pod's owner learns
     why its interceptors were skipped where the drain is watched."""
     for ns, out in zip(drain.nodes, node_statuses, strict=True):
+        ignored = pods_on(ns.node).ignored_interceptors
+        if not ignored:
+            continue
         targeted = {ref.uid for ref in ns.targeted_pods}
         bad = [
             f"pod {p.namespace}/{p.name}: {p.interceptors_error}"
-            for p in _pod_infos(info, pods.get(ns.node, ()))
-            if p.interceptors_error is not None and p.uid in targeted
+            for p in ignored
+            if p.uid in targeted
         ]
         if bad:
             more = f" (and {len(bad) - 1} more pods)" if len(bad) > 1 else ""
@@ -544,17 +585,10 @@ def _one_line(text: str) -> str:
     return line if len(line) <= _MAX_BLOCKED_BY else line[: _MAX_BLOCKED_BY - 3] + "..."
 
 
-def _refused_pod(
-    drain: MaintenanceDrain, eviction_requests: Mapping[str, EvictionRequestView]
-) -> str | None:
+def _refused_pod(drain: MaintenanceDrain, requests: _Requests) -> str | None:
     """The first targeted pod (by namespace and name) whose eviction the imperative interceptor
     reports refused, with the refusal's cause."""
-    refused = [
-        (ref.namespace, ref.name, ref.uid, cause)
-        for ns in drain.nodes
-        for ref in ns.targeted_pods
-        if (er := eviction_requests.get(ref.uid)) is not None and (cause := refusal(er)) is not None
-    ]
+    refused = [r for ns in drain.nodes if (r := requests.on(ns).refused) is not None]
     if not refused:
         return None
     namespace, name, _, cause = min(refused)
@@ -582,7 +616,7 @@ def _waiting_node(drain: MaintenanceDrain) -> str | None:
 
 
 def _drain_summary(
-    drain: MaintenanceDrain, plan_length: int, eviction_requests: Mapping[str, EvictionRequestView]
+    drain: MaintenanceDrain, plan_length: int, requests: _Requests
 ) -> dict[str, Any]:
     """``status.summary`` in Drain (see the module's docstring)."""
     summary: dict[str, Any] = {
@@ -591,7 +625,7 @@ def _drain_summary(
         "entry": f"{drain.current_entry.describe()} ({drain.entry_index + 1} of {plan_length})",
     }
     if not drain.drained:
-        blocked = _refused_pod(drain, eviction_requests) or _waiting_node(drain)
+        blocked = _refused_pod(drain, requests) or _waiting_node(drain)
         if blocked is not None:
             summary["blockedBy"] = _one_line(blocked)
     return summary
@@ -604,7 +638,7 @@ def _drain_status(
     plan_length: int,
     now: datetime,
     observed: int | None,
-    eviction_requests: Mapping[str, EvictionRequestView],
+    requests: _Requests,
     deadline: float | None,
 ) -> list[RecordedEvent]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
@@ -614,7 +648,7 @@ def _drain_status(
     old_drained = next((c for c in conditions if c.get("type") == "Drained"), None)
     status["nodeStatuses"] = [ns.to_status() for ns in drain.nodes]
     status["drainPlanIndex"] = drain.entry_index
-    status["summary"] = _drain_summary(drain, plan_length, eviction_requests)
+    status["summary"] = _drain_summary(drain, plan_length, requests)
     entry = f"drain plan entry {drain.entry_index + 1} of {plan_length}: "
     entry += drain.current_entry.describe()
     if old_index != drain.entry_index:
@@ -640,7 +674,7 @@ def _drain_status(
         )
     conditions[:] = set_condition(conditions, "Drained", *drained, now, observed)
     events.extend(
-        _deadline_status(status, conditions, drain, deadline, now, observed, eviction_requests)
+        _deadline_status(status, conditions, drain, deadline, now, observed, requests.views)
     )
     return events
 
@@ -746,7 +780,7 @@ def _neighbour_statuses(
     resolution: Resolution,
     me: str,
     now: datetime,
-    eviction_requests: Mapping[str, EvictionRequestView],
+    requests: _Requests,
     default_deadline: float | None,
 ) -> list[StatusUpdate]:
     """The drain resolution is one computation over all intersecting maintenances; store it
@@ -768,7 +802,7 @@ def _neighbour_statuses(
             len(o.validity.plan),
             now,
             generation(o.obj),
-            eviction_requests,
+            requests,
             deadline_seconds(o.obj, default_deadline),
         )
         status["conditions"] = conditions
@@ -791,6 +825,107 @@ def selects_every_node(
     return None
 
 
+_UID = operator.attrgetter("uid")
+_PodsOn = Callable[[str], NodePods]
+"""A node's pods as the drain reads them."""
+
+
+def _node_requests(
+    node: str,
+    on: _OnNode,
+    refs: Sequence[PodRef],
+    views: Mapping[str, EvictionRequestView],
+) -> _NodeRequests:
+    """Ask for the eviction of every targeted pod of ``node`` (``refs``): create its request,
+    start a canceled one anew, or add our requester to someone else's; and which one's
+    eviction is refused."""
+    creates: list[EvictionRequestCreate] = []
+    deletes: list[EvictionRequestDelete] = []
+    patches: list[RequesterPatch] = []
+    refused: list[_Refused] = []
+    for ref in refs:
+        er = views.get(ref.uid)
+        if er is not None and (cause := refusal(er)) is not None:
+            refused.append((ref.namespace, ref.name, ref.uid, cause))
+        pod = on.by_uid.get(ref.uid)
+        if pod is None:
+            continue
+        if er is None:
+            # A terminating pod is leaving already; its request (if it had one) may be
+            # gone with it before the pod informer shows the pod gone.
+            if not deleting(pod):
+                creates.append(
+                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                )
+            continue
+        if er.canceled:
+            # A canceled request for a pod that is targeted again: start anew.
+            if not er.deleting:
+                deletes.append(
+                    EvictionRequestDelete(
+                        ref.namespace, ref.uid, er.uid, er.resource_version, "recreate"
+                    )
+                )
+                creates.append(
+                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                )
+            continue
+        if REQUESTER not in er.requesters and not er.deleting:
+            patches.append(
+                RequesterPatch(
+                    ref.namespace, ref.uid, er.resource_version, (*er.requesters, REQUESTER)
+                )
+            )
+    return _NodeRequests(tuple(creates), tuple(deletes), tuple(patches), min(refused, default=None))
+
+
+class _Bound:
+    """The pods bound to each node as one decision reads them, derived again only when they
+    changed."""
+
+    def __init__(self, inp: Inputs, recall: Recall) -> None:
+        self._pods = inp.pods
+        self._info = inp.pod_info
+        self._recall = recall
+
+    def on(self, node: str) -> _OnNode:
+        objects = self._pods.get(node, ())
+        key = objects if isinstance(objects, tuple) else tuple(objects)
+        return self._recall(node, "pods", key, lambda: _OnNode.read(key, self._info))
+
+    def pods(self, node: str) -> NodePods:
+        return self.on(node).pods
+
+
+class _Requests:
+    """The EvictionRequests as one decision reads them: by pod UID (each read once), and what
+    they call for on each node, derived again only when the node's pods, its targeted pods or
+    their requests changed."""
+
+    def __init__(self, inp: Inputs, recall: Recall, bound: _Bound) -> None:
+        self._objects = inp.eviction_requests
+        self.views: Mapping[str, EvictionRequestView] = _RequestViews(
+            inp.eviction_requests, inp.request_view
+        )
+        self._recall = recall
+        self._bound = bound
+        # node -> (its targeted pods, what they call for) in this decision: asked for twice
+        self._decided: dict[str, tuple[tuple[PodRef, ...], _NodeRequests]] = {}
+
+    def on(self, ns: NodeDrainStatus) -> _NodeRequests:
+        refs = ns.targeted_pods
+        decided = self._decided.get(ns.node)
+        if decided is not None and decided[0] is refs:
+            return decided[1]
+        on = self._bound.on(ns.node)
+        key = (on, refs, tuple(map(self._objects.get, map(_UID, refs))))
+        found = self._recall(
+            ns.node, "requests", key, lambda: _node_requests(ns.node, on, refs, self.views)
+        )
+        self._decided[ns.node] = (refs, found)
+        return found
+
+
 @dataclass(frozen=True)
 class _Context:
     """What every step of one decision reads."""
@@ -805,8 +940,9 @@ class _Context:
     acting: bool
     """Touch nothing while invalid, except that Complete (asked for, or by deletion) always
     undoes what the maintenance did: its cordons are known by the annotation, not the spec."""
-    requests: Mapping[str, EvictionRequestView]
-    """``inp.eviction_requests``, read through ``inp.request_view``."""
+    recall: Recall
+    bound: _Bound
+    requests: _Requests
 
     @property
     def nm(self) -> NodeMaintenance:
@@ -821,7 +957,7 @@ class _Context:
         return self.stage if self.acting else None
 
 
-def _others(inp: Inputs, me: str, validity: Validity) -> dict[str, _Other]:
+def _others(inp: Inputs, me: str, validity: Validity, recall: Recall) -> dict[str, _Other]:
     """Every maintenance of the inputs as the decision needs it (``validity`` is this one's)."""
     others: dict[str, _Other] = {}
     for obj in [*inp.maintenances, inp.maintenance]:
@@ -834,7 +970,7 @@ def _others(inp: Inputs, me: str, validity: Validity) -> dict[str, _Other]:
             name=name,
             stage=effective_stage(obj),
             validity=v,
-            selected=selected_nodes(obj, inp.nodes) if v.valid else frozenset(),
+            selected=_selection(inp, recall, obj) if v.valid else frozenset(),
         )
     return others
 
@@ -885,10 +1021,7 @@ def _uncordons(ctx: _Context, keep: frozenset[str]) -> tuple[list[NodePatch], li
 
 
 def _resolve(
-    others: Mapping[str, _Other],
-    pods: Mapping[str, Sequence[Mapping[str, Any]]],
-    slots: Slots | None,
-    info: PodInfoOf,
+    others: Mapping[str, _Other], pods_on: _PodsOn, slots: Slots | None
 ) -> Resolution | None:
     """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
     Under a limit, node by node and only on the nodes admitted (see Drain slots)."""
@@ -897,7 +1030,7 @@ def _resolve(
         return None
     if slots is None:
         nodes_needed = {n for v in views for n in v.nodes}
-        return resolve(views, {n: _pod_infos(info, pods.get(n, ())) for n in nodes_needed})
+        return resolve(views, {n: pods_on(n) for n in nodes_needed})
     per_node = [
         dataclasses.replace(
             v,
@@ -910,16 +1043,14 @@ def _resolve(
         for v in views
         for node in sorted(v.nodes & slots.admitted)
     ]
-    resolved = resolve(
-        per_node, {n: _pod_infos(info, pods.get(n, ())) for v in per_node for n in v.nodes}
-    )
+    resolved = resolve(per_node, {n: pods_on(n) for v in per_node for n in v.nodes})
     parts: dict[str, list[MaintenanceDrain]] = {}
     for v in per_node:
         parts.setdefault(v.label, []).append(resolved[v.name])
     out: dict[str, MaintenanceDrain] = {}
     for v in views:
         mine = parts.get(v.name, [])
-        waiting = [_waiting_status(n, pods, slots, info) for n in sorted(v.nodes - slots.admitted)]
+        waiting = [_waiting_status(n, pods_on(n), slots) for n in sorted(v.nodes - slots.admitted)]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
         # The least advanced node's entry; a node that waits has not started the plan.
         index = 0 if waiting or not mine else min(m.entry_index for m in mine)
@@ -934,24 +1065,20 @@ def _resolve(
     return Resolution(out)
 
 
-def _waiting_status(
-    node: str, pods: Mapping[str, Sequence[Mapping[str, Any]]], slots: Slots, info: PodInfoOf
-) -> NodeDrainStatus:
+def _waiting_status(node: str, pods: NodePods, slots: Slots) -> NodeDrainStatus:
     """The drain status of a node that waits for a drain slot: nothing targeted yet."""
-    present = [p for p in _pod_infos(info, pods.get(node, ())) if p.present]
-    leaving = sum(1 for p in present if p.terminating)
     return NodeDrainStatus(
         node=node,
         drain_targets=(),
         drain_message=slots.waiting_message(node),
         targeted_pods=(),
-        pods_pending_evacuation=len(present) - leaving,
-        pods_evacuating=leaving,
-        drained=not present,
+        pods_pending_evacuation=len(pods.present) - pods.leaving,
+        pods_evacuating=pods.leaving,
+        drained=not pods.present,
     )
 
 
-def _slots(inp: Inputs, others: Mapping[str, _Other]) -> Slots | None:
+def _slots(inp: Inputs, others: Mapping[str, _Other], pods_on: _PodsOn) -> Slots | None:
     """Which nodes may drain now under the limit (None: no limit)."""
     if inp.max_draining is None:
         return None
@@ -967,7 +1094,7 @@ def _slots(inp: Inputs, others: Mapping[str, _Other]) -> Slots | None:
                     node=node,
                     order=order,
                     admitted=bool(stored.get(node)) or node in inp.admitting,
-                    busy=any(p.present for p in _pod_infos(inp.pod_info, inp.pods.get(node, ()))),
+                    busy=bool(pods_on(node).present),
                 )
             )
     return allot(candidates, inp.max_draining)
@@ -1035,17 +1162,14 @@ def _undrained_node_statuses(ctx: _Context, act_stage: Stage) -> list[dict[str, 
     message = "Idle" if act_stage == Stage.IDLE else "Cordoned"
     node_statuses = []
     for node_name in sorted(ctx.mine.selected):
-        infos = [
-            p for p in _pod_infos(ctx.inp.pod_info, ctx.inp.pods.get(node_name, ())) if p.present
-        ]
-        leaving = sum(1 for p in infos if p.terminating)
+        pods = ctx.bound.pods(node_name)
         node_statuses.append(
             {
                 "nodeRef": {"name": node_name},
                 "drainTargets": [],
                 "drainMessage": message,
-                "podsPendingEvacuation": len(infos) - leaving,
-                "podsEvacuating": leaving,
+                "podsPendingEvacuation": len(pods.present) - pods.leaving,
+                "podsEvacuating": pods.leaving,
             }
         )
     return node_statuses
@@ -1097,9 +1221,7 @@ def _status(
                     deadline_seconds(ctx.nm, ctx.inp.drain_deadline),
                 )
             )
-            _note_ignored_interceptors(
-                status["nodeStatuses"], my_drain, ctx.inp.pods, ctx.inp.pod_info
-            )
+            _note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.bound.pods)
         elif act_stage in (Stage.IDLE, Stage.CORDON):
             status["nodeStatuses"] = _undrained_node_statuses(ctx, act_stage)
             status["summary"] = _undrained_summary(status["nodeStatuses"], act_stage)
@@ -1132,88 +1254,47 @@ class _EvictionActions:
     """UIDs of the pods this maintenance targets now."""
 
 
-def _pods_by_uid(
-    scope: Iterable[str], pods: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> dict[str, tuple[str, Mapping[str, Any]]]:
-    """The pods on the nodes of ``scope`` by UID, with their node."""
-    out: dict[str, tuple[str, Mapping[str, Any]]] = {}
-    for node_name in scope:
-        for pod in pods.get(node_name, ()):
-            uid = mapping(pod, "metadata").get("uid")
-            if isinstance(uid, str) and uid:
-                out[uid] = (node_name, pod)
-    return out
-
-
-def _ask_for_targeted(
-    ctx: _Context,
-    my_drain: MaintenanceDrain,
-    pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]],
-    out: _EvictionActions,
-) -> None:
-    """Ask for the eviction of every pod this maintenance targets: create its request, start
-    a canceled one anew, or add our requester to someone else's."""
+def _ask_for_targeted(ctx: _Context, my_drain: MaintenanceDrain, out: _EvictionActions) -> None:
+    """Ask for the eviction of every pod this maintenance targets (see _node_requests)."""
     for ns in my_drain.nodes:
-        for ref in ns.targeted_pods:
-            out.targeted.add(ref.uid)
-            found = pods_by_uid.get(ref.uid)
-            if found is None:
-                continue
-            er = ctx.requests.get(ref.uid)
-            if er is None:
-                # A terminating pod is leaving already; its request (if it had one) may be
-                # gone with it before the pod informer shows the pod gone.
-                if not deleting(found[1]):
-                    body = _eviction_request_body(found[1], ns.node)
-                    out.creates.append(EvictionRequestCreate(ref.namespace, body))
-                continue
-            if er.canceled:
-                # A canceled request for a pod that is targeted again: start anew.
-                if not er.deleting:
-                    out.deletes.append(
-                        EvictionRequestDelete(
-                            ref.namespace, ref.uid, er.uid, er.resource_version, "recreate"
-                        )
-                    )
-                    body = _eviction_request_body(found[1], ns.node)
-                    out.creates.append(EvictionRequestCreate(ref.namespace, body))
-                continue
-            if REQUESTER not in er.requesters and not er.deleting:
-                out.requester_patches.append(
-                    RequesterPatch(
-                        ref.namespace, ref.uid, er.resource_version, (*er.requesters, REQUESTER)
-                    )
-                )
+        out.targeted.update(ref.uid for ref in ns.targeted_pods)
+        asks = ctx.requests.on(ns)
+        out.creates.extend(asks.creates)
+        out.deletes.extend(asks.deletes)
+        out.requester_patches.extend(asks.requester_patches)
 
 
 def _withdraw(
-    ctx: _Context,
-    scope: frozenset[str],
-    pods_by_uid: Mapping[str, tuple[str, Mapping[str, Any]]],
-    all_targeted: set[str],
-    out: _EvictionActions,
+    ctx: _Context, scope: frozenset[str], all_targeted: set[str], out: _EvictionActions
 ) -> None:
     """The other requests on the nodes of ``scope``: delete Evicted ones only we asked for and
     canceled ones nobody asks for; withdraw our requester where no maintenance targets the pod
     any more."""
-    for uid in sorted(ctx.requests):
-        er = ctx.requests[uid]
-        if uid in out.targeted or er.deleting:
+    rest = sorted(ctx.inp.eviction_requests.keys() - out.targeted)
+    if not rest:
+        return
+    node_of_pod: dict[str, str] = {}  # pod UID -> its node, for the nodes of scope
+    for node in scope:
+        node_of_pod.update(dict.fromkeys(ctx.bound.on(node).by_uid, node))
+    for uid in rest:
+        er = ctx.requests.views[uid]
+        if er.deleting:
             continue
-        er_node = _node_of_request(er, pods_by_uid)
+        er_node = er.node if er.node is not None else node_of_pod.get(er.name)
         if er_node is None or er_node not in scope:
             continue
         requesters = er.requesters
         namespace = er.namespace or "default"
         er_rv, er_uid = er.resource_version, er.uid
+        pod_here = uid in node_of_pod
         if er.evicted:
-            gone_with_pod = uid not in pods_by_uid and er.owned_by_target
+            gone_with_pod = not pod_here and er.owned_by_target
             if set(requesters) <= {REQUESTER} and not gone_with_pod:
                 out.deletes.append(EvictionRequestDelete(namespace, uid, er_uid, er_rv, "evicted"))
             continue
         # While draining, a request whose pod is gone stays for the eviction request
         # controller to mark Evicted; on Complete every request is withdrawn.
-        withdraw = ctx.act_stage != Stage.DRAIN or uid in pods_by_uid
+        withdraw = ctx.act_stage != Stage.DRAIN or pod_here
         if REQUESTER in requesters and uid not in all_targeted and withdraw:
             kept = tuple(r for r in requesters if r != REQUESTER)
             out.requester_patches.append(RequesterPatch(namespace, uid, er_rv, kept))
@@ -1228,11 +1309,11 @@ def _evictions(
     out = _EvictionActions()
     if not ctx.acting:
         return out
-    scope = maintenance_nodes(ctx.nm, ctx.inp.nodes) | ctx.mine.selected
-    pods_by_uid = _pods_by_uid(scope, ctx.inp.pods)
+    selected = _selection(ctx.inp, ctx.recall, ctx.nm)
+    scope = maintenance_nodes(ctx.nm, ctx.inp.nodes, selected) | ctx.mine.selected
     if my_drain is not None and ctx.act_stage == Stage.DRAIN:
-        _ask_for_targeted(ctx, my_drain, pods_by_uid, out)
-    _withdraw(ctx, scope, pods_by_uid, all_targeted, out)
+        _ask_for_targeted(ctx, my_drain, out)
+    _withdraw(ctx, scope, all_targeted, out)
     return out
 
 
@@ -1249,19 +1330,23 @@ def decide(inp: Inputs) -> Actions:
         # removes the object once the other finalizers (if any) are gone.
         return Actions(stage=stage, validity=validity)
 
+    recall = inp.recall if inp.recall is not None else Recall()
+    bound = _Bound(inp, recall)
     ctx = _Context(
         inp=inp,
         me=me,
         stage=stage,
         deleting=is_deleting,
         validity=validity,
-        others=_others(inp, me, validity),
+        others=_others(inp, me, validity, recall),
         acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
-        requests=_RequestViews(inp.eviction_requests, inp.request_view),
+        recall=recall,
+        bound=bound,
+        requests=_Requests(inp, recall, bound),
     )
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
-    slots = _slots(inp, ctx.others) if ctx.acting else None
+    slots = _slots(inp, ctx.others, ctx.bound.pods) if ctx.acting else None
     waiting = frozenset(slots.waiting) if slots is not None else frozenset()
     uncordoned = frozenset() if inp.cordon_while_waiting else waiting
     cordon, cordon_events = _cordons(ctx, uncordoned) if holds_now else ([], [])
@@ -1270,7 +1355,7 @@ def decide(inp: Inputs) -> Actions:
         uncordon, uncordon_events = _uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
         cordon_events.extend(uncordon_events)
 
-    resolution = _resolve(ctx.others, inp.pods, slots, inp.pod_info)
+    resolution = _resolve(ctx.others, ctx.bound.pods, slots)
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (
@@ -1318,14 +1403,14 @@ def _escalation(
     current = status if status is not None else mapping(ctx.nm, "status")
     if not condition_true({"status": current}, DEADLINE_CONDITION):
         return []
-    pods_by_uid = _pods_by_uid(frozenset(ns.node for ns in drain.nodes), ctx.inp.pods)
     out: list[PodDelete] = []
     for ns in drain.nodes:
+        on = ctx.bound.on(ns.node)
         for ref in ns.targeted_pods:
-            found = pods_by_uid.get(ref.uid)
-            if found is None or deleting(found[1]):
+            pod = on.by_uid.get(ref.uid)
+            if pod is None or deleting(pod):
                 continue
-            if classify(found[1]).pod_type is PodType.DEFAULT:
+            if classify(pod).pod_type is PodType.DEFAULT:
                 out.append(PodDelete(ref.namespace, ref.name, ref.uid))
     return out
 

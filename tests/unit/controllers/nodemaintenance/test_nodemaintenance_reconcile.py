@@ -44,7 +44,7 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
 from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
-from nodeagent.model.memo import ObjectMemo
+from nodeagent.model.memo import ObjectMemo, Recall
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -103,6 +103,7 @@ class World:
         self.uids = itertools.count(1)
         self.pod_info = PodInfoMemo()
         self.request_view = ObjectMemo(EvictionRequestView.from_obj)
+        self.recall = Recall()
 
     def _rv(self) -> str:
         return str(next(self.rv))
@@ -181,7 +182,7 @@ class World:
         del self.pods[uid]
 
     def cordon_by_hand(self, node: str) -> None:
-        self.nodes[node]["spec"]["unschedulable"] = True
+        self.edit_node(node)["spec"]["unschedulable"] = True
 
     # the controller
 
@@ -201,10 +202,10 @@ class World:
     def decide(self, name: str) -> Actions:
         inputs = self.inputs(name)
         actions = decide(inputs)
-        # the controller remembers what it reads of pods and requests across decisions: the
-        # same decision with its memos
+        # the controller remembers what it reads of pods and requests, and what it derives per
+        # node, across decisions: the same decision with its memos
         remembered = dataclasses.replace(
-            inputs, pod_info=self.pod_info, request_view=self.request_view
+            inputs, pod_info=self.pod_info, request_view=self.request_view, recall=self.recall
         )
         assert decide(remembered) == actions
         return actions
@@ -250,8 +251,13 @@ class World:
         if a.remove_finalizer:
             del self.nms[name]
 
+    def edit_node(self, name: str) -> Obj:
+        """A new object for node ``name`` to change, as an informer's cache replaces one."""
+        node = self.nodes[name] = copy.deepcopy(self.nodes[name])
+        return node
+
     def _patch_node(self, p: NodePatch) -> None:
-        node = self.nodes[p.node]
+        node = self.edit_node(p.node)
         assert node["metadata"]["resourceVersion"] == p.resource_version, "stale node patch"
         patch = p.to_patch()
         del patch["metadata"]["resourceVersion"]
@@ -571,7 +577,7 @@ def test_a_hand_uncordoned_node_is_cordoned_again() -> None:
     w = World()
     w.maintenance("a", ["one"], stage="Cordon")
     w.settle()
-    w.nodes["one"]["spec"]["unschedulable"] = False
+    w.edit_node("one")["spec"]["unschedulable"] = False
     w.settle()
     assert w.cordoned("one") == (True, "a")
 
@@ -580,7 +586,7 @@ def test_stale_names_in_the_annotation_are_dropped() -> None:
     w = World()
     w.maintenance("a", ["one"], stage="Cordon")
     w.settle()
-    w.nodes["one"]["metadata"]["annotations"][CORDONED_BY_ANNOTATION] = "a,gone"
+    w.edit_node("one")["metadata"]["annotations"][CORDONED_BY_ANNOTATION] = "a,gone"
     w.settle()
     assert w.cordoned("one") == (True, "a")
 
@@ -830,7 +836,7 @@ def test_maintenance_nodes_include_status_and_held_nodes() -> None:
     w = World()
     nm = w.maintenance("m", ["one"])
     nm["status"] = {"nodeStatuses": [{"nodeRef": {"name": "two"}}]}
-    w.nodes["three"]["metadata"]["annotations"] = {CORDONED_BY_ANNOTATION: "x,m"}
+    w.edit_node("three")["metadata"]["annotations"] = {CORDONED_BY_ANNOTATION: "x,m"}
     assert maintenance_nodes(nm, w.nodes) == {"one", "two", "three"}
 
 
