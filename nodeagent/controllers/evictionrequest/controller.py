@@ -25,8 +25,10 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import metadata_of
 from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
 from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import EvictionRequestMetrics
@@ -104,7 +106,10 @@ class EvictionRequestController(Controller):
         self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
         # key -> (the resourceVersions our last writes replaced, loop time): WRITE_SEEN_TIMEOUT
         self._written: dict[str, tuple[frozenset[str], float]] = {}
+        # a request is read once per object the cache holds, not on every reconcile of it
+        self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
+        self.requests.add_handler(on_delete=self._on_request_deleted)
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
         self.budgets.add_handler(
@@ -112,6 +117,9 @@ class EvictionRequestController(Controller):
             lambda _, new: self._on_budget(new),
             self._on_budget_deleted,
         )
+
+    def _on_request_deleted(self, request: Obj) -> None:
+        self._view.forget(str(metadata_of(request).get("uid") or ""))
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         key = _pod_key(pod)
@@ -170,19 +178,21 @@ class EvictionRequestController(Controller):
         if (left := self._write_unseen(key, request)) is not None:
             self.enqueue_after(key, left)  # its watch event brings us back sooner
             return
-        view = EvictionRequestView.from_obj(request)
+        # Read here only, before any await: a request deleted meanwhile is not read again after
+        # its delete event made the memo forget it.
+        view = self._view(request)
         pod = await self._pod_for(view)
         remembered = self._imperative.get(key)
         state = remembered[1] if remembered and remembered[0] == view.uid else None
         gate = self._gate(pod) if pod is not None else None
-        plan = self._plan(key, request, pod, state, None, gate)
+        plan = self._plan(key, request, view, pod, state, None, gate)
         if plan.evict:
             if gate is not None:
                 self._let_through(gate)
             outcome = await self._evict(view, plan)
             if gate is not None and outcome.kind != "evicted":
                 self._let_through(gate, -1)  # the server let nothing through
-            plan = self._plan(key, request, pod, state, outcome, gate)
+            plan = self._plan(key, request, view, pod, state, outcome, gate)
         await self._apply(key, request, view, plan, pod)
 
     def _write_unseen(self, key: str, request: Obj) -> float | None:
@@ -214,12 +224,12 @@ class EvictionRequestController(Controller):
         self,
         key: str,
         request: Obj,
+        view: EvictionRequestView,
         pod: Obj | None,
         state: ImperativeState | None,
         outcome: EvictionOutcome | None,
         gate: BudgetGate | None,
     ) -> Plan:
-        view = EvictionRequestView.from_obj(request)
         remembered = self._activations.get(key)
         activated_at = None
         if remembered is not None and remembered[:2] == (view.uid, view.active):
@@ -332,7 +342,7 @@ class EvictionRequestController(Controller):
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)
-        self._observe(current, plan)
+        self._observe(current, view if current is request else None, plan)
         for note in plan.events:
             subject = pod if note.on_pod and pod is not None else current
             if self._events is not None:
@@ -340,10 +350,12 @@ class EvictionRequestController(Controller):
         if plan.requeue_after is not None and not plan.finished:
             self.enqueue_after(key, plan.requeue_after)
 
-    def _observe(self, request: Obj, plan: Plan) -> None:
+    def _observe(self, request: Obj, view: EvictionRequestView | None, plan: Plan) -> None:
+        """`view`: the request's, when known (not that of a version our write returned)."""
         if self._metrics is None:
             return
-        view = EvictionRequestView.from_obj(request)
+        if view is None:
+            view = EvictionRequestView.from_obj(request)
         if plan.finished:
             self._metrics.forget(view.namespace, view.name, keep_evictions=True)
             return

@@ -47,11 +47,13 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import metadata_of
 from nodeagent.model.interceptors import (
     DAEMONSET_INTERCEPTOR,
     EvictionRequestView,
     next_heartbeat_in,
 )
+from nodeagent.model.memo import ObjectMemo
 
 __all__ = ["DaemonSetInterceptor"]
 
@@ -93,8 +95,14 @@ class DaemonSetInterceptor(Controller):
         self._min_interval = settings.heartbeat_min_interval
         self._events = events
         self._clock = clock
+        # every request is looked at on each change of it or its pod, mostly to find it is not
+        # this interceptor's turn: read once per object the cache holds
+        self._view = ObjectMemo(EvictionRequestView.from_obj)
         pod_keys = request_key_for_pod(self.requests.store)
         self.enqueue_on(self.requests, lambda er: [_REQUEST + key_of(er)])
+        self.requests.add_handler(
+            on_delete=lambda er: self._view.forget(str(metadata_of(er).get("uid") or ""))
+        )
         self.enqueue_on(self.pods, lambda pod: [_REQUEST + k for k in pod_keys(pod)])
         self.enqueue_on(self.nodes, lambda n: [_NODE + key_of(n)] if has_taint(n) else [])
         self.enqueue_on(self.maintenances, lambda _: self._tainted_nodes())
@@ -114,7 +122,7 @@ class DaemonSetInterceptor(Controller):
         request = self.requests.store.get(key)
         if request is None:
             return
-        view = EvictionRequestView.from_obj(request)
+        view = self._view(request)  # before any await, as a request deleted since is forgotten
         if not daemonset_turn(view):
             return
         now = self._clock()
