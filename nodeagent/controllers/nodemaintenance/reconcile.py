@@ -67,6 +67,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from nodeagent.model.bodies import (
@@ -403,8 +404,6 @@ class Actions:
     requester_patches: tuple[RequesterPatch, ...] = ()
     uncordon: tuple[NodePatch, ...] = ()
     remove_finalizer: bool = False
-    targeted: frozenset[str] = field(default_factory=frozenset)
-    """UIDs of the pods this maintenance's nodes have targeted now (for logs and tests)."""
     admitted: frozenset[str] = frozenset()
     """Nodes this decision lets start draining under the limit (see Drain slots)."""
     requeue_after: float | None = None
@@ -443,6 +442,8 @@ class _Other:
     stage: Stage | None
     validity: Validity
     selected: frozenset[str]
+    progress: Mapping[str, Sequence[DrainPlanEntry]] = field(default_factory=dict)
+    """In Drain and valid: the drainTargets it stored for each node it selects."""
 
     def holds(self, node: str, annotation: Sequence[str]) -> bool:
         """Whether this maintenance keeps ``node`` cordoned."""
@@ -457,12 +458,14 @@ def _creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
     return (str(md.get("creationTimestamp") or ""), str(md.get("name") or ""))
 
 
-def _stored_progress(o: _Other) -> dict[str, list[DrainPlanEntry]]:
-    """The drainTargets the maintenance stored for each node it selects."""
+def _stored_progress(
+    status: Mapping[str, Any], selected: frozenset[str]
+) -> dict[str, list[DrainPlanEntry]]:
+    """The drainTargets a maintenance stored (``status``) for each node it selects."""
     progress: dict[str, list[DrainPlanEntry]] = {}
-    for entry in items(mapping(o.obj, "status"), "nodeStatuses"):
+    for entry in items(status, "nodeStatuses"):
         node = mapping(entry, "nodeRef").get("name")
-        if not isinstance(node, str) or node not in o.selected:
+        if not isinstance(node, str) or node not in selected:
             continue
         try:
             progress[node] = entries_from_dicts(as_map(entry).get("drainTargets"), "drainTargets")
@@ -475,7 +478,6 @@ def _view(o: _Other) -> MaintenanceView | None:
     if o.stage != Stage.DRAIN or not o.validity.valid:
         return None
     status = mapping(o.obj, "status")
-    progress = _stored_progress(o)
     index = status.get("drainPlanIndex")
     entry_index = index if isinstance(index, int) and not isinstance(index, bool) else None
     if entry_index is not None and not 0 <= entry_index < len(o.validity.plan):
@@ -486,7 +488,7 @@ def _view(o: _Other) -> MaintenanceView | None:
         stage=DRAIN_STAGE,
         plan=o.validity.plan,
         nodes=o.selected,
-        progress=progress,
+        progress=o.progress,
         entry_index=entry_index,
     )
 
@@ -516,6 +518,8 @@ _Refused = tuple[str, str, str, str]
 class _NodeRequests:
     """What the EvictionRequests of a node's targeted pods call for."""
 
+    uids: frozenset[str]
+    """The targeted pods'."""
     creates: tuple[EvictionRequestCreate, ...]
     deletes: tuple[EvictionRequestDelete, ...]
     requester_patches: tuple[RequesterPatch, ...]
@@ -876,7 +880,13 @@ def _node_requests(
                     ref.namespace, ref.uid, er.resource_version, (*er.requesters, REQUESTER)
                 )
             )
-    return _NodeRequests(tuple(creates), tuple(deletes), tuple(patches), min(refused, default=None))
+    return _NodeRequests(
+        frozenset(ref.uid for ref in refs),
+        tuple(creates),
+        tuple(deletes),
+        tuple(patches),
+        min(refused, default=None),
+    )
 
 
 class _Bound:
@@ -965,13 +975,15 @@ def _others(inp: Inputs, me: str, validity: Validity, recall: Recall) -> dict[st
         if not name:
             continue
         v = validity if name == me else validate(obj)
-        others[name] = _Other(
-            obj=obj,
-            name=name,
-            stage=effective_stage(obj),
-            validity=v,
-            selected=_selection(inp, recall, obj) if v.valid else frozenset(),
-        )
+        stage = effective_stage(obj)
+        selected = _selection(inp, recall, obj) if v.valid else frozenset()
+        progress: Mapping[str, Sequence[DrainPlanEntry]] = {}
+        if stage == Stage.DRAIN and v.valid:
+            status = mapping(obj, "status")  # a new object with every write of it
+            progress = recall(
+                name, "progress", (status, selected), partial(_stored_progress, status, selected)
+            )
+        others[name] = _Other(obj, name, stage, v, selected, progress)
     return others
 
 
@@ -1086,30 +1098,17 @@ def _slots(inp: Inputs, others: Mapping[str, _Other], pods_on: _PodsOn) -> Slots
     for o in others.values():
         if o.stage != Stage.DRAIN or not o.validity.valid:
             continue
-        stored = _stored_progress(o)
         order = _creation_key(o.obj)
         for node in o.selected:
             candidates.append(
                 Candidate(
                     node=node,
                     order=order,
-                    admitted=bool(stored.get(node)) or node in inp.admitting,
+                    admitted=bool(o.progress.get(node)) or node in inp.admitting,
                     busy=bool(pods_on(node).present),
                 )
             )
     return allot(candidates, inp.max_draining)
-
-
-def _targeted_uids(resolution: Resolution | None) -> set[str]:
-    """UIDs of the pods any maintenance of the resolution targets."""
-    if resolution is None:
-        return set()
-    return {
-        ref.uid
-        for m in resolution.maintenances.values()
-        for ns in m.nodes
-        for ref in ns.targeted_pods
-    }
 
 
 def _validity_status(
@@ -1257,22 +1256,29 @@ class _EvictionActions:
 def _ask_for_targeted(ctx: _Context, my_drain: MaintenanceDrain, out: _EvictionActions) -> None:
     """Ask for the eviction of every pod this maintenance targets (see _node_requests)."""
     for ns in my_drain.nodes:
-        out.targeted.update(ref.uid for ref in ns.targeted_pods)
         asks = ctx.requests.on(ns)
+        out.targeted |= asks.uids
         out.creates.extend(asks.creates)
         out.deletes.extend(asks.deletes)
         out.requester_patches.extend(asks.requester_patches)
 
 
 def _withdraw(
-    ctx: _Context, scope: frozenset[str], all_targeted: set[str], out: _EvictionActions
+    ctx: _Context, scope: frozenset[str], resolution: Resolution | None, out: _EvictionActions
 ) -> None:
     """The other requests on the nodes of ``scope``: delete Evicted ones only we asked for and
-    canceled ones nobody asks for; withdraw our requester where no maintenance targets the pod
-    any more."""
+    canceled ones nobody asks for; withdraw our requester where no maintenance of the
+    resolution targets the pod any more."""
     rest = sorted(ctx.inp.eviction_requests.keys() - out.targeted)
     if not rest:
         return
+    all_targeted: frozenset[str] = frozenset().union(
+        *(
+            ctx.requests.on(ns).uids
+            for m in (resolution.maintenances.values() if resolution is not None else ())
+            for ns in m.nodes
+        )
+    )
     node_of_pod: dict[str, str] = {}  # pod UID -> its node, for the nodes of scope
     for node in scope:
         node_of_pod.update(dict.fromkeys(ctx.bound.on(node).by_uid, node))
@@ -1303,7 +1309,7 @@ def _withdraw(
 
 
 def _evictions(
-    ctx: _Context, my_drain: MaintenanceDrain | None, all_targeted: set[str]
+    ctx: _Context, my_drain: MaintenanceDrain | None, resolution: Resolution | None
 ) -> _EvictionActions:
     """What to do with the EvictionRequests of the maintenance's nodes."""
     out = _EvictionActions()
@@ -1313,7 +1319,7 @@ def _evictions(
     scope = maintenance_nodes(ctx.nm, ctx.inp.nodes, selected) | ctx.mine.selected
     if my_drain is not None and ctx.act_stage == Stage.DRAIN:
         _ask_for_targeted(ctx, my_drain, out)
-    _withdraw(ctx, scope, all_targeted, out)
+    _withdraw(ctx, scope, resolution, out)
     return out
 
 
@@ -1363,7 +1369,7 @@ def decide(inp: Inputs) -> Actions:
         if resolution is not None and ctx.acting
         else []
     )
-    evictions = _evictions(ctx, my_drain, _targeted_uids(resolution))
+    evictions = _evictions(ctx, my_drain, resolution)
     add_finalizer = (
         ctx.acting
         and not is_deleting
@@ -1384,7 +1390,6 @@ def decide(inp: Inputs) -> Actions:
         requester_patches=tuple(evictions.requester_patches),
         uncordon=tuple(uncordon),
         remove_finalizer=is_deleting and _has_finalizer(nm),
-        targeted=frozenset(evictions.targeted),
         admitted=frozenset(slots.newly) if slots is not None else frozenset(),
         requeue_after=_deadline_requeue(ctx, status, my_drain),
         delete_pods=tuple(_escalation(ctx, status, my_drain)),
