@@ -1,7 +1,7 @@
 """nodeagent benchmarks: `python -m tests.bench [--quick] [--only FIGURES] [--out DIR]`.
 
-FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache. Prints a table and
-writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
+FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision. Prints a
+table and writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
 
 Not part of the test run: nothing here is named test_*. See tests/bench/README.md.
 """
@@ -29,7 +29,7 @@ from tests.bench import common, imports
 from tests.bench.backends import BACKENDS
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 
-FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache")
+FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision")
 GOALS = {
     "drain_vs_critical_path": 1.1,
     "drain_vs_kubectl": 0.5,
@@ -291,6 +291,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     sc = results.get("scale")
     if sc and "error" not in sc:
         out += scale_rows({b: sc[b] for b in BACKENDS if b in sc})
+    dc = results.get("decision")
+    if dc and "error" not in dc:
+        out += decision_rows(dc)
     for name in FIGURES:
         r = results.get(name) or {}
         failed = {"figure": r} if "error" in r else {}
@@ -437,6 +440,27 @@ def scale_rows(per: dict[str, Any]) -> list[Row]:
     return out
 
 
+def decision_rows(dc: dict[str, Any]) -> list[Row]:
+    out = [
+        _sim_only(
+            f"NodeMaintenance decision, {s['nodes']} nodes x 30 pods, all requested: "
+            "afresh / incremental",
+            f"{s['afresh_ms']:.1f} / {s['incremental_ms']:.1f} ms "
+            f"({s['afresh_vs_incremental']:.1f}x)",
+        )
+        for s in dc["sizes"]
+    ]
+    k = dc["growth_exponent"]
+    if k["afresh_ms"] is not None:
+        out.append(
+            _sim_only(
+                "  decision's growth exponent vs nodes: afresh / incremental",
+                f"{k['afresh_ms']} / {k['incremental_ms']}",
+            )
+        )
+    return out
+
+
 def table(results: dict[str, Any]) -> str:
     lines = rows(results)
     backends = [b for b in BACKENDS if any(b in r[1] for r in lines)]
@@ -513,7 +537,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.setdefault("durations_seconds", {})[name] = round(time.monotonic() - t, 1)
         print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", file=sys.stderr)
 
-    from tests.bench import cache, drain, idle, reaction, scale
+    from tests.bench import cache, decision, drain, idle, reaction, scale
 
     binaries: Binaries | None = None
     on_real = "real" in backends and bool({"drain", "requests", "scale", "idle"} & set(figures))
@@ -560,6 +584,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
     if "cache" in figures:
         await step("cache", asyncio.to_thread(cache.run))
+    if "decision" in figures:
+        await step("decision", asyncio.to_thread(decision.run))
     results["workdir"] = str(work)
     return results
 
