@@ -283,7 +283,10 @@ class NodeMaintenanceController(Controller):
         self._written.pop(name, None)
         self._recall.forget(name)
         before = self._members.component([name])[0]
+        nodes = self._members.by_nm.get(name, set())
         self._members.maintenance_deleted(name)
+        for node in nodes - self._members.by_node.keys():
+            self._recall.forget(node)  # no decision reads it now: let its pods' objects go
         if name in self._in_drain:
             self._in_drain.discard(name)
             before |= self._in_drain if self._settings.max_draining_nodes is not None else set()

@@ -15,6 +15,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     Actions,
     EvictionRequestCreate,
     Validity,
+    decide,
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import NotFound
@@ -267,3 +268,28 @@ async def test_a_joint_decision_whose_requests_hang_does_not_hold_back_the_other
             t.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+
+
+async def test_a_deleted_maintenance_lets_go_of_what_decisions_derived_for_its_nodes() -> None:
+    # The Recall keeps each node's pods as the last decision read them: once no maintenance
+    # has the node, nothing would replace them, and the objects of pods long gone would stay.
+    client = RecordingClient()
+    controller, informers = controller_of(client)
+    w = World(nodes=("one", "two"))
+    nm = w.maintenance("m", ["one"])
+    w.pod("web", "one")
+    w.pod("db", "two")
+    for node in w.nodes.values():
+        informers.informer(NODES).store.upsert(node)
+    for pod in w.pods.values():
+        informers.informer(PODS).store.upsert(pod)
+    informers.informer(NODEMAINTENANCES).store.upsert(nm)
+    controller._on_maintenance(nm)
+    inputs = controller.inputs("m")
+    assert inputs is not None and [p["metadata"]["name"] for p in inputs.pods["one"]] == ["web"]
+    decide(inputs)
+    assert len(controller._recall) == 2  # node one and maintenance m
+
+    controller._on_maintenance_delete(nm)
+
+    assert len(controller._recall) == 0
