@@ -51,6 +51,14 @@ its maintenance that drain, and those must finish for the slot to pass on. Maint
 a node still meet on it. Admissions are returned (``Actions.admitted``) so the shell can count
 them while its cache does not show them yet.
 
+Cost. A decision over a large maintenance is taken again on every change of its pods, so
+what it derives per node (the pods as the drain reads them, those each drainTargets cover,
+what their EvictionRequests call for) and per maintenance (its selected nodes, its stored
+progress) is kept in ``Inputs.recall`` and derived again only when its part of the inputs
+changed: an unchanged node costs a few lookups, not a pass over its pods. What is left per
+decision is the assembly over nodes (their statuses, cordons). The result is the same with or
+without it (the tests check both).
+
 Drain deadline. ``spec.drainDeadlineSeconds``, else ``Inputs.drain_deadline``, counted from the
 start of the Drain stage: once it passes with pods left, condition
 ``DrainDeadlineExceeded=True`` names the pods left and what refuses their eviction (the
