@@ -59,7 +59,7 @@ class Recall:
         return value
 
     def forget(self, group: str) -> None:
-        """The group's subject is gone (a node deleted): drop its values."""
+        """The group's subject is gone, or no decision reads it now: drop its values."""
         self._groups.pop(group, None)
 
     def __len__(self) -> int:

@@ -48,6 +48,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     StatusUpdate,
     decide,
     effective_stage,
+    recall_group,
     refusal,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
@@ -218,12 +219,13 @@ class NodeMaintenanceController(Controller):
         self._recorder = recorder
         self._clock = clock
         self._writes = max(1, max_concurrent_writes)
-        self._members = Membership()
+        # what decisions derive per node and maintenance, while it stays the same (Inputs.recall);
+        # a node no maintenance has is read by no decision: its values (pod objects) go
+        self._recall = Recall()
+        self._members = Membership(node_left=self._recall.forget)
         self._joint = asyncio.Lock()  # decisions of intersecting maintenances, one at a time
         self._pod_info = PodInfoMemo()
         self._request_view = ObjectMemo(EvictionRequestView.from_obj)
-        # what decisions derive per node and maintenance, while it stays the same (Inputs.recall)
-        self._recall = Recall()
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._progress_written: dict[str, float] = {}  # maintenance -> loop time
         self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
@@ -281,12 +283,9 @@ class NodeMaintenanceController(Controller):
     def _on_maintenance_delete(self, nm: Obj) -> None:
         name = key_of(nm)
         self._written.pop(name, None)
-        self._recall.forget(name)
+        self._recall.forget(recall_group(name))
         before = self._members.component([name])[0]
-        nodes = self._members.by_nm.get(name, set())
         self._members.maintenance_deleted(name)
-        for node in nodes - self._members.by_node.keys():
-            self._recall.forget(node)  # no decision reads it now: let its pods' objects go
         if name in self._in_drain:
             self._in_drain.discard(name)
             before |= self._in_drain if self._settings.max_draining_nodes is not None else set()

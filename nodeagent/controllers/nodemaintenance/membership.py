@@ -23,7 +23,9 @@ __all__ = ["Membership"]
 class Membership:
     """Maintenance -> nodes and node -> maintenances, with each maintenance's shared-node count."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_left: Callable[[str], None] = lambda node: None) -> None:
+        """``node_left(node)``: no maintenance has ``node`` any more."""
+        self._node_left = node_left
         self.by_nm: dict[str, set[str]] = {}
         self.by_node: dict[str, set[str]] = {}
         self._shared: dict[str, int] = {}  # maintenance -> its nodes another one also has
@@ -48,6 +50,7 @@ class Membership:
                 self._share([name], -1)
             else:
                 del self.by_node[n]
+                self._node_left(n)
         for n in nodes - old:
             members = self.by_node.setdefault(n, set())
             if len(members) == 1:

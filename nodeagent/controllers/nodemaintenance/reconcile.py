@@ -158,6 +158,7 @@ __all__ = [
     "effective_stage",
     "involves",
     "maintenance_nodes",
+    "recall_group",
     "refusal",
     "selected_nodes",
     "status_nodes",
@@ -205,11 +206,18 @@ def maintenance_nodes(
     return selected.union(cordoned, status_nodes(nm))
 
 
+def recall_group(maintenance: str) -> str:
+    """The Recall group of what decisions derive for a maintenance (a node's is its name; no
+    node name has a "/")."""
+    return f"nodemaintenance/{maintenance}"
+
+
 def _selection(inp: Inputs, recall: Recall, nm: Mapping[str, Any]) -> frozenset[str]:
     """:func:`selected_nodes` of ``nm``, derived again only when its selector or a node
-    changed (slot "selection" of the maintenance's name)."""
+    changed."""
     key = (mapping(nm, "spec").get("nodeSelector"), tuple(inp.nodes), tuple(inp.nodes.values()))
-    return recall(name_of(nm), "selection", key, lambda: selected_nodes(nm, inp.nodes))
+    group = recall_group(name_of(nm))
+    return recall(group, "selection", key, lambda: selected_nodes(nm, inp.nodes))
 
 
 def connected(
@@ -306,9 +314,10 @@ class Inputs:
     request_view: RequestViewOf = EvictionRequestView.from_obj
     """An EvictionRequest as the decision reads it: the controller passes a memo of it."""
     recall: Recall | None = None
-    """What decisions derive per node (its pods as the drain reads them, the requests for
-    them), kept from one decision to the next: the controller passes one, so a decision
-    derives again only what changed. None: derived afresh."""
+    """What decisions derive per node (its pods as the drain reads them, what their requests
+    call for) and per maintenance (its selected nodes, its stored progress; group
+    :func:`recall_group`), kept from one decision to the next: the controller passes one, so a
+    decision derives again only what changed. None: derived afresh."""
 
 
 @dataclass(frozen=True)
@@ -989,7 +998,10 @@ def _others(inp: Inputs, me: str, validity: Validity, recall: Recall) -> dict[st
         if stage == Stage.DRAIN and v.valid:
             status = mapping(obj, "status")  # a new object with every write of it
             progress = recall(
-                name, "progress", (status, selected), partial(_stored_progress, status, selected)
+                recall_group(name),
+                "progress",
+                (status, selected),
+                partial(_stored_progress, status, selected),
             )
         others[name] = _Other(obj, name, stage, v, selected, progress)
     return others

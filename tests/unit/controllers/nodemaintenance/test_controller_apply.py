@@ -270,6 +270,27 @@ async def test_a_joint_decision_whose_requests_hang_does_not_hold_back_the_other
                 await t
 
 
+def synced(w: World, informers: SharedInformers) -> None:
+    """The informers' stores hold the world's nodes and pods."""
+    for node in w.nodes.values():
+        informers.informer(NODES).store.upsert(node)
+    for pod in w.pods.values():
+        informers.informer(PODS).store.upsert(pod)
+
+
+def stored(
+    controller: NodeMaintenanceController, informers: SharedInformers, nm: Obj, rv: str
+) -> Obj:
+    """Decide on `nm` and bring its new status back through the informer, as a watch would."""
+    inputs = controller.inputs(str(nm["metadata"]["name"]))
+    assert inputs is not None
+    written = {**copy.deepcopy(nm), "status": decide(inputs).status}
+    written["metadata"]["resourceVersion"] = rv
+    informers.informer(NODEMAINTENANCES).store.upsert(written)
+    controller._on_maintenance(written)
+    return written
+
+
 async def test_a_deleted_maintenance_lets_go_of_what_decisions_derived_for_its_nodes() -> None:
     # The Recall keeps each node's pods as the last decision read them: once no maintenance
     # has the node, nothing would replace them, and the objects of pods long gone would stay.
@@ -279,10 +300,7 @@ async def test_a_deleted_maintenance_lets_go_of_what_decisions_derived_for_its_n
     nm = w.maintenance("m", ["one"])
     w.pod("web", "one")
     w.pod("db", "two")
-    for node in w.nodes.values():
-        informers.informer(NODES).store.upsert(node)
-    for pod in w.pods.values():
-        informers.informer(PODS).store.upsert(pod)
+    synced(w, informers)
     informers.informer(NODEMAINTENANCES).store.upsert(nm)
     controller._on_maintenance(nm)
     inputs = controller.inputs("m")
@@ -293,3 +311,25 @@ async def test_a_deleted_maintenance_lets_go_of_what_decisions_derived_for_its_n
     controller._on_maintenance_delete(nm)
 
     assert len(controller._recall) == 0
+
+
+async def test_a_deleted_node_is_let_go_of_once_the_maintenance_no_longer_reports_it() -> None:
+    # Deleted while its maintenance's status still names it: the decision its deletion brings
+    # reads it once more (its pods are not collected yet), and writes a status without it.
+    client = RecordingClient()
+    controller, informers = controller_of(client)
+    w = World(nodes=("one", "two"))
+    nm = w.maintenance("m", ["one", "two"])
+    w.pod("web", "one")
+    w.pod("db", "two")
+    synced(w, informers)
+    informers.informer(NODEMAINTENANCES).store.upsert(nm)
+    controller._on_maintenance(nm)
+    nm = stored(controller, informers, nm, "900")
+    two = informers.informer(NODES).store.delete("two")
+    assert two is not None
+    controller._on_node_delete(two)
+    nm = stored(controller, informers, nm, "901")
+
+    assert "two" not in controller._members.by_node
+    assert len(controller._recall) == 2  # node one and maintenance m

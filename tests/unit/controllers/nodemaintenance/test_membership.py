@@ -1,5 +1,6 @@
 """The membership index answers as a walk over the whole graph would, after any sequence of
-changes, including its shortcut for maintenances that share no node."""
+changes, including its shortcut for maintenances that share no node, and tells which nodes no
+maintenance has any more."""
 
 from __future__ import annotations
 
@@ -41,9 +42,11 @@ def _check(members: Membership, model: dict[str, set[str]]) -> None:
 def test_index_matches_a_walk_after_any_changes(
     steps: list[tuple[str, frozenset[str] | None]],
 ) -> None:
-    members = Membership()
+    left: list[str] = []
+    members = Membership(node_left=left.append)
     model: dict[str, set[str]] = {}
     for name, nodes in steps:
+        had = set(members.by_node)
         if nodes is None:
             members.maintenance_deleted(name)
             model.pop(name, None)
@@ -51,6 +54,9 @@ def test_index_matches_a_walk_after_any_changes(
             members.assign(name, set(nodes))
             model[name] = set(nodes)
         _check(members, model)
+        # told of exactly the nodes no maintenance has any more, once each
+        assert sorted(left) == sorted(had - set(members.by_node))
+        left.clear()
 
 
 def test_a_maintenance_alone_is_its_own_component() -> None:
