@@ -294,9 +294,6 @@ class NodePods:
     def __iter__(self) -> Iterator[PodInfo]:
         return iter(self._pods)
 
-    def __len__(self) -> int:
-        return len(self._pods)
-
     def covered(self, tracks: Mapping[_Track, int]) -> Covered:
         key = tuple(sorted(tracks.items(), key=_target_order))
         found = self._covered.get(key)

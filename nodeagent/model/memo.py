@@ -11,6 +11,11 @@ __all__ = ["ObjectMemo", "Recall"]
 T = TypeVar("T")
 
 
+def _uid(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
+
+
 class ObjectMemo(Generic[T]):
     """``read(obj)`` remembered per object, for decisions taken over and over on the same
     informer cache. What ``read`` returns depends on its object alone, and the cache replaces an
@@ -22,8 +27,7 @@ class ObjectMemo(Generic[T]):
         self._by_uid: dict[str, tuple[Mapping[str, Any], T]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> T:
-        metadata = obj.get("metadata")
-        uid = str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
+        uid = _uid(obj)
         hit = self._by_uid.get(uid)
         if hit is not None and hit[0] is obj:
             return hit[1]
@@ -31,9 +35,9 @@ class ObjectMemo(Generic[T]):
         self._by_uid[uid] = (obj, value)
         return value
 
-    def forget(self, uid: str) -> None:
-        """The object is gone: drop its entry."""
-        self._by_uid.pop(uid, None)
+    def forget(self, obj: Mapping[str, Any]) -> None:
+        """``obj`` is gone (an informer's delete handler): drop its entry."""
+        self._by_uid.pop(_uid(obj), None)
 
     def __len__(self) -> int:
         return len(self._by_uid)

@@ -25,7 +25,6 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import metadata_of
 from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
 from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
@@ -109,7 +108,7 @@ class EvictionRequestController(Controller):
         # a request is read once per object the cache holds, not on every reconcile of it
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
-        self.requests.add_handler(on_delete=self._on_request_deleted)
+        self.requests.add_handler(on_delete=self._view.forget)
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
         self.budgets.add_handler(
@@ -117,9 +116,6 @@ class EvictionRequestController(Controller):
             lambda _, new: self._on_budget(new),
             self._on_budget_deleted,
         )
-
-    def _on_request_deleted(self, request: Obj) -> None:
-        self._view.forget(str(metadata_of(request).get("uid") or ""))
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         key = _pod_key(pod)

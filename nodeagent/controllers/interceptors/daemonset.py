@@ -47,7 +47,6 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import metadata_of
 from nodeagent.model.interceptors import (
     DAEMONSET_INTERCEPTOR,
     EvictionRequestView,
@@ -100,9 +99,7 @@ class DaemonSetInterceptor(Controller):
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         pod_keys = request_key_for_pod(self.requests.store)
         self.enqueue_on(self.requests, lambda er: [_REQUEST + key_of(er)])
-        self.requests.add_handler(
-            on_delete=lambda er: self._view.forget(str(metadata_of(er).get("uid") or ""))
-        )
+        self.requests.add_handler(on_delete=self._view.forget)
         self.enqueue_on(self.pods, lambda pod: [_REQUEST + k for k in pod_keys(pod)])
         self.enqueue_on(self.nodes, lambda n: [_NODE + key_of(n)] if has_taint(n) else [])
         self.enqueue_on(self.maintenances, lambda _: self._tainted_nodes())

@@ -303,7 +303,6 @@ class NodeMaintenanceController(Controller):
 
     def _on_node_delete(self, node: Obj) -> None:
         name = key_of(node)
-        self._recall.forget(name)
         before = self._members.around_node(name)
         self._members.node_changed(name, None, self._all_maintenances())
         self._enqueue_all(before)
@@ -357,7 +356,7 @@ class NodeMaintenanceController(Controller):
     def _request_gone(self, er: Obj) -> None:
         self._created_seen(key_of(er))
         view = self._request_view(er)
-        self._request_view.forget(view.uid)
+        self._request_view.forget(er)
         self._deleted.pop(str(metadata_of(er).get("uid")), None)
         pod = self._cached_target(er)  # a request is named after its pod's UID
         if view.owned_by_target and pod is not None and metadata_of(pod).get("uid") == name_of(er):
@@ -369,7 +368,7 @@ class NodeMaintenanceController(Controller):
         uid = str(metadata_of(pod).get("uid"))
         self._gone.pop(f"{metadata_of(pod).get('namespace')}/{uid}", None)
         self._deleted_pods.pop(uid, None)
-        self._pod_info.forget(uid)
+        self._pod_info.forget(pod)
 
     def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
         """Seconds left of the expectation on `key`, or None."""

@@ -36,5 +36,5 @@ def test_object_memo_reads_a_replaced_object_anew() -> None:
     assert memo(first) == {"x": 1}
     assert memo(first) is memo(first)
     assert memo({"metadata": {"uid": "u"}, "spec": {"x": 2}}) == {"x": 2}
-    memo.forget("u")
+    memo.forget({"metadata": {"uid": "u"}})
     assert len(memo) == 0
