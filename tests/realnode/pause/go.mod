@@ -1,0 +1,3 @@
+module nodeagent.test/pause
+
+go 1.22
