@@ -10,10 +10,13 @@
 # The base is pinned by version; pin its digest too for reproducible builds (the digest of the
 # tag for linux/amd64 and linux/arm64, from `docker buildx imagetools inspect
 # python:3.11.13-slim-bookworm`), e.g.
-#     FROM python:3.11.13-slim-bookworm@sha256:<digest> AS build
-# and bump both together (Dependabot and Renovate update such pins).
+#     ARG BASE=python:3.11.13-slim-bookworm@sha256:<digest>
+# and bump both together (Dependabot and Renovate update such pins). `--build-arg BASE=...`
+# takes another base with a python3 at /usr/local/bin/python3 (the real-node tests build this
+# image without a registry from a local Debian base: tests/realnode/images.py).
+ARG BASE=python:3.11.13-slim-bookworm
 
-FROM python:3.11.13-slim-bookworm AS build
+FROM ${BASE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -27,7 +30,7 @@ RUN python -m pip wheel --no-cache-dir --wheel-dir /wheels . \
         --find-links /wheels nodeagent \
  && /opt/nodeagent/bin/nodeagent --help >/dev/null
 
-FROM python:3.11.13-slim-bookworm
+FROM ${BASE}
 ARG DEBIAN_FRONTEND=noninteractive
 LABEL org.opencontainers.image.title="nodeagent" \
       org.opencontainers.image.description="Graceful shutdown and maintenance for Kubernetes nodes" \

@@ -66,11 +66,16 @@ def parse(text: str) -> tuple[list[str], list[Stage]]:
     assert not current, "the file ends in a line continuation"
 
     stages: list[Stage] = []
+    defaults: dict[str, str] = {}  # the ARGs before the first FROM, which FROM lines may use
     for ins in instructions:
-        if ins.keyword == "FROM":
+        if ins.keyword == "ARG" and not stages:
+            key, _, value = ins.args.partition("=")
+            defaults[key] = value
+        elif ins.keyword == "FROM":
             words = [w for w in ins.args.split() if not w.startswith("--")]
             name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append(Stage(words[0], name))
+            image = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults[m[1] or m[2]], words[0])
+            stages.append(Stage(image, name))
         else:
             assert stages, f"line {ins.line}: {ins.keyword} before the first FROM"
             stages[-1].instructions.append(ins)
@@ -101,7 +106,9 @@ def test_multi_stage_on_one_pinned_base(dockerfile: tuple[list[str], list[Stage]
     assert (int(m[1]), int(m[2])) >= (int(floor[1]), int(floor[2]))
     if not m[5]:
         # not pinned by digest yet: the file says how to
-        assert any("sha256:" in c and "FROM" in c for c in comments), "digest pin comment"
+        assert any("sha256:" in c and ("FROM" in c or "ARG" in c) for c in comments), (
+            "digest pin comment"
+        )
 
 
 def test_final_stage_is_the_base_plus_the_virtualenv(
