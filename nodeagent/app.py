@@ -31,9 +31,11 @@ from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.logind.fdstore import FdStore, inherited_fds
 from nodeagent.logind.guard import ShutdownGuard
+from nodeagent.model.kubelet_shutdown import GnsState, Verdict
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.conditions import NodeConditions
 from nodeagent.node.identity import resolve_node_name
+from nodeagent.node.kubelet_shutdown import KubeletShutdownWatch
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
@@ -70,6 +72,9 @@ class Agent:
     fdstore: FdStore | None = None
     inherited_locks: list[tuple[int, str]] = field(default_factory=list)
     metrics: OperatorMetrics = field(init=False)
+    # the kubelet's Graceful Node Shutdown as last found (None: not looked yet)
+    kubelet_gns: Verdict | None = None
+    _status_shown: str = ""
     # None without webhooks: the sender's HTTP client (aiohttp, some 10 MiB resident) is
     # imported only where notifications are configured
     webhooks: Webhooks | None = field(init=False, default=None)
@@ -205,8 +210,20 @@ class Agent:
                 client, informers, events, node_name=self.node_name, shutdown=self.guard
             )
             tg.create_task(conditions.run(), name="node-conditions")
+        gns = KubeletShutdownWatch(
+            self.guard, events, self.node_name, report=self._kubelet_gns_changed
+        )
+        tg.create_task(gns.run(), name="kubelet-graceful-shutdown")
         if informers.informers:
             tg.create_task(informers.run(), name="node-informers")
+
+    def _kubelet_gns_changed(self, verdict: Verdict) -> None:
+        self.kubelet_gns = verdict
+        gauge = {GnsState.ON: 1, GnsState.OFF: 0, GnsState.UNKNOWN: -1}[verdict.state]
+        self.metrics.kubelet_graceful_shutdown.set(gauge)
+        if self.guard is not None and self._status_shown:
+            self._status_shown = self._guard_status(self.guard)
+            self.notifier.status(self._status_shown)
 
     def _start_controllers(self, tg: asyncio.TaskGroup, client: KubeClient, boot_id: str) -> None:
         cfg = self.config
@@ -255,17 +272,24 @@ class Agent:
             await asyncio.sleep(interval)
 
     async def _follow(self, guard: ShutdownGuard) -> None:
-        shown = [self._guard_status(guard)]
+        self._status_shown = self._guard_status(guard)
 
         def changed() -> bool:
-            return self._guard_status(guard) != shown[0]
+            return self._guard_status(guard) != self._status_shown
 
         while True:
             await guard.wait_until(changed)
-            shown[0] = self._guard_status(guard)
-            self.notifier.status(shown[0])
+            self._status_shown = self._guard_status(guard)
+            self.notifier.status(self._status_shown)
 
     def _guard_status(self, guard: ShutdownGuard) -> str:
+        status = self._lock_status(guard)
+        if self.kubelet_gns is not None and self.kubelet_gns.state is GnsState.ON:
+            # not a readiness failure: the lock holds, but the kubelet empties the node first
+            status += "; kubelet Graceful Node Shutdown is ON (set shutdownGracePeriod: 0)"
+        return status
+
+    def _lock_status(self, guard: ShutdownGuard) -> str:
         node = f"node {self.node_name}: " if self.node_name else ""
         held = "held" if guard.lock_held else "NOT held"
         if not guard.connected:

@@ -27,6 +27,7 @@ __all__ = [
     "INT32_MAX",
     "INT32_MIN",
     "MIRROR_ANNOTATION",
+    "SYSTEM_CRITICAL_PRIORITY",
     "DrainPlanEntry",
     "InvalidPlan",
     "PodClass",
@@ -209,9 +210,13 @@ def format_entries(entries: Iterable[DrainPlanEntry]) -> str:
     return "[" + ", ".join(e.describe() for e in entries) + "]"
 
 
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+"""system-cluster-critical: the kubelet's (and so the final phase's) line between critical pods
+and the rest."""
+
 _DEFAULT_PRIORITIES = (
     1_000_000_000,  # highest priority for user defined priority classes
-    2_000_000_000,  # system-cluster-critical
+    SYSTEM_CRITICAL_PRIORITY,  # system-cluster-critical
     2_000_001_000,  # system-node-critical
     INT32_MAX,  # maximum value
 )

@@ -276,6 +276,12 @@ class OperatorMetrics:
             "1 while this node's agent holds its logind shutdown delay lock.",
             registry=registry,
         )
+        self.kubelet_graceful_shutdown = Gauge(
+            "nodeagent_kubelet_graceful_shutdown",
+            "1 while the kubelet's Graceful Node Shutdown is on (it voids the ordered drain), "
+            "0 while off, -1 while this agent cannot tell.",
+            registry=registry,
+        )
         self.leader = Gauge(
             "nodeagent_leader",
             "1 while this agent leads and runs the cluster controllers.",

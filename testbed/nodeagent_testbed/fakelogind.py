@@ -137,6 +137,7 @@ class FakeInhibitor:
     why: str
     mode: str
     read_fd: int
+    pid: int = 0  # the caller's, as the bus tells
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -172,9 +173,7 @@ class _Manager(ServiceInterface):
 
     @method()
     def ListInhibitors(self) -> INHIBITORS:
-        return [
-            [i.what, i.who, i.why, i.mode, 0, os.getpid()] for i in self.fake.inhibitors if i.active
-        ]
+        return [[i.what, i.who, i.why, i.mode, 0, i.pid] for i in self.fake.inhibitors if i.active]
 
     @dbus_signal()
     def PrepareForShutdown(self, active: bool) -> BOOL:
@@ -379,13 +378,34 @@ class FakeLogind:
                 "org.freedesktop.login1.OperationInProgress",
                 "The operation inhibition has been requested for is already running",
             )
+        task = asyncio.ensure_future(self._answer_inhibit(msg, what, who, why, mode))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _answer_inhibit(self, msg: Message, what: str, who: str, why: str, mode: str) -> None:
+        """Answer Inhibit with the caller's pid, as logind asks the bus for it."""
+        assert self.bus is not None
+        pid = os.getpid()
+        with contextlib.suppress(Exception):
+            reply = await self.bus.call(
+                Message(
+                    destination="org.freedesktop.DBus",
+                    path="/org/freedesktop/DBus",
+                    interface="org.freedesktop.DBus",
+                    member="GetConnectionUnixProcessID",
+                    signature="s",
+                    body=[msg.sender],
+                )
+            )
+            if reply is not None and reply.message_type == MessageType.METHOD_RETURN:
+                pid = int(reply.body[0])
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
-        inh = FakeInhibitor(next(self._ids), what, who, why, mode, read_fd)
+        inh = FakeInhibitor(next(self._ids), what, who, why, mode, read_fd, pid=pid)
         self.inhibitors.append(inh)
         loop = asyncio.get_running_loop()
         loop.add_reader(read_fd, self._on_readable, inh)
-        assert self.bus is not None
         sent = self.bus.send(Message.new_method_return(msg, "h", [0], unix_fds=[write_fd]))
 
         def close_our_copy(_: object) -> None:
@@ -393,7 +413,6 @@ class FakeLogind:
 
         sent.add_done_callback(close_our_copy)
         self._notify()
-        return True
 
     def _on_readable(self, inh: FakeInhibitor) -> None:
         try:

@@ -10,6 +10,7 @@ DaemonSet and the unit give the agent that one directory; rename(2) cannot cross
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -23,13 +24,16 @@ __all__ = [
     "DEFAULT_MANIFEST_DIR",
     "KUBEADM_KUBELET_CONFIG",
     "STASH_NAME",
+    "KubeletConfigUnreadable",
     "KubeletProcess",
     "ManifestDirChoice",
     "StaticPodPaths",
     "default_stash_dir",
     "find_manifest_dir",
+    "kubelet_config_files",
     "kubelet_processes",
     "manifest_dir_of_kubelet",
+    "read_kubelet_config",
     "static_pod_paths",
 ]
 
@@ -93,16 +97,29 @@ def _flag(cmdline: Sequence[str], name: str) -> str | None:
     return value
 
 
-def _read_yaml(path: Path) -> dict[str, Any] | None:
+class KubeletConfigUnreadable(Exception):
+    """A kubelet config file that cannot be read or is no YAML; the text names the file."""
+
+
+def read_kubelet_config(path: Path) -> object:
+    """The YAML document of a kubelet config file (None when empty). Raises
+    KubeletConfigUnreadable."""
     try:
         with path.open("rb") as f:
             data = f.read(_MAX_CONFIG_BYTES + 1)
         if len(data) > _MAX_CONFIG_BYTES:
-            log.warning("kubelet config %s is too large to read", path)
-            return None
-        doc = yaml.safe_load(data)
+            raise KubeletConfigUnreadable(f"kubelet config {path} is too large to read")
+        return yaml.safe_load(data)
     except (OSError, yaml.YAMLError) as e:
-        log.warning("cannot read kubelet config %s: %s", path, e)
+        detail = " ".join(str(e).split())
+        raise KubeletConfigUnreadable(f"cannot read kubelet config {path}: {detail}") from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = read_kubelet_config(path)
+    except KubeletConfigUnreadable as e:
+        log.warning("%s", e)
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -128,6 +145,21 @@ def _absolute(value: str, cwd: Path | None) -> Path:
     return path
 
 
+def kubelet_config_files(proc: KubeletProcess) -> list[Path]:
+    """The files a kubelet process reads its configuration from, in the order it applies them
+    (later wins): the `--config` file, then the `--config-dir` drop-ins (`*.conf`, sorted)."""
+    files: list[Path] = []
+    config = _flag(proc.cmdline, "config")
+    if config:
+        files.append(_absolute(config, proc.cwd))
+    config_dir = _flag(proc.cmdline, "config-dir")
+    if config_dir:
+        drop_ins = _absolute(config_dir, proc.cwd)
+        with contextlib.suppress(OSError):
+            files += sorted(p for p in drop_ins.iterdir() if p.name.endswith(".conf"))
+    return files
+
+
 def manifest_dir_of_kubelet(proc: KubeletProcess) -> ManifestDirChoice | None:
     """The static pod directory a kubelet process reads, or None if it does not say."""
     flag = _flag(proc.cmdline, "pod-manifest-path")
@@ -136,23 +168,10 @@ def manifest_dir_of_kubelet(proc: KubeletProcess) -> ManifestDirChoice | None:
         return ManifestDirChoice(_absolute(flag, proc.cwd) if flag else None, where)
     value: str | None = None
     where = ""
-    config = _flag(proc.cmdline, "config")
-    if config:
-        config_path = _absolute(config, proc.cwd)
+    for config_path in kubelet_config_files(proc):
         found = _static_pod_path(config_path)
         if found is not None:
             value, where = found, f"staticPodPath in {config_path} (kubelet pid {proc.pid})"
-    config_dir = _flag(proc.cmdline, "config-dir")
-    if config_dir:
-        drop_ins = _absolute(config_dir, proc.cwd)
-        try:
-            names = sorted(p for p in drop_ins.iterdir() if p.name.endswith(".conf"))
-        except OSError:
-            names = []
-        for drop_in in names:
-            found = _static_pod_path(drop_in)
-            if found is not None:
-                value, where = found, f"staticPodPath in {drop_in} (kubelet pid {proc.pid})"
     if value is None:
         return None
     return ManifestDirChoice(Path(value) if value else None, where)
