@@ -9,7 +9,6 @@ error of every real test, never a skip."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import shutil
 import sys
@@ -22,7 +21,7 @@ import pytest
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.clusters import BACKENDS, RealBackend, SimBackend, TestCluster, mirror_pods
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
-from tests.controlplane.cluster import ClusterError, ControlPlane, State
+from tests.controlplane.cluster import ClusterError, ControlPlane, State, etcd_prefix
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,9 +87,6 @@ def real_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealPlane]:
         plane._stop(state)
 
 
-_prefixes = itertools.count(1)
-
-
 @pytest.fixture
 def manifests(tmp_path: Path) -> Path:
     """node-1's static pod directory (a real directory on both backends)."""
@@ -121,9 +117,7 @@ async def backend(
     real: RealPlane = request.getfixturevalue("real_plane")
     plane = ControlPlane(tmp_path / "controlplane")
     try:
-        await asyncio.to_thread(
-            plane.up, 3, real.binaries, real.etcd_url, f"/registry-{next(_prefixes)}"
-        )
+        await asyncio.to_thread(plane.up, 3, real.binaries, real.etcd_url, etcd_prefix())
     except (ClusterError, TimeoutError) as e:
         await asyncio.to_thread(plane.down)
         pytest.fail(f"the real control plane did not start: {e}", pytrace=False)

@@ -16,6 +16,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["build", "up", "down"])
     parser.add_argument("dir", type=Path, nargs="?", help="state directory (up, down)")
     parser.add_argument("--nodes", type=int, default=3, help="kwok nodes node-1..N (up)")
+    parser.add_argument(
+        "--real-node",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave this node name to a real kubelet (scripts/node up) instead of kwok (up)",
+    )
     parser.add_argument("--audit", action="store_true", help="log every request to DIR/audit.log")
     args = parser.parse_args(argv)
     try:
@@ -30,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         bins = ensure_built()
         started = time.monotonic()
-        state = plane.up(nodes=args.nodes, binaries=bins, audit=args.audit)
+        state = plane.up(
+            nodes=args.nodes,
+            binaries=bins,
+            audit=args.audit,
+            kubelets=frozenset(args.real_node),
+        )
         print(
             f"control plane {state.kubernetes_version} at {state.server} ready in "
             f"{time.monotonic() - started:.1f} s; kubeconfig {plane.kubeconfig}"

@@ -19,7 +19,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ROOT / "scripts" / "controlplane"
-COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
+COMPONENTS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "etcd",
+    "kwok",
+)
+KUBERNETES = COMPONENTS[:4]  # built from k8s.io/kubernetes in one module
 
 
 class BuildError(RuntimeError):
@@ -92,8 +100,8 @@ def ensure_built(log: bool = True) -> Binaries:
     steps = [  # (module, packages, binaries they make, ldflags)
         (
             MODULES,
-            [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS[:3]],
-            COMPONENTS[:3],
+            [f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES],
+            KUBERNETES,
             k8s_ldflags,
         ),
         (MODULES / "etcd", ["go.etcd.io/etcd/server/v3"], ("etcd",), "-s -w"),

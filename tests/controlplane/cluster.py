@@ -9,6 +9,7 @@ component, and `state.json` with the process ids and the API server's URL, so `d
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -38,6 +39,14 @@ START_TIMEOUT = 60.0
 
 class ClusterError(RuntimeError):
     pass
+
+
+_prefixes = itertools.count(1)
+
+
+def etcd_prefix() -> str:
+    """A fresh etcd prefix: API servers of one test session on one etcd share no state."""
+    return f"/registry-{next(_prefixes)}"
 
 
 @dataclass
@@ -121,9 +130,11 @@ class ControlPlane:
         etcd_url: str | None = None,
         etcd_prefix: str = "/registry",
         audit: bool = False,
+        kubelets: frozenset[str] = frozenset(),
     ) -> State:
         """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
-        starting one, so tests can have fresh API servers on one etcd."""
+        starting one, so tests can have fresh API servers on one etcd. Nodes named in
+        `kubelets` are not made for kwok: a real kubelet registers them (tests/realnode)."""
         if self.state() is not None:
             raise ClusterError(f"{self.dir} already has a running control plane; run down first")
         bins = binaries or ensure_built()
@@ -165,6 +176,9 @@ class ControlPlane:
                     # new nodes would wait for the node lifecycle controller to lift a not-ready
                     # taint: seconds per test for nothing nodeagent looks at
                     "--disable-admission-plugins=TaintNodesByCondition",
+                    # a real kubelet (tests/realnode) is reached at its node's address, not by
+                    # a node name no resolver knows
+                    "--kubelet-preferred-address-types=InternalIP",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                     f"--service-account-key-file={pki.sa_pub}",
                     f"--service-account-signing-key-file={pki.sa_key}",
@@ -224,8 +238,8 @@ class ControlPlane:
             # the components wait for the API server themselves: start them all, then wait
             self._wait_ready(server, pki, admin, "/readyz")
             self.state_file.write_text(json.dumps(asdict(state), indent=1))
-            create_nodes(self.kubeconfig, nodes)
-            wait_settled(self.kubeconfig, nodes, START_TIMEOUT)
+            create_nodes(self.kubeconfig, nodes, leave=kubelets)
+            wait_settled(self.kubeconfig, nodes - len(kubelets), START_TIMEOUT)
         except BaseException:
             self._stop(state)
             raise

@@ -39,12 +39,17 @@ def api(kubeconfig: Path) -> client.ApiClient:
     return api_client(kubeconfig)
 
 
-def create_nodes(kubeconfig: Path, count: int, prefix: str = "node-") -> None:
-    """The nodes, and the default ServiceAccounts pods need: the controller-manager makes them
-    too, but only seconds after it starts (it adopts these)."""
+def create_nodes(
+    kubeconfig: Path, count: int, prefix: str = "node-", leave: frozenset[str] = frozenset()
+) -> None:
+    """The nodes but those in `leave` (a real kubelet registers them), and the default
+    ServiceAccounts pods need: the controller-manager makes them too, but only seconds after it
+    starts (it adopts these)."""
     with api(kubeconfig) as c:
         core = client.CoreV1Api(c)
         for i in range(1, count + 1):
+            if f"{prefix}{i}" in leave:
+                continue
             core.create_node(client.V1Node.model_validate(node_body(f"{prefix}{i}", i)))
         for ns in ("default", "kube-system"):
             try:
@@ -110,3 +115,26 @@ def wait_settled(kubeconfig: Path, count: int, timeout: float) -> None:
                     break
             else:
                 raise TimeoutError("the default ServiceAccount never appeared")
+
+
+def wait_node_ready(kubeconfig: Path, name: str, timeout: float) -> None:
+    """Until the node `name` (a real kubelet registers it) is Ready."""
+    deadline = time.monotonic() + timeout
+    field = f"metadata.name={name}"
+    with api(kubeconfig) as c:
+        core = client.CoreV1Api(c)
+        listed = core.list_node(field_selector=field)
+        if any(ready(n) for n in listed.items):
+            return
+        rv = list_version(listed)
+        while (left := deadline - time.monotonic()) > 0:
+            for ev in watch_stream(
+                core.list_node,
+                field_selector=field,
+                resource_version=rv,
+                timeout_seconds=max(1, int(left)),
+            ):
+                rv = ev["object"].metadata.resource_version
+                if ready(ev["object"]):
+                    return
+        raise TimeoutError(f"node {name} not Ready after {timeout:.0f} s")

@@ -41,12 +41,14 @@ def _name(cn: str, org: str | None = None) -> x509.Name:
 
 
 class Pki:
-    """Writes everything under `dir`; `issue` makes further client certificates."""
+    """Writes everything under `dir`; `client` makes further client certificates, also from
+    another process (`Pki.existing`: the CA's key is kept beside its certificate, 0600)."""
 
     def __init__(self, dir: Path) -> None:
         self.dir = dir
         dir.mkdir(parents=True, exist_ok=True)
         self._ca_key = ec.generate_private_key(ec.SECP256R1())
+        _write_key(dir / "ca.key", self._ca_key)
         now = datetime.datetime.now(datetime.UTC)
         self._ca_cert = (
             x509.CertificateBuilder()
@@ -87,6 +89,20 @@ class Pki:
                 ]
             ),
         )
+
+    @classmethod
+    def existing(cls, dir: Path) -> Pki:
+        """The CA a running control plane's `Pki(dir)` made, to issue more certificates."""
+        pki = cls.__new__(cls)
+        pki.dir = dir
+        key = serialization.load_pem_private_key((dir / "ca.key").read_bytes(), None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        pki._ca_key = key
+        pki.ca = dir / "ca.crt"
+        pki._ca_cert = x509.load_pem_x509_certificate(pki.ca.read_bytes())
+        pki.sa_key, pki.sa_pub = dir / "sa.key", dir / "sa.pub"
+        pki.serving = Pair(dir / "serving.crt", dir / "serving.key")
+        return pki
 
     def client(self, name: str, user: str, group: str | None = None) -> Pair:
         """A client certificate: the API server authenticates it as `user` in `group`."""

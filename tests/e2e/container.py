@@ -87,20 +87,26 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def base_rootfs() -> Path:
-    """The cached Debian root file system, made with debootstrap on first use."""
-    root = CACHE / f"{SUITE}-rootfs"
+# A real node's root file system: containerd, runc and the CNI plugins beside systemd (the
+# kubelet, built from the control plane's module, is copied in per test; tests/realnode).
+NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iptables", "mount"]
+
+
+def base_rootfs(extra: tuple[str, ...] = (), flavour: str = "rootfs") -> Path:
+    """The cached Debian root file system (PACKAGES plus `extra`), made with debootstrap on
+    first use; `flavour` names it in the cache."""
+    root = CACHE / f"{SUITE}-{flavour}"
     marker = root / ".nodeagent-complete"
     with _locked(CACHE / ".lock"):
         if marker.exists():
             return root
-        tmp = CACHE / f"{SUITE}-rootfs.tmp"
+        tmp = CACHE / f"{SUITE}-{flavour}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         subprocess.run(
             [
                 "debootstrap",
                 "--variant=minbase",
-                f"--include={','.join(PACKAGES)}",
+                f"--include={','.join([*PACKAGES, *extra])}",
                 SUITE,
                 str(tmp),
                 host_mirror(),
@@ -112,6 +118,10 @@ def base_rootfs() -> Path:
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
         return root
+
+
+def node_rootfs() -> Path:
+    return base_rootfs(tuple(NODE_PACKAGES), "node-rootfs")
 
 
 def agent_kubeconfig(source: Path) -> dict[str, Any]:
@@ -146,11 +156,14 @@ class Container:
     name: str
     proc: asyncio.subprocess.Process | None = None
     pid: int | None = None  # the container's init, as the host sees it
+    nspawn_args: tuple[str, ...] = ()  # more of systemd-nspawn's options at boot
 
     @classmethod
-    def copy_of_base(cls, where: Path, name: str) -> Container:
+    def copy_of_base(cls, where: Path, name: str, base: Path | None = None) -> Container:
+        """A copy of `base` (the plain cached root fs by default) in `where`."""
         rootfs = where / "rootfs"
-        subprocess.run(["cp", "-a", "--reflink=auto", str(base_rootfs()), str(rootfs)], check=True)
+        source = base or base_rootfs()
+        subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(rootfs)], check=True)
         return cls(rootfs, name)
 
     def path(self, inside: str) -> Path:
@@ -179,6 +192,7 @@ class Container:
             "-D",
             str(self.rootfs),
             f"--machine={self.name}",
+            *self.nspawn_args,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
