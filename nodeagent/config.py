@@ -37,6 +37,16 @@ class KubeConfig:
 
 
 @dataclass(frozen=True)
+class FinalPhaseConfig:
+    """The shutdown's last phase (mirrors the kubelet's shutdownGracePeriod and
+    shutdownGracePeriodCriticalPods): it starts `grace_period` before the release deadline and
+    deletes the pods left, the critical ones in the last `critical_pods_grace_period`; 0: off."""
+
+    grace_period: float = 30.0
+    critical_pods_grace_period: float = 10.0
+
+
+@dataclass(frozen=True)
 class ShutdownConfig:
     enabled: bool = True
     # what logind may wait for us (InhibitDelayMaxSec written to the drop-in)
@@ -55,6 +65,7 @@ class ShutdownConfig:
     # when this boot's shutdown began, for an agent restarted during it (on /run: per boot);
     # None: shutdown.json in $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), if set
     record_file: Path | None = None
+    final_phase: FinalPhaseConfig = field(default_factory=FinalPhaseConfig)
 
 
 @dataclass(frozen=True)
@@ -231,6 +242,9 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "webhooks":
             kwargs[name] = _webhooks(value, f"{where}.{key}")
             continue
+        if name == "final_phase":
+            kwargs[name] = _section(FinalPhaseConfig, value, f"{where}.{key}")
+            continue
         default = f.default if f.default is not dataclasses.MISSING else None
         kwargs[name] = _coerce(f"{where}.{key}", value, default, str(f.type))
     return cls(**kwargs)
@@ -349,6 +363,19 @@ def validate_config(cfg: Config) -> None:
         raise ConfigError("shutdown.safetyMargin: must be at least 0 and less than the budget")
     if s.api_unreachable_release_after <= 0:
         raise ConfigError("shutdown.apiUnreachableReleaseAfter: must be positive")
+    fp = s.final_phase
+    if not 0 <= fp.critical_pods_grace_period <= fp.grace_period:
+        raise ConfigError(
+            "shutdown.finalPhase: must have 0 <= criticalPodsGracePeriod <= gracePeriod "
+            f"(got {fp.critical_pods_grace_period:g}, {fp.grace_period:g})"
+        )
+    # the defaults fit any budget (a phase longer than half of it is scaled down); a phase
+    # configured longer than the budget allows is a mistake
+    if fp != FinalPhaseConfig() and fp.grace_period > s.budget - s.safety_margin:
+        raise ConfigError(
+            f"shutdown.finalPhase.gracePeriod: {fp.grace_period:g}s is longer than "
+            f"shutdown.budget - shutdown.safetyMargin ({s.budget - s.safety_margin:g}s)"
+        )
     ld = cfg.leader
     if not 0 < ld.retry_period < ld.renew_deadline < ld.lease_duration:
         raise ConfigError(

@@ -28,8 +28,10 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists, Gone, KubeError, NotFound
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.model import final_phase as final
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
+from nodeagent.node.final_phase import run_final_phase
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
 T = TypeVar("T")
@@ -115,6 +117,7 @@ class ShutdownFlow:
             budget,
         )
         worker = asyncio.create_task(self._drive(kind, state, changed))
+        last = asyncio.create_task(self._final_phase(state, changed, usable))
         try:
             while True:
                 reason = model.release_reason(state, self.clock())
@@ -129,9 +132,12 @@ class ShutdownFlow:
                     async with asyncio.timeout(model.next_decision(state, self.clock())):
                         await changed.wait()
         finally:
+            # the lock goes now, whatever the final phase still does: it never extends it
             worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            last.cancel()
+            for task in (worker, last):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _drive(self, kind: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
         await self._node_known.wait()
@@ -149,6 +155,33 @@ class ShutdownFlow:
                 log.warning("shutdown of %s: API request failed: %s", self.node, e)
                 self._unreachable(state, changed)
             # pacing between retries against a failing API server
+            attempt += 1
+            await asyncio.sleep(self.backoff.delay(attempt))
+
+    async def _final_phase(
+        self, state: model.ReleaseState, changed: asyncio.Event, usable: float
+    ) -> None:
+        """When the budget is nearly spent, delete the pods left, the kubelet's way."""
+        fp = self.config.final_phase
+        phase = final.FinalPhase.fitted(
+            state.deadline, usable, fp.grace_period, fp.critical_pods_grace_period
+        )
+        await self._node_known.wait()
+        attempt = 0
+        while True:
+            try:
+                await run_final_phase(
+                    self.client,
+                    self.node,
+                    phase,
+                    self.clock,
+                    lambda what, call: self._request(what, call, state, changed),
+                )
+                return
+            except* (KubeError, TimeoutError) as group:
+                e = group.exceptions[0]
+                log.warning("shutdown of %s: final phase: API request failed: %s", self.node, e)
+                self._unreachable(state, changed)
             attempt += 1
             await asyncio.sleep(self.backoff.delay(attempt))
 

@@ -143,8 +143,9 @@ async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
     image = {"spec": {"containers": [{"name": "c", "image": "attacker/evil"}]}}
     with pytest.raises(Forbidden):
         await env.node1.patch(PODS, "web", image, "default")
-    with pytest.raises(Forbidden):
+    with pytest.raises(Forbidden) as refused:
         await env.node1.delete(PODS, "web", "default")
+    assert refused_by_policy(refused.value), refused.value
     with pytest.raises(Forbidden):
         await env.node1.evict("default", "web")
     now = await env.admin.get(PODS, "web", "default")
@@ -152,6 +153,29 @@ async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
     assert now["metadata"]["uid"] == pod["metadata"]["uid"]
     assert not now["metadata"].get("deletionTimestamp")
     assert not (await env.admin.get(NODES, "node-2"))["spec"].get("unschedulable")
+
+
+async def test_node_agent_deletes_pods_of_its_node_only(env: Env) -> None:
+    """The shutdown's final phase: a pod on node-1 its agent may delete; one on node-2 not."""
+    mine = await a_pod(env.admin, "mine", "node-1", exit_seconds=1)
+    theirs = await a_pod(env.admin, "theirs", "node-2")
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.delete(PODS, "theirs", "default", grace_period_seconds=5)
+    assert refused_by_policy(refused.value), refused.value
+    await env.node1.delete(
+        PODS, "mine", "default", grace_period_seconds=5, uid=mine["metadata"]["uid"]
+    )
+    now = await env.admin.get(PODS, "theirs", "default")
+    assert now["metadata"]["uid"] == theirs["metadata"]["uid"]
+    assert not now["metadata"].get("deletionTimestamp")
+    await env.view.until(
+        lambda: (
+            (env.view.get(PODS, "mine", "default") or {"metadata": {"deletionTimestamp": 1}})[
+                "metadata"
+            ].get("deletionTimestamp")
+            is not None
+        )
+    )
 
 
 def lifecycle(type_: str, status: str = "True") -> Obj:

@@ -510,11 +510,13 @@ def test_every_grant_is_used_by_its_part() -> None:
 def test_node_role_writes_no_nodes_and_no_pods() -> None:
     """What the admission policy cannot see, RBAC refuses: a node's agent changes no Node
     and no Pod (cordons, taints, evictions and pod patches are the controllers'); of a Node it
-    may only patch the status (the policy keeps that to its Node's lifecycle conditions)."""
+    may only patch the status (the policy keeps that to its Node's lifecycle conditions), and
+    it may delete pods (the shutdown's final phase; the policy keeps that to its node's)."""
     rules = rbac_rules(*ROLE_OF_PART["node"])
+    allowed = {("nodes/status", "patch"), ("pods", "delete")}
     for resource in ("nodes", "nodes/status", "pods", "pods/eviction", "pods/status"):
         for verb in ("create", "update", "patch", "delete"):
-            expected = (resource, verb) == ("nodes/status", "patch")
+            expected = (resource, verb) in allowed
             assert allows(rules, "", resource, verb) is expected, (resource, verb)
     assert not allows(rules, "nodeagent.io", "evictionrequests", "create")
     assert not allows(rules, "nodeagent.io", "nodemaintenances/status", "patch")

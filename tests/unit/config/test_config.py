@@ -124,3 +124,31 @@ def test_bad_files_are_one_line_errors_naming_the_setting(
         load(f, env={})
     text = str(info.value)
     assert message in text and "\n" not in text and text.startswith(str(f))
+
+
+def test_final_phase_keys_and_their_bounds() -> None:
+    cfg = from_mapping(
+        {"shutdown": {"finalPhase": {"gracePeriod": 20, "criticalPodsGracePeriod": 5}}}
+    )
+    assert (
+        cfg.shutdown.final_phase.grace_period,
+        cfg.shutdown.final_phase.critical_pods_grace_period,
+    ) == (20.0, 5.0)
+    assert from_mapping(
+        {"shutdown": {"finalPhase": {"gracePeriod": 0, "criticalPodsGracePeriod": 0}}}
+    )
+    # the defaults fit a short budget (the phase is scaled down to half of it)
+    assert from_mapping({"shutdown": {"budget": 20}}).shutdown.final_phase.grace_period == 30.0
+    with pytest.raises(
+        ConfigError,
+        match=r"shutdown\.finalPhase: must have 0 <= criticalPodsGracePeriod <= gracePeriod",
+    ):
+        from_mapping({"shutdown": {"finalPhase": {"gracePeriod": 5, "criticalPodsGracePeriod": 6}}})
+    with pytest.raises(
+        ConfigError,
+        match=r"finalPhase\.gracePeriod: 95s is longer than shutdown\.budget - shutdown\.safe"
+        r"tyMargin \(90s\)",
+    ):
+        from_mapping({"shutdown": {"budget": 100, "finalPhase": {"gracePeriod": 95}}})
+    with pytest.raises(ConfigError, match=r"shutdown\.finalPhase\.grace: unknown setting"):
+        from_mapping({"shutdown": {"finalPhase": {"grace": 5}}})
