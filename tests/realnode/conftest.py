@@ -1,0 +1,113 @@
+"""Fixtures of the real-node tests: a real control plane whose node-1 is a real kubelet with
+containerd in a systemd-nspawn container (tests/realnode/node.py), node-2 and node-3 kwok's.
+
+They run where `NODEAGENT_TEST_NODE=real` (CI sets it; `scripts/test --node real`); elsewhere
+each test is skipped saying so. Asked for, a node that cannot be set up is an error, never a
+skip."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS
+from tests.clusters import ClusterView, RealBackend
+from tests.controlplane.build import ensure_built
+from tests.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
+from tests.e2e.container import Container, node_rootfs
+from tests.realnode import images
+from tests.realnode.node import NO_GNS, NSPAWN_ARGS, NodeSpec, prepare, prepare_host, sweep
+
+NODE = "node-1"
+
+
+def wanted() -> bool:
+    return os.environ.get("NODEAGENT_TEST_NODE") == "real"
+
+
+def require_real_node() -> None:
+    if not wanted():
+        pytest.skip("real-node tests run with NODEAGENT_TEST_NODE=real (scripts/test --node real)")
+    if os.geteuid() != 0:
+        pytest.fail("real-node tests boot systemd-nspawn: they need root", pytrace=False)
+
+
+@pytest.fixture
+async def real_cluster(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[RealBackend]:
+    """A real control plane (on the session's etcd) whose node-1 is left for a real kubelet."""
+    require_real_node()
+    real = request.getfixturevalue("real_plane")  # tests/conftest.py: binaries, one etcd
+    plane = ControlPlane(tmp_path / "controlplane")
+    try:
+        await asyncio.to_thread(
+            plane.up, 3, real.binaries, real.etcd_url, etcd_prefix(), False, frozenset({NODE})
+        )
+    except (ClusterError, TimeoutError) as e:
+        await asyncio.to_thread(plane.down)
+        pytest.fail(f"the real control plane did not start: {e}", pytrace=False)
+    backend = RealBackend(plane.kubeconfig, [NODE, "node-2", "node-3"], plane.dir / "pki")
+    try:
+        yield backend
+    finally:
+        await backend.close_clients()
+        await asyncio.to_thread(plane.down)
+
+
+@pytest.fixture
+def kubelet_gns() -> tuple[int, int]:
+    """The kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods (override per
+    module): off, the recommended set-up."""
+    return NO_GNS
+
+
+@pytest.fixture
+async def node_container(
+    tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int]
+) -> AsyncIterator[Container]:
+    """node-1's container, prepared but not booted: the test installs the agent first."""
+    base = await asyncio.to_thread(node_rootfs)
+    archives = await asyncio.to_thread(images.ensure_images)
+    c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-realnode", base)
+    c.nspawn_args = NSPAWN_ARGS
+    kubelet = ensure_built(log=False).path("kubelet")
+    server = yaml.safe_load(real_cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    spec = NodeSpec(NODE, server, real_cluster.pki_dir, kubelet, kubelet_gns)
+    await asyncio.to_thread(prepare_host)
+    await asyncio.to_thread(prepare, c.rootfs, spec, archives)
+    c.path("/var/log/journal").mkdir(parents=True, exist_ok=True)
+    try:
+        yield c
+    finally:
+        await c.stop()
+        left = await asyncio.to_thread(sweep)
+        assert not left, f"the real node left behind: {left}"
+
+
+@dataclass
+class RealNode:
+    backend: RealBackend
+    container: Container
+    kube: KubeClient
+    view: ClusterView
+
+
+@pytest.fixture
+async def real_node(
+    real_cluster: RealBackend, node_container: Container
+) -> AsyncIterator[RealNode]:
+    kube = real_cluster.client()
+    view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])
+    await view.start()
+    try:
+        yield RealNode(real_cluster, node_container, kube, view)
+    finally:
+        await view.stop()

@@ -1,0 +1,285 @@
+"""A real node: kubelet v1.37 (built with the control plane, tests/controlplane/build.py) and
+Debian's containerd, runc and CNI plugins in a Debian container with real systemd, logind and
+D-Bus (systemd-nspawn), joined to a real control plane with node credentials.
+
+What a kubelet needs on this kind of machine (cgroup v1, no CAP_SYS_RESOURCE, PID 1 not systemd)
+is measured in shared/notes/real-node.md; each setting below says which blocker it answers.
+The container shares the host's network: the kubelet reaches the API server on 127.0.0.1 and
+listens on the host's address; pods get their addresses from a CNI bridge of our own name,
+which `sweep` removes with the cgroups the kubelet made, since both outlive the container.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from tests.controlplane.pki import Pki
+
+MANIFEST_DIR = "/etc/kubernetes/manifests"
+BRIDGE = "nacni0"  # the pods' bridge on the host network: ours alone, so sweep may delete it
+POD_SUBNET = "10.244.0.0/24"
+from tests.realnode.images import PAUSE as PAUSE_IMAGE  # noqa: E402
+
+# logind's own default: a node whose kubelet runs without Graceful Node Shutdown
+NO_GNS = (0, 0)
+
+NSPAWN_ARGS = (
+    "--capability=all",  # CNI sets up the pods' interfaces on the host network (CAP_NET_ADMIN)
+    "--bind-ro=/dev/kmsg",  # the kubelet's OOM watcher opens it
+    # runc joins a session keyring per container; nspawn's filter refuses these by default
+    "--system-call-filter=add_key keyctl request_key",
+)
+# the kubelet sets these at start; nspawn mounts /proc/sys read-only, so the host sets them
+HOST_SYSCTLS = {"vm.overcommit_memory": "1", "kernel.panic": "10", "kernel.panic_on_oops": "1"}
+CGROUP_ROOTS = ("kubepods", "kubepods.slice")  # the kubelet's cgroupfs and systemd names
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What makes one real node: its name, the control plane it joins, and its kubelet's
+    Graceful Node Shutdown periods (seconds; (0, 0) = off, the recommended set-up)."""
+
+    name: str
+    server: str
+    pki_dir: Path
+    kubelet: Path
+    gns: tuple[int, int] = NO_GNS
+
+
+def node_ip() -> str:
+    """The host's first non-loopback IPv4 address: a kubelet refuses a loopback node IP."""
+    for name, addrs in psutil.net_if_addrs().items():
+        stats = psutil.net_if_stats().get(name)
+        if stats is None or not stats.isup:
+            continue
+        for a in addrs:
+            if a.family.name == "AF_INET" and not ipaddress.ip_address(a.address).is_loopback:
+                return str(a.address)
+    raise RuntimeError("no non-loopback IPv4 address on this host: the kubelet needs one")
+
+
+def prepare_host() -> None:
+    for key, value in HOST_SYSCTLS.items():
+        Path("/proc/sys", *key.split(".")).write_text(value)
+
+
+def _write(rootfs: Path, inside: str, text: str, mode: int = 0o644) -> None:
+    path = rootfs / inside.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def node_kubeconfig(spec: NodeSpec) -> dict[str, Any]:
+    """system:node:<name> in system:nodes: what the Node authorizer and NodeRestriction know."""
+    pki = Pki.existing(spec.pki_dir)
+    pair = pki.client(f"kubelet-{spec.name}", f"system:node:{spec.name}", "system:nodes")
+
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "cluster",
+                "cluster": {"server": spec.server, "certificate-authority-data": b64(pki.ca)},
+            }
+        ],
+        "users": [
+            {
+                "name": "kubelet",
+                "user": {
+                    "client-certificate-data": b64(pair.cert),
+                    "client-key-data": b64(pair.key),
+                },
+            }
+        ],
+        "contexts": [{"name": "kubelet", "context": {"cluster": "cluster", "user": "kubelet"}}],
+        "current-context": "kubelet",
+    }
+
+
+def kubelet_config(spec: NodeSpec) -> dict[str, Any]:
+    grace, critical = spec.gns
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "failCgroupV1": False,  # this machine has cgroup v1 only
+        "cgroupDriver": "cgroupfs",
+        "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
+        "staticPodPath": MANIFEST_DIR,
+        # the API server has no kubelet client certificate: `kubectl logs` goes through
+        # anonymously (a test bed on loopback, not a node to copy)
+        "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "failSwapOn": False,
+        "shutdownGracePeriod": f"{grace}s",
+        "shutdownGracePeriodCriticalPods": f"{critical}s",
+        # the test machine's disk may be fuller than a node's; nothing here is evicted for it
+        "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "resolvConf": "/etc/resolv.conf",
+    }
+
+
+CONTAINERD = f"""version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{PAUSE_IMAGE}"
+  # no CAP_SYS_RESOURCE on this machine: never lower a container's oom_score_adj below ours
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
+"""
+
+CNI = {
+    "cniVersion": "0.4.0",
+    "name": "nodeagent-test",
+    "plugins": [
+        {
+            "type": "bridge",
+            "bridge": BRIDGE,
+            # no gateway, no masquerade: either would turn on the host's IP forwarding (read-only
+            # in the container); the test pods talk to nothing (the agent's pod has the host's
+            # network)
+            "isGateway": False,
+            "ipMasq": False,
+            "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]]},
+        },
+    ],
+}
+
+# nspawn mounts the cgroup v1 hierarchies read-only; the kubelet and runc write to them
+CGROUPS_RW = """[Unit]
+Description=cgroup hierarchies writable for containerd and the kubelet
+DefaultDependencies=no
+Before=containerd.service kubelet.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -ec 'mount -o remount,rw /sys/fs/cgroup; for d in /sys/fs/cgroup/*/; do \
+mount -o remount,bind,rw "$d"; done'
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def kubelet_unit(spec: NodeSpec) -> str:
+    return f"""[Unit]
+Description=kubelet
+Wants=containerd.service
+After=containerd.service cgroups-rw.service
+[Service]
+ExecStart=/usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml \
+--kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override={spec.name} \
+--node-ip={node_ip()} --v=2
+Restart=always
+RestartSec=1
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def prepare(rootfs: Path, spec: NodeSpec, images: list[Path]) -> None:
+    """Everything the node needs in `rootfs` (a copy of tests.e2e.container.node_rootfs):
+    the kubelet, its credentials and configuration, containerd's, the CNI network, units, and
+    the images to import at boot (`images`: OCI archives, imported before the kubelet starts)."""
+    shutil.copy2(spec.kubelet, rootfs / "usr/local/bin/kubelet")
+    _write(rootfs, "/etc/kubernetes/kubelet.conf", yaml.safe_dump(node_kubeconfig(spec)), 0o600)
+    _write(rootfs, "/var/lib/kubelet/config.yaml", yaml.safe_dump(kubelet_config(spec)))
+    (rootfs / MANIFEST_DIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    _write(rootfs, "/etc/containerd/config.toml", CONTAINERD)
+    _write(rootfs, "/etc/cni/net.d/10-nodeagent-test.conflist", json.dumps(CNI, indent=1))
+    _write(rootfs, "/etc/systemd/system/cgroups-rw.service", CGROUPS_RW)
+    _write(rootfs, "/etc/systemd/system/kubelet.service", kubelet_unit(spec))
+    images_dir = rootfs / "var/lib/nodeagent-test/images"
+    images_dir.mkdir(parents=True, exist_ok=True)
+    for archive in images:
+        shutil.copy2(archive, images_dir / archive.name)
+    _write(rootfs, "/etc/systemd/system/test-images.service", IMPORT_UNIT)
+    wants = rootfs / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    for unit in ("cgroups-rw.service", "kubelet.service", "test-images.service"):
+        link = wants / unit
+        if not link.is_symlink():
+            link.symlink_to(f"/etc/systemd/system/{unit}")
+
+
+# images come before the kubelet, which would otherwise start pods whose image is not there yet
+IMPORT_UNIT = """[Unit]
+Description=import the test images into containerd
+After=containerd.service
+Requires=containerd.service
+Before=kubelet.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'for f in /var/lib/nodeagent-test/images/*.tar; do \
+ctr -n k8s.io images import "$f" || exit 1; done'
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def sweep() -> list[str]:
+    """Remove what a real node leaves on the host after its container is gone: the kubelet's
+    cgroups (empty once their processes died with the container) and the pods' bridge.
+    Returns what it could not remove (a leftover a test should report)."""
+    left: list[str] = []
+    base = Path("/sys/fs/cgroup")
+    for controller in sorted(base.iterdir()) if base.is_dir() else []:
+        for root_name in CGROUP_ROOTS:
+            for found in controller.rglob(root_name):
+                # deepest first: a cgroup goes only once its children are gone
+                for d in sorted(
+                    (p for p in [found, *found.rglob("*")] if p.is_dir()),
+                    key=lambda p: len(p.parts),
+                    reverse=True,
+                ):
+                    try:
+                        d.rmdir()
+                    except OSError as e:
+                        left.append(f"{d}: {e.strerror}")
+    if Path(f"/sys/class/net/{BRIDGE}").exists():
+        done = subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, text=True)
+        if done.returncode != 0:
+            left.append(f"bridge {BRIDGE}: {done.stderr.strip()}")
+    return left
+
+
+def leftovers() -> list[str]:
+    """What of a real node is still on the host: processes, mounts, cgroups, the bridge."""
+    found: list[str] = []
+    for p in psutil.process_iter(["name"]):
+        if p.info["name"] in ("kubelet", "containerd", "containerd-shim-runc-v2", "runc"):
+            found.append(f"process {p.pid} {p.info['name']}")
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        if "/run/containerd" in line or "/var/lib/kubelet" in line:
+            found.append(f"mount {line.split()[1]}")
+    base = Path("/sys/fs/cgroup")
+    for controller in sorted(base.iterdir()) if base.is_dir() else []:
+        for root_name in CGROUP_ROOTS:
+            found += [f"cgroup {d}" for d in controller.rglob(root_name)]
+    if Path(f"/sys/class/net/{BRIDGE}").exists():
+        found.append(f"network device {BRIDGE}")
+    return found
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

@@ -1,0 +1,115 @@
+"""The mission on a real node, `.deb` install: a real kubelet with containerd runs node-1's pods
+and static pods; `systemctl reboot` in the node drains it through the real control plane in plan
+order (Default pods by priority, through the Eviction API so their budgets hold, then DaemonSet
+pods without the DaemonSet controller putting them back, then the static pods, which the real
+kubelet stops once their manifests are moved aside); the machine goes down only after
+Drained=True; after the reboot the manifests are back byte-identical and the kubelet runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
+from tests.clusters import CONTROLLERS_ACCOUNT
+from tests.e2e.container import REBOOT_EXIT
+from tests.e2e.node import deb, install_package, kind_of, running
+from tests.realnode.conftest import NODE, RealNode
+from tests.realnode.node import MANIFEST_DIR
+from tests.realnode.workloads import (
+    ETCD,
+    SCHEDULER,
+    WORKLOADS,
+    create_on_node,
+    evicted,
+    node_pods,
+)
+
+pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
+
+__all__ = ["deb"]  # fixture
+
+
+async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb: Path) -> None:
+    n, c = real_node, real_node.container
+    manifests = c.path(MANIFEST_DIR)
+    (manifests / "etcd.yaml").write_bytes(ETCD)
+    (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
+    await n.backend.install_crds()
+    account = await n.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
+    await asyncio.to_thread(
+        install_package, c, deb, account, {"shutdown": {"budget": 180, "safetyMargin": 5}}
+    )
+    await c.boot()
+    assert (await c.exec("systemctl", "is-active", "nodeagent")).strip() == "active"
+    # the real kubelet registers node-1 and runs both static pods (their mirror pods Running)
+    await n.view.until(
+        lambda: (
+            sorted(kind_of(p) for p in node_pods(n.view, NODE) if running(p))
+            == ["static", "static"]
+        ),
+        timeout=120,
+    )
+    await create_on_node(n, WORKLOADS)
+    await n.view.until(
+        lambda: (
+            sorted(kind_of(p) for p in node_pods(n.view, NODE) if running(p))
+            == ["daemonset", "high", "high", "low", "low", "static", "static"]
+        ),
+        timeout=120,
+    )
+
+    leaving: list[tuple[float, str, dict[str, Any]]] = []
+    drained_at: list[float] = []
+    daemonset_pods_made: list[str] = []
+    seen: set[str] = set()
+    watching = [False]
+
+    def record(event: str, resource: Resource, new: dict[str, Any]) -> None:
+        if resource == PODS and new["spec"].get("nodeName") == NODE:
+            uid = new["metadata"]["uid"]
+            if event == "ADDED" and watching[0] and kind_of(new) == "daemonset":
+                daemonset_pods_made.append(new["metadata"]["name"])
+            if (event == "DELETED" or new["metadata"].get("deletionTimestamp")) and uid not in seen:
+                seen.add(uid)
+                leaving.append((time.monotonic(), kind_of(new), new))
+        if resource == NODEMAINTENANCES and not drained_at:
+            conds = (new.get("status") or {}).get("conditions") or []
+            if any(x["type"] == "Drained" and x["status"] == "True" for x in conds):
+                drained_at.append(time.monotonic())
+
+    n.view.listen(record)
+    # logind waits as long as the drain may take: our drop-in wins over the kubelet's
+    assert await c.inhibit_delay_max_usec() == 180_000_000
+    watching[0] = True
+    await c.exec("systemctl", "reboot")
+    assert await c.wait_exit(timeout=240) == REBOOT_EXIT
+    rebooted_at = time.monotonic()
+    watching[0] = False
+
+    assert drained_at and drained_at[0] <= rebooted_at, "rebooted before Drained=True"
+    order = [k for _, k, _ in leaving]
+    assert order[:5] == ["low", "low", "high", "high", "daemonset"], order
+    assert sorted(order[5:]) == ["static", "static"], order
+    # Default pods left through the Eviction API (their budget decided), not a plain delete
+    assert all(evicted(p) for _, k, p in leaving if k in ("low", "high")), leaving
+    assert not daemonset_pods_made, f"DaemonSet pods made during the drain: {daemonset_pods_made}"
+    assert not (manifests / "etcd.yaml").exists()
+    assert not (manifests / "kube-scheduler.yaml").exists()
+
+    # after the reboot: manifests back before the kubelet starts, which runs them again
+    await c.boot()
+    assert (manifests / "etcd.yaml").read_bytes() == ETCD
+    assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
+    await n.view.until(
+        lambda: not (n.view.get(NODES, NODE) or {})["spec"].get("unschedulable"), timeout=120
+    )
+    await n.view.until(
+        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
+        timeout=120,
+    )
+    await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=60)

@@ -1,0 +1,127 @@
+"""What the real-node tests run on node-1: static pods, workloads under budgets, a DaemonSet,
+all from the images made locally (tests/realnode/images.py; `imagePullPolicy: Never`: no
+registry is reachable). Each container exits at once on SIGTERM, as a well-behaved server does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from nodeagent.kube.resources import NODES, PODS
+from tests.clusters import ClusterView
+from tests.e2e.node import KINDS
+from tests.realnode.images import BUSYBOX
+
+# `sleep & wait` so the shell runs its TERM trap at once, not after the sleep
+SERVE = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
+
+
+def _container(name: str) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "Never", "command": SERVE}
+
+
+def static_pod(name: str) -> bytes:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "kube-system", "labels": {"component": name}},
+        "spec": {
+            "hostNetwork": True,
+            "priorityClassName": "system-node-critical",
+            "terminationGracePeriodSeconds": 5,
+            "containers": [_container(name)],
+        },
+    }
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+ETCD = static_pod("etcd")
+SCHEDULER = static_pod("kube-scheduler")
+
+
+def _deployment(name: str, namespace: str, replicas: int, priority: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 5, "containers": [_container("c")]}
+    if priority:
+        spec["priorityClassName"] = priority
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+        },
+    }
+
+
+WORKLOADS: list[dict[str, Any]] = [
+    _deployment("low", "default", 2, None),
+    _deployment("high", "kube-system", 2, "system-cluster-critical"),
+    {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "high", "namespace": "kube-system"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "high"}}},
+    },
+    {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "logs", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "logs"}},
+            "template": {
+                "metadata": {"labels": {"app": "logs"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [_container("c")],
+                    # on node-1 only: kwok's nodes would run it too, and the test counts it
+                    "nodeSelector": {"kubernetes.io/hostname": "node-1"},
+                },
+            },
+        },
+    },
+]
+
+
+def node_pods(view: ClusterView, node: str) -> list[dict[str, Any]]:
+    return [p for p in view.list(PODS) if p["spec"].get("nodeName") == node]
+
+
+def evicted(pod: dict[str, Any]) -> bool:
+    """The pod's deletion came through the Eviction API (kube-apiserver sets this condition)."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "DisruptionTarget" and c.get("reason") == "EvictionByEvictionAPI"
+        for c in conditions
+    )
+
+
+async def create_on_node(n: Any, workloads: list[dict[str, Any]], node: str = "node-1") -> None:
+    """Create `workloads` with the other nodes cordoned, so their pods land on `node`; uncordon
+    them once those pods are placed (the drained pods' replacements go there)."""
+    others = [x for x in ("node-1", "node-2", "node-3") if x != node]
+    for name in others:
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": True}})
+    await n.view.until(
+        lambda: all(
+            (n.view.get(NODES, x) or {}).get("spec", {}).get("unschedulable") for x in others
+        )
+    )
+    for doc in workloads:
+        await n.kube.create(KINDS[doc["kind"]], doc)
+    wanted = sum(d["spec"].get("replicas", 0) for d in workloads if d["kind"] == "Deployment")
+    await n.view.until(
+        lambda: (
+            sum(
+                1
+                for p in node_pods(n.view, node)
+                if (p["metadata"].get("labels") or {}).get("app") in ("low", "high")
+            )
+            >= wanted
+        ),
+        timeout=60,
+    )
+    for name in others:
+        await n.kube.patch(NODES, name, {"spec": {"unschedulable": None}})
