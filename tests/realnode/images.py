@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.build import cache_root, go_command
+from tests.controlplane.build import BuildError, cache_root, go_command
 from tests.e2e.container import host_mirror
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -567,7 +567,7 @@ def import_into(archives: Sequence[Path], address: Path | None = None) -> None:
 def main() -> int:
     try:
         paths = ensure_images()
-    except ImageError as e:
+    except (ImageError, BuildError) as e:  # BuildError: no Go toolchain for the pause program
         print(f"images: {e}", file=sys.stderr)
         return 1
     for p in paths:

@@ -203,6 +203,12 @@ def test_images_import_by_name_and_run(tmp_path: Path) -> None:
 
         out = c.ctr("run", "--rm", *c.run_args("na"), images.NODEAGENT, "na", "nodeagent", "--help")
         assert out.startswith("usage: nodeagent"), out
+        # the virtualenv's python links to the base's /usr/local/bin one (the Dockerfile's word)
+        show_link = "import os; print(os.readlink('/opt/nodeagent/bin/python'))"
+        out = c.ctr(
+            "run", "--rm", *c.run_args("py"), images.NODEAGENT, "py", "python", "-c", show_link
+        )
+        assert out.strip().startswith("/usr/local/bin/python"), out
 
         # the sandbox image: pause runs until SIGTERM, then exits 0
         c.ctr("run", "--detach", *c.run_args("pz"), images.PAUSE, "pz")
