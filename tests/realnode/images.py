@@ -101,13 +101,14 @@ def _run(
             list(cmd), capture_output=True, text=True, timeout=timeout, check=False, **kwargs
         )
     except subprocess.TimeoutExpired as e:
-        tail = (e.stderr or b"")[-4000:]
-        text = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
-        raise ImageError(f"{what}: {cmd[0]} timed out after {timeout:.0f} s:\n{text}") from e
+        err = e.stderr or b""
+        text = (err.decode(errors="replace") if isinstance(err, bytes) else err)[-4000:]
+        raise ImageError(f"{what}: {cmd[0]} timed out after {timeout:g} s:\n{text}") from e
     except FileNotFoundError as e:
         raise ImageError(f"{what}: {cmd[0]} is not installed (scripts/setup installs it)") from e
     if done.returncode != 0:
-        tail = (done.stderr.strip() or done.stdout.strip())[-4000:]
+        # a build step's own output (pip's error, say) is on stdout, buildah's verdict on stderr
+        tail = "\n".join(t.strip()[-3000:] for t in (done.stdout, done.stderr) if t.strip())
         raise ImageError(f"{what}: {' '.join(cmd[:3])} ... exited {done.returncode}:\n{tail}")
     return done
 
@@ -479,6 +480,8 @@ def pip_for_build(work: Path) -> list[str]:
 
 def build_nodeagent(out: Path, work: Path, log: bool) -> Path:
     buildah = Buildah(cache_dir() / "buildah")
+    # working containers an interrupted build left (the storage is ours, and we hold the lock)
+    buildah.run("buildah rm --all", 120, "rm", "--all")
     base = ensure_base(buildah, log)
     tag = f"{NODEAGENT}-{nodeagent_key()}"
     buildah.run(
