@@ -104,6 +104,7 @@ class RealNode:
 async def real_node(
     real_cluster: RealBackend, node_container: Container
 ) -> AsyncIterator[RealNode]:
+    await real_cluster.install_crds()
     kube = real_cluster.client()
     view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])
     await view.start()
