@@ -140,19 +140,33 @@ class ShutdownFlow:
                     await task
 
     async def _drive(self, kind: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
+        async def drain() -> None:
+            name = await self._ensure_maintenance(kind, state, changed)
+            async with asyncio.TaskGroup() as tg:
+                probe = tg.create_task(self._probe(name, state, changed))
+                await self._wait_drained(name, state, changed)
+                probe.cancel()
+
+        await self._retrying("shutdown", drain, state, changed)
+
+    async def _retrying(
+        self,
+        what: str,
+        fn: Callable[[], Awaitable[None]],
+        state: model.ReleaseState,
+        changed: asyncio.Event,
+    ) -> None:
+        """Run `fn` until it returns, once the node is known; a failed API request counts
+        towards "unreachable" and is tried again after a pause."""
         await self._node_known.wait()
         attempt = 0
         while True:
             try:
-                name = await self._ensure_maintenance(kind, state, changed)
-                async with asyncio.TaskGroup() as tg:
-                    probe = tg.create_task(self._probe(name, state, changed))
-                    await self._wait_drained(name, state, changed)
-                    probe.cancel()
+                await fn()
                 return
             except* (KubeError, TimeoutError) as group:
                 e = group.exceptions[0]
-                log.warning("shutdown of %s: API request failed: %s", self.node, e)
+                log.warning("%s of %s: API request failed: %s", what, self.node, e)
                 self._unreachable(state, changed)
             # pacing between retries against a failing API server
             attempt += 1
@@ -166,24 +180,18 @@ class ShutdownFlow:
         phase = final.FinalPhase.fitted(
             state.deadline, usable, fp.grace_period, fp.critical_pods_grace_period
         )
-        await self._node_known.wait()
-        attempt = 0
-        while True:
-            try:
-                await run_final_phase(
-                    self.client,
-                    self.node,
-                    phase,
-                    self.clock,
-                    lambda what, call: self._request(what, call, state, changed),
-                )
-                return
-            except* (KubeError, TimeoutError) as group:
-                e = group.exceptions[0]
-                log.warning("shutdown of %s: final phase: API request failed: %s", self.node, e)
-                self._unreachable(state, changed)
-            attempt += 1
-            await asyncio.sleep(self.backoff.delay(attempt))
+        await self._retrying(
+            "final phase of the shutdown",
+            lambda: run_final_phase(
+                self.client,
+                self.node,
+                phase,
+                self.clock,
+                lambda what, call: self._request(what, call, state, changed),
+            ),
+            state,
+            changed,
+        )
 
     async def _request(
         self, what: str, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
