@@ -38,10 +38,7 @@ class KubeConfig:
 
 @dataclass(frozen=True)
 class FinalPhaseConfig:
-    """The shutdown's last phase (mirrors the kubelet's shutdownGracePeriod and
-    shutdownGracePeriodCriticalPods): it starts `grace_period` before the release deadline and
-    deletes the pods left, the critical ones in the last `critical_pods_grace_period`; 0: off."""
-
+    # as the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods; 0: off
     grace_period: float = 30.0
     critical_pods_grace_period: float = 10.0
 
@@ -369,8 +366,7 @@ def validate_config(cfg: Config) -> None:
             "shutdown.finalPhase: must have 0 <= criticalPodsGracePeriod <= gracePeriod "
             f"(got {fp.critical_pods_grace_period:g}, {fp.grace_period:g})"
         )
-    # the defaults fit any budget (a phase longer than half of it is scaled down); a phase
-    # configured longer than the budget allows is a mistake
+    # the defaults fit any budget (a phase over half of it is scaled down); a set one must fit
     if fp != FinalPhaseConfig() and fp.grace_period > s.budget - s.safety_margin:
         raise ConfigError(
             f"shutdown.finalPhase.gracePeriod: {fp.grace_period:g}s is longer than "
