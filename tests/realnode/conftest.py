@@ -23,7 +23,15 @@ from tests.controlplane.build import ensure_built
 from tests.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
 from tests.e2e.container import Container, node_rootfs
 from tests.realnode import images
-from tests.realnode.node import NO_GNS, NSPAWN_ARGS, NodeSpec, prepare, prepare_host, sweep
+from tests.realnode.node import (
+    NO_GNS,
+    NSPAWN_ARGS,
+    NodeSpec,
+    one_node_at_a_time,
+    prepare,
+    prepare_host,
+    sweep,
+)
 
 NODE = "node-1"
 
@@ -73,7 +81,10 @@ def kubelet_gns() -> tuple[int, int]:
 async def node_container(
     tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int]
 ) -> AsyncIterator[Container]:
-    """node-1's container, prepared but not booted: the test installs the agent first."""
+    """node-1's container, prepared but not booted: the test installs the agent first. One real
+    node on the host at a time (its kubelet's ports and cgroups are the host's): the fixture
+    holds a host-wide lock from before the container exists until after the sweep."""
+    lock = await asyncio.to_thread(one_node_at_a_time)
     base = await asyncio.to_thread(node_rootfs)
     archives = await asyncio.to_thread(images.ensure_images)
     c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-realnode", base)
@@ -89,6 +100,7 @@ async def node_container(
     finally:
         await c.stop()
         left = await asyncio.to_thread(sweep)
+        lock.close()
         assert not left, f"the real node left behind: {left}"
 
 

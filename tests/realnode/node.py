@@ -12,6 +12,7 @@ which `sweep` removes with the cgroups the kubelet made, since both outlive the 
 from __future__ import annotations
 
 import base64
+import fcntl
 import ipaddress
 import json
 import os
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 import yaml
@@ -55,6 +56,16 @@ class NodeSpec:
     pki_dir: Path
     kubelet: Path
     gns: tuple[int, int] = NO_GNS
+
+
+HOST_LOCK = Path("/run/nodeagent-realnode.lock")
+
+
+def one_node_at_a_time() -> IO[str]:
+    """Wait for, take and return the host's real-node lock (closing the file releases it)."""
+    f = HOST_LOCK.open("w")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
 
 
 def node_ip() -> str:
