@@ -14,24 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS
 from tests.clusters import ClusterView, RealBackend
-from tests.controlplane.build import ensure_built
 from tests.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
-from tests.e2e.container import Container, node_rootfs
-from tests.realnode import images
-from tests.realnode.node import (
-    NO_GNS,
-    NSPAWN_ARGS,
-    NodeSpec,
-    one_node_at_a_time,
-    prepare,
-    prepare_host,
-    sweep,
-)
+from tests.e2e.container import Container
+from tests.realnode.container import prepared_node
+from tests.realnode.node import NO_GNS
 
 NODE = "node-1"
 
@@ -82,26 +72,12 @@ async def node_container(
     tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int]
 ) -> AsyncIterator[Container]:
     """node-1's container, prepared but not booted: the test installs the agent first. One real
-    node on the host at a time (its kubelet's ports and cgroups are the host's): the fixture
-    holds a host-wide lock from before the container exists until after the sweep."""
-    lock = await asyncio.to_thread(one_node_at_a_time)
-    base = await asyncio.to_thread(node_rootfs)
-    archives = await asyncio.to_thread(images.ensure_images)
-    c = await asyncio.to_thread(Container.copy_of_base, tmp_path, "nodeagent-realnode", base)
-    c.nspawn_args = NSPAWN_ARGS
-    kubelet = ensure_built(log=False).path("kubelet")
-    server = yaml.safe_load(real_cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-    spec = NodeSpec(NODE, server, real_cluster.pki_dir, kubelet, kubelet_gns)
-    await asyncio.to_thread(prepare_host)
-    await asyncio.to_thread(prepare, c.rootfs, spec, archives)
-    c.path("/var/log/journal").mkdir(parents=True, exist_ok=True)
-    try:
+    node on the host at a time: tests/realnode/container.py holds a host-wide lock from before
+    the container exists until after the sweep."""
+    async with prepared_node(
+        tmp_path, NODE, real_cluster.kubeconfig, real_cluster.pki_dir, kubelet_gns
+    ) as c:
         yield c
-    finally:
-        await c.stop()
-        left = await asyncio.to_thread(sweep)
-        lock.close()
-        assert not left, f"the real node left behind: {left}"
 
 
 @dataclass
