@@ -17,11 +17,16 @@ from tests.realnode.images import BUSYBOX
 SERVE = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
 
 
-def _container(name: str) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "Never", "command": SERVE}
+def serve_exiting_after(seconds: float) -> list[str]:
+    """SERVE, exiting `seconds` after SIGTERM (a server finishing its requests)."""
+    return ["sh", "-c", f"trap 'sleep {seconds:g}; exit 0' TERM; sleep 100000 & wait"]
 
 
-def static_pod(name: str) -> bytes:
+def _container(name: str, command: list[str] = SERVE) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX, "imagePullPolicy": "Never", "command": command}
+
+
+def static_pod(name: str, command: list[str] = SERVE) -> bytes:
     doc = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -30,7 +35,7 @@ def static_pod(name: str) -> bytes:
             "hostNetwork": True,
             "priorityClassName": "system-node-critical",
             "terminationGracePeriodSeconds": 5,
-            "containers": [_container(name)],
+            "containers": [_container(name, command)],
         },
     }
     return yaml.safe_dump(doc, sort_keys=False).encode()
@@ -40,8 +45,13 @@ ETCD = static_pod("etcd")
 SCHEDULER = static_pod("kube-scheduler")
 
 
-def _deployment(name: str, namespace: str, replicas: int, priority: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 5, "containers": [_container("c")]}
+def deployment(
+    name: str, namespace: str, replicas: int, priority: str | None, command: list[str] = SERVE
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 5,
+        "containers": [_container("c", command)],
+    }
     if priority:
         spec["priorityClassName"] = priority
     return {
@@ -57,8 +67,8 @@ def _deployment(name: str, namespace: str, replicas: int, priority: str | None) 
 
 
 WORKLOADS: list[dict[str, Any]] = [
-    _deployment("low", "default", 2, None),
-    _deployment("high", "kube-system", 2, "system-cluster-critical"),
+    deployment("low", "default", 2, None),
+    deployment("high", "kube-system", 2, "system-cluster-critical"),
     {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -98,7 +108,9 @@ def evicted(pod: dict[str, Any]) -> bool:
     )
 
 
-async def create_on_node(n: Any, workloads: list[dict[str, Any]], node: str = "node-1") -> None:
+async def create_on_node(
+    n: Any, workloads: list[dict[str, Any]], node: str = "node-1", timeout: float = 60
+) -> None:
     """Create `workloads` with the other nodes cordoned, so their pods land on `node`; uncordon
     them once those pods are placed (the drained pods' replacements go there)."""
     others = [x for x in ("node-1", "node-2", "node-3") if x != node]
@@ -111,17 +123,19 @@ async def create_on_node(n: Any, workloads: list[dict[str, Any]], node: str = "n
     )
     for doc in workloads:
         await n.kube.create(KINDS[doc["kind"]], doc)
-    wanted = sum(d["spec"].get("replicas", 0) for d in workloads if d["kind"] == "Deployment")
+    deployments = [d for d in workloads if d["kind"] == "Deployment"]
+    apps = {d["metadata"]["name"] for d in deployments}
+    wanted = sum(d["spec"].get("replicas", 0) for d in deployments)
     await n.view.until(
         lambda: (
             sum(
                 1
                 for p in node_pods(n.view, node)
-                if (p["metadata"].get("labels") or {}).get("app") in ("low", "high")
+                if (p["metadata"].get("labels") or {}).get("app") in apps
             )
             >= wanted
         ),
-        timeout=60,
+        timeout=timeout,
     )
     for name in others:
         await n.kube.patch(NODES, name, {"spec": {"unschedulable": None}})
