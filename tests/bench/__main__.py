@@ -1,6 +1,6 @@
 """nodeagent benchmarks: `python -m tests.bench [--quick] [--only FIGURES] [--out DIR]`.
 
-FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision. Prints a
+FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision,gns. Prints a
 table and writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
 
 Not part of the test run: nothing here is named test_*. See tests/bench/README.md.
@@ -29,7 +29,7 @@ from tests.bench import common, imports
 from tests.bench.backends import BACKENDS
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 
-FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision")
+FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision", "gns")
 GOALS = {
     "drain_vs_critical_path": 1.1,
     "drain_vs_kubectl": 0.5,
@@ -294,6 +294,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     dc = results.get("decision")
     if dc and "error" not in dc:
         out += decision_rows(dc)
+    g = results.get("gns")
+    if g and "error" not in g and "skipped" not in g:
+        out += gns_rows(g)
     for name in FIGURES:
         r = results.get(name) or {}
         failed = {"figure": r} if "error" in r else {}
@@ -461,6 +464,53 @@ def decision_rows(dc: dict[str, Any]) -> list[Row]:
     return out
 
 
+def gns_rows(g: dict[str, Any]) -> list[Row]:
+    """The GNS figure (a real node, so the real column): nodeagent with the kubelet's GNS off,
+    then the kubelet's GNS alone, each as `nodeagent | kubelet GNS`."""
+    a, k = g["nodeagent"], g["kubelet_gns"]
+    out: list[Row] = []
+    for setup, r in (("nodeagent", a), ("kubelet GNS", k)):
+        if "error" in r:
+            out.append((f"gns: {setup} not measured", {"real": r["error"][:60]}, "", {}))
+    if "error" in a or "error" in k:
+        return out
+
+    def both(label: str, value: Callable[[dict[str, Any]], str]) -> Row:
+        return (f"  {label}", {"real": f"{value(a)} | {value(k)}"}, "", {})
+
+    gs, gc = k["kubelet_gns_seconds"]
+    out += [
+        (
+            f"reboot of a real node, {a['pods_on_node']} pods: nodeagent (GNS off) | "
+            f"kubelet GNS {gs}/{gc} s alone",
+            {"real": f"{a['reboot_seconds']:.1f} s | {k['reboot_seconds']:.1f} s"},
+            "",
+            {},
+        ),
+        (
+            "  systemctl reboot -> reboot: nodeagent / kubelet GNS",
+            {"real": f"{g['ratios']['reboot_nodeagent_vs_kubelet_gns']:.2f}x"},
+            "",
+            {},
+        ),
+        both(
+            "pods evicted / terminated by the kubelet / otherwise / not before the reboot",
+            lambda r: "/".join(
+                str(r["left"][x]) for x in ("evicted", "terminated_by_kubelet", "other", "not_left")
+            ),
+        ),
+        both(
+            "budgets exceeded (most unavailable at once > allowed)",
+            lambda r: f"{r['budgets_violated']} of {len(r['budgets'])}",
+        ),
+        both(
+            "Deployment pods replaced elsewhere (Running) before the reboot",
+            lambda r: f"{r['replaced_elsewhere_before_reboot']}/{r['deployment_pods']}",
+        ),
+    ]
+    return out
+
+
 def table(results: dict[str, Any]) -> str:
     lines = rows(results)
     backends = [b for b in BACKENDS if any(b in r[1] for r in lines)]
@@ -537,10 +587,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.setdefault("durations_seconds", {})[name] = round(time.monotonic() - t, 1)
         print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", file=sys.stderr)
 
-    from tests.bench import cache, decision, drain, idle, reaction, scale
+    from tests.bench import cache, decision, drain, gns, idle, reaction, scale
 
     binaries: Binaries | None = None
-    on_real = "real" in backends and bool({"drain", "requests", "scale", "idle"} & set(figures))
+    on_real = "real" in backends and bool(
+        {"drain", "requests", "scale", "idle", "gns"} & set(figures)
+    )
     if on_real:
         t = time.monotonic()
         print("[bench] real control plane binaries (built on first use) ...", file=sys.stderr)
@@ -586,6 +638,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await step("cache", asyncio.to_thread(cache.run))
     if "decision" in figures:
         await step("decision", asyncio.to_thread(decision.run))
+    if "gns" in figures:
+        if "real" not in backends or binaries is None:
+            results["gns"] = {"skipped": "a real node joins a real control plane (--backend real)"}
+        else:
+            await step("gns", gns.run(args.seed, work / "gns", binaries))
     results["workdir"] = str(work)
     return results
 
