@@ -466,7 +466,7 @@ def decision_rows(dc: dict[str, Any]) -> list[Row]:
 
 def gns_rows(g: dict[str, Any]) -> list[Row]:
     """The GNS figure (a real node, so the real column): nodeagent with the kubelet's GNS off,
-    then the kubelet's GNS alone, each as `nodeagent | kubelet GNS`."""
+    then the kubelet's GNS alone, each as `nodeagent vs kubelet GNS`."""
     a, k = g["nodeagent"], g["kubelet_gns"]
     out: list[Row] = []
     for setup, r in (("nodeagent", a), ("kubelet GNS", k)):
@@ -476,14 +476,14 @@ def gns_rows(g: dict[str, Any]) -> list[Row]:
         return out
 
     def both(label: str, value: Callable[[dict[str, Any]], str]) -> Row:
-        return (f"  {label}", {"real": f"{value(a)} | {value(k)}"}, "", {})
+        return (f"  {label}", {"real": f"{value(a)} vs {value(k)}"}, "", {})
 
     gs, gc = k["kubelet_gns_seconds"]
     out += [
         (
-            f"reboot of a real node, {a['pods_on_node']} pods: nodeagent (GNS off) | "
+            f"reboot of a real node, {a['pods_on_node']} pods: nodeagent (GNS off) vs "
             f"kubelet GNS {gs}/{gc} s alone",
-            {"real": f"{a['reboot_seconds']:.1f} s | {k['reboot_seconds']:.1f} s"},
+            {"real": f"{a['reboot_seconds']:.1f} s vs {k['reboot_seconds']:.1f} s"},
             "",
             {},
         ),

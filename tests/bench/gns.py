@@ -19,7 +19,7 @@ every change made before the reboot has been seen (one pods watch delivers in or
   (deleted without such a condition: static pods' mirror pods, the DaemonSet pod), or not at
   all (still running when the node went down);
 - per budget, the most of its pods unavailable at once (expected pods minus those Running,
-  Ready and not terminating, as the disruption controller counts), against what it allows;
+  Ready, not terminating and not marked DisruptionTarget), against what it allows;
 - the Deployments' pods whose replacement was Running on another node before the reboot.
 """
 
@@ -140,7 +140,10 @@ def ready(p: dict[str, Any]) -> bool:
 
 
 def healthy(p: dict[str, Any]) -> bool:
-    return running(p) and ready(p)
+    """Available to its budget: Running, Ready, and neither terminating nor marked for a
+    disruption (a pod the kubelet is shutting down keeps Running and Ready in the API until its
+    containers have exited; from the DisruptionTarget condition on it is going)."""
+    return running(p) and ready(p) and disruption(p) is None
 
 
 def disruption(p: dict[str, Any]) -> str | None:
