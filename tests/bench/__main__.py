@@ -74,6 +74,22 @@ def machine() -> dict[str, Any]:
     }
 
 
+def source_commit() -> str:
+    """The commit measured (`git describe --always --dirty`: `-dirty` when the working tree had
+    changes), or "" outside a git checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
 def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "MISSED")
 
@@ -564,6 +580,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     backends, why_not_real = choose_backends(args.backend)
     results: dict[str, Any] = {
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": source_commit(),
         "quick": args.quick,
         "seed": args.seed,
         "backends": list(backends),
@@ -708,7 +725,8 @@ def main() -> int:
     (args.out / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
     m = results["machine"]
     header = (
-        f"nodeagent benchmarks, {results['started']}{' (--quick)' if args.quick else ''}: "
+        f"nodeagent benchmarks, {results['started']}{' (--quick)' if args.quick else ''}"
+        f"{f' at {c}' if (c := results.get('commit')) else ''}: "
         f"{m['cpu_model']}, {m['logical_cpus']} logical CPUs, {m['memory_gib']} GiB, "
         f"Python {m['python']}, kubectl {m['kubectl']}; backends: {', '.join(results['backends'])}"
         + (
