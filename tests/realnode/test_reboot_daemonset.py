@@ -85,10 +85,10 @@ def overlay(dir: Path, server: str, image: str) -> Path:
         for d in yaml.safe_load_all((PACKAGING / "configmap.yaml").read_text())
         if d["metadata"]["name"] == f"{CONTROLLERS}-config"
     )
-    settings = yaml.safe_load(config["data"]["config.yaml"])
+    settings: dict[str, Any] = yaml.safe_load(config["data"]["config.yaml"])
     settings["observability"]["listen"] = f"0.0.0.0:{CONTROLLERS_PORT}"
     config["data"]["config.yaml"] = yaml.safe_dump(settings)
-    port = {
+    metrics_port = {
         "target": {"kind": "Deployment", "name": CONTROLLERS},
         "patch": yaml.safe_dump(
             [
@@ -111,7 +111,7 @@ def overlay(dir: Path, server: str, image: str) -> Path:
             controllers,
             {"patch": yaml.safe_dump(skip)},
             {"patch": yaml.safe_dump(config)},
-            port,
+            metrics_port,
         ],
     }
     dir.mkdir(parents=True, exist_ok=True)
