@@ -516,8 +516,16 @@ def gns_rows(g: dict[str, Any]) -> list[Row]:
             ),
         ),
         both(
-            "budgets exceeded (most unavailable at once > allowed)",
+            "budgets exceeded, as the API shows (most unavailable at once > allowed)",
             lambda r: f"{r['budgets_violated']} of {len(r['budgets'])}",
+        ),
+        both(
+            "budgets exceeded, a pod down from its SIGTERM (the kubelet's log)",
+            lambda r: f"{r['budgets_violated_from_sigterm']} of {len(r['budgets'])}",
+        ),
+        both(
+            "most pods of a budget down at once from their SIGTERM, per budget",
+            lambda r: ",".join(str(b["max_down_from_sigterm"]) for b in r["budgets"].values()),
         ),
         both(
             "Deployment pods replaced elsewhere (Running) before the reboot",

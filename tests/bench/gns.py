@@ -26,9 +26,11 @@ every change made before the reboot has been seen (one pods watch delivers in or
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import time
@@ -171,33 +173,55 @@ def analyse(
     log: list[tuple[float, str, dict[str, Any]]],
     t0: float,
     t1: float,
+    sigterm_at: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The figure's numbers for one reboot, from the pods at `t0` (systemctl reboot) and every
-    change seen after it (`log`: stamp, event, pod), the container having exited at `t1`."""
+    change seen after it (`log`: stamp, event, pod), the container having exited at `t1`;
+    `sigterm_at`: pod uid -> when the kubelet sent its container SIGTERM (same clock)."""
     on_node = {u: p for u, p in snapshot.items() if p["spec"].get("nodeName") == NODE}
     state = dict(snapshot)
     deleted: set[str] = set()
     left_at: dict[str, float] = {}
     replaced_at: dict[str, float] = {}  # pods made after t0, Running elsewhere: first stamp
     budgets: dict[str, dict[str, Any]] = {
-        name: {"namespace": ns, "expected": replicas, "spec": budget, "max_unavailable": 0}
+        name: {
+            "namespace": ns,
+            "expected": replicas,
+            "spec": budget,
+            "max_unavailable": 0,
+            "max_down_from_sigterm": 0,
+        }
         for name, ns, replicas, _, budget in DEPLOYMENTS
         if budget is not None
     }
+    sigtermed: set[str] = set()
 
-    def unavailable(name: str, b: dict[str, Any]) -> int:
+    def unavailable(name: str, b: dict[str, Any], also: set[str]) -> int:
         up = sum(
             1
             for u, p in state.items()
             if u not in deleted
+            and u not in also
             and p["metadata"].get("namespace") == b["namespace"]
             and (p["metadata"].get("labels") or {}).get("app") == name
             and healthy(p)
         )
         return int(b["expected"]) - up
 
-    for stamp, event, pod in log:
-        uid = pod["metadata"]["uid"]
+    # the watch's changes and the kubelet's SIGTERMs, in time order (a SIGTERM carries no pod)
+    timeline: list[tuple[float, str, dict[str, Any] | None, str]] = [
+        (stamp, event, pod, pod["metadata"]["uid"]) for stamp, event, pod in log
+    ]
+    timeline += [(at, "SIGTERM", None, uid) for uid, at in (sigterm_at or {}).items()]
+    timeline.sort(key=lambda e: e[0])
+    for stamp, event, maybe_pod, uid in timeline:
+        if maybe_pod is None:
+            sigtermed.add(uid)
+            for name, b in budgets.items():
+                down = unavailable(name, b, sigtermed)
+                b["max_down_from_sigterm"] = max(b["max_down_from_sigterm"], down)
+            continue
+        pod = maybe_pod
         state[uid] = pod
         if event == "DELETED":
             deleted.add(uid)
@@ -211,7 +235,9 @@ def analyse(
         ):
             replaced_at[uid] = stamp
         for name, b in budgets.items():
-            b["max_unavailable"] = max(b["max_unavailable"], unavailable(name, b))
+            b["max_unavailable"] = max(b["max_unavailable"], unavailable(name, b, set()))
+            down = unavailable(name, b, sigtermed)
+            b["max_down_from_sigterm"] = max(b["max_down_from_sigterm"], down)
 
     how = {"evicted": 0, "terminated_by_kubelet": 0, "other": 0, "not_left": 0}
     by_kind: dict[str, dict[str, int]] = {}
@@ -247,15 +273,46 @@ def analyse(
                 "allowed": allowed(b["spec"], b["expected"]),
                 "max_unavailable": b["max_unavailable"],
                 "violated": b["max_unavailable"] > allowed(b["spec"], b["expected"]),
+                "max_down_from_sigterm": b["max_down_from_sigterm"],
             }
             for name, b in budgets.items()
         },
         "budgets_violated": sum(
             b["max_unavailable"] > allowed(b["spec"], b["expected"]) for b in budgets.values()
         ),
+        "budgets_violated_from_sigterm": sum(
+            b["max_down_from_sigterm"] > allowed(b["spec"], b["expected"]) for b in budgets.values()
+        )
+        if sigterm_at
+        else None,
+        "sigterms_seen": len(sigterm_at or {}),
         "deployment_pods": sum(1 for p in on_node.values() if owner(p) is not None),
         "replaced_elsewhere_before_reboot": replaced,
     }
+
+
+KILLING = re.compile(r'"Killing container with a grace period" pod="[^"]+" podUID="([^"]+)"')
+
+
+def sigterms(journal: Path, wall_minus_monotonic: float) -> dict[str, float]:
+    """Pod uid -> when the kubelet first sent one of its containers SIGTERM (its log line
+    "Killing container with a grace period", as journald received it), on the monotonic clock
+    (the node shares the host's clock)."""
+    done = subprocess.run(
+        ["journalctl", "-D", str(journal), "-u", "kubelet", "-o", "json", "--no-pager"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out: dict[str, float] = {}
+    for line in done.stdout.splitlines():
+        entry = json.loads(line)
+        message = entry.get("MESSAGE")
+        if not isinstance(message, str) or (m := KILLING.search(message)) is None:
+            continue
+        at = int(entry["__REALTIME_TIMESTAMP"]) / 1e6 - wall_minus_monotonic
+        out[m.group(1)] = min(at, out.get(m.group(1), at))
+    return out
 
 
 def build_deb(out: Path) -> Path:
@@ -366,6 +423,7 @@ async def _on_node(
             snapshot = {p["metadata"]["uid"]: p for p in view.list(PODS)}
             view.listen(record)
             t0 = time.monotonic()
+            wall_minus_monotonic = time.time() - t0
             await c.exec("systemctl", "reboot")
             rc = await c.wait_exit(timeout=BUDGET + 60)
             t1 = time.monotonic()
@@ -387,7 +445,12 @@ async def _on_node(
                 lambda: view.get(PODS, "gns-bench-barrier", "default") is not None, timeout=30
             )
             log = [e for e in log if e[2]["metadata"]["name"] != "gns-bench-barrier"]
-            result = analyse(snapshot, log, t0, t1)
+            killed = await asyncio.to_thread(
+                sigterms, c.path("/var/log/journal"), wall_minus_monotonic
+            )
+            # only what the reboot did: the pods there at the start, SIGTERMed after it began
+            killed = {u: at for u, at in killed.items() if u in snapshot and at >= t0}
+            result = analyse(snapshot, log, t0, t1, killed)
             result["kubelet_gns_seconds"] = list(gns)
             result["nodeagent_installed"] = setup == "nodeagent"
             result["watch_events"] = len(log)
