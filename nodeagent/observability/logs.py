@@ -36,3 +36,6 @@ def setup(level: str = "INFO", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # watchfiles logs every batch of changes it sees at INFO: the manifest and logind drop-in
+    # directories' changes are ours to report, once, in words
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)
