@@ -137,10 +137,10 @@ async def logind_locks(real: RealNode) -> list[list[Any]]:
     return list(locks)
 
 
-async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
-    real_node: RealNode, tmp_path: Path
-) -> None:
-    n, c = real_node, real_node.container
+async def installed(n: RealNode, tmp_path: Path) -> Path:
+    """The node booted with both static pods, packaging/kubernetes applied, the agent's pod
+    holding the node's shutdown lock through the mounted D-Bus socket, the workloads running."""
+    c = n.container
     manifests = c.path(MANIFEST_DIR)
     (manifests / "etcd.yaml").write_bytes(ETCD)
     (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
@@ -159,7 +159,6 @@ async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
         ]
 
     await n.view.until(agents_running, timeout=180)
-    # the agent's pod holds the node's shutdown lock through the mounted D-Bus socket
     async with asyncio.timeout(60):
         while not any(lock[1] == "nodeagent" for lock in await logind_locks(n)):  # noqa: ASYNC110
             await asyncio.sleep(0.2)  # logind signals no new lock: ask again
@@ -171,6 +170,29 @@ async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
         ),
         timeout=120,
     )
+    return manifests
+
+
+async def static_pods_back(n: RealNode, manifests: Path) -> None:
+    """After the reboot: the agent's pod comes back (the kubelet first: a DaemonSet install
+    cannot go before it), puts the manifests back and completes the maintenance."""
+    await n.view.until(
+        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
+        timeout=180,
+    )
+    assert (manifests / "etcd.yaml").read_bytes() == ETCD
+    assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
+    await n.view.until(
+        lambda: not (n.view.get(NODES, NODE) or {})["spec"].get("unschedulable"), timeout=120
+    )
+    await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=60)
+
+
+async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
+    real_node: RealNode, tmp_path: Path
+) -> None:
+    n, c = real_node, real_node.container
+    manifests = await installed(n, tmp_path)
 
     leaving: list[str] = []
     drained_at: list[float] = []
@@ -196,16 +218,33 @@ async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
     assert sorted(leaving[5:]) == ["static", "static"], leaving
     assert not (manifests / "etcd.yaml").exists()
 
-    # after the reboot the agent's pod comes back (the kubelet first: a DaemonSet install cannot
-    # go before it), puts the manifests back and completes the maintenance
     await c.boot()
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=180,
+    await static_pods_back(n, manifests)
+
+
+async def test_agent_pod_killed_mid_drain(real_node: RealNode, tmp_path: Path) -> None:
+    """What a DaemonSet install can promise: its container killed during the drain releases
+    the lock (nothing outlives the container to hold it), so the node goes down before the
+    drain is done, but nothing is lost, and the next boot's pod finishes the job."""
+    n, c = real_node, real_node.container
+    manifests = await installed(n, tmp_path)
+    first = asyncio.Event()
+
+    def record(event: str, resource: Resource, new: dict[str, Any]) -> None:
+        on_node = resource == PODS and new["spec"].get("nodeName") == NODE and app(new) is None
+        if on_node and (event == "DELETED" or new["metadata"].get("deletionTimestamp")):
+            first.set()
+
+    n.view.listen(record)
+    await c.exec("systemctl", "reboot")
+    await first.wait()
+    await c.exec("pkill", "-KILL", "-f", "nodeagent run")
+    assert await c.wait_exit(timeout=60) == REBOOT_EXIT
+    maintenance = next(iter(n.view.list(NODEMAINTENANCES)))
+    conds = (maintenance.get("status") or {}).get("conditions") or []
+    assert not any(x["type"] == "Drained" and x["status"] == "True" for x in conds), (
+        "the node went down before the drain was done (the lock died with the container)"
     )
-    assert (manifests / "etcd.yaml").read_bytes() == ETCD
-    assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
-    await n.view.until(
-        lambda: not (n.view.get(NODES, NODE) or {})["spec"].get("unschedulable"), timeout=120
-    )
-    await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=60)
+    # never lost: the next boot's pod puts every manifest back, byte-identical
+    await c.boot()
+    await static_pods_back(n, manifests)
