@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -80,7 +81,7 @@ def require_tools() -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -97,7 +98,7 @@ def base_rootfs(extra: tuple[str, ...] = (), flavour: str = "rootfs") -> Path:
     first use; `flavour` names it in the cache."""
     root = CACHE / f"{SUITE}-{flavour}"
     marker = root / ".nodeagent-complete"
-    with _locked(CACHE / ".lock"):
+    with locked(CACHE / ".lock"):
         if marker.exists():
             return root
         tmp = CACHE / f"{SUITE}-{flavour}.tmp"
@@ -252,6 +253,20 @@ class Container:
             "InhibitDelayMaxUSec",
         )
         return int(out.split()[1])
+
+    async def inhibitors(self) -> list[tuple[str, str, str, str, int, int]]:
+        """logind's inhibitor locks now: (what, who, why, mode, uid, pid) each."""
+        out = await self.exec(
+            "busctl",
+            "--json=short",
+            "call",
+            "org.freedesktop.login1",
+            "/org/freedesktop/login1",
+            "org.freedesktop.login1.Manager",
+            "ListInhibitors",
+        )
+        (locks,) = json.loads(out)["data"]
+        return [(a, b, c, d, int(e), int(f)) for a, b, c, d, e, f in locks]
 
     async def wait_exit(self, timeout: float) -> int:
         assert self.proc is not None

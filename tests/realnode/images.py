@@ -29,7 +29,6 @@ them and prints their paths.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gzip
 import hashlib
 import io
@@ -47,7 +46,7 @@ from typing import Any
 import yaml
 
 from tests.controlplane.build import BuildError, cache_root, go_command
-from tests.e2e.container import host_mirror
+from tests.e2e.container import host_mirror, locked
 
 ROOT = Path(__file__).resolve().parents[2]
 PAUSE_SOURCE = Path(__file__).resolve().parent / "pause"
@@ -514,14 +513,6 @@ def build_nodeagent(out: Path, work: Path, log: bool) -> Path:
 # --- all three ----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def ensure_images(log: bool = True) -> list[Path]:
     """The three OCI archives (pause, busybox, nodeagent), each made once for what makes it."""
     cache = cache_dir()
@@ -534,7 +525,7 @@ def ensure_images(log: bool = True) -> list[Path]:
     paths = [cache / f"{what}-{key}.tar" for what, key in wanted]
     if all(p.is_file() for p in paths):
         return paths
-    with _locked(cache / ".lock"):  # one builder at a time (pytest workers, scripts)
+    with locked(cache / ".lock"):  # one builder at a time (pytest workers, scripts)
         for (what, _), path in zip(wanted, paths, strict=True):
             if path.is_file():
                 continue

@@ -15,37 +15,14 @@ from watchfiles import awatch
 
 from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Resource
 from nodeagent.model.maintenance import NODE_LABEL
-from tests.clusters import CONTROLLERS_ACCOUNT
 from tests.e2e.container import REBOOT_EXIT
-from tests.e2e.node import deb, install_package, kind_of, running
+from tests.e2e.node import deb, kind_of
 from tests.realnode.conftest import NODE, RealNode
-from tests.realnode.node import MANIFEST_DIR
-from tests.realnode.workloads import ETCD, SCHEDULER, WORKLOADS, create_on_node, node_pods
+from tests.realnode.workloads import ETCD, SCHEDULER, deb_node_with_pods, static_pods_running
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
 
 __all__ = ["deb"]  # fixture
-
-
-async def node_with_pods(n: RealNode, deb: Path, budget: int) -> Path:
-    """The agent installed, both static pods and the workloads running on node-1."""
-    c = n.container
-    manifests = c.path(MANIFEST_DIR)
-    (manifests / "etcd.yaml").write_bytes(ETCD)
-    (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
-    account = await n.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
-    settings = {"shutdown": {"budget": budget, "safetyMargin": 5}}
-    await asyncio.to_thread(install_package, c, deb, account, settings)
-    await c.boot()
-    await create_on_node(n, WORKLOADS)
-    await n.view.until(
-        lambda: (
-            sorted(kind_of(p) for p in node_pods(n.view, NODE) if running(p))
-            == ["daemonset", "high", "high", "low", "low", "static", "static"]
-        ),
-        timeout=120,
-    )
-    return manifests
 
 
 def leaving_pods(n: RealNode) -> tuple[list[str], asyncio.Event]:
@@ -70,7 +47,7 @@ def leaving_pods(n: RealNode) -> tuple[list[str], asyncio.Event]:
 
 async def test_kubelet_restarted_mid_drain(real_node: RealNode, deb: Path) -> None:
     n, c = real_node, real_node.container
-    manifests = await node_with_pods(n, deb, budget=180)
+    manifests = await deb_node_with_pods(n, deb, budget=180)
     order, first = leaving_pods(n)
     await c.exec("systemctl", "reboot")
     await first.wait()
@@ -81,10 +58,7 @@ async def test_kubelet_restarted_mid_drain(real_node: RealNode, deb: Path) -> No
     await c.boot()
     assert (manifests / "etcd.yaml").read_bytes() == ETCD
     assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=120,
-    )
+    await static_pods_running(n)
 
 
 async def test_containerd_stopped_mid_drain_the_shutdown_goes_by_its_bound(
@@ -92,7 +66,7 @@ async def test_containerd_stopped_mid_drain_the_shutdown_goes_by_its_bound(
 ) -> None:
     n, c = real_node, real_node.container
     budget = 45
-    manifests = await node_with_pods(n, deb, budget=budget)
+    manifests = await deb_node_with_pods(n, deb, budget=budget)
     _, first = leaving_pods(n)
     started = time.monotonic()
     await c.exec("systemctl", "reboot")
@@ -111,10 +85,7 @@ async def test_containerd_stopped_mid_drain_the_shutdown_goes_by_its_bound(
     await c.boot()
     assert (manifests / "etcd.yaml").read_bytes() == ETCD
     assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=120,
-    )
+    await static_pods_running(n)
 
 
 async def until_exists(*paths: Path, timeout: float = 60) -> None:
@@ -144,7 +115,7 @@ MAINTENANCE = {
 
 async def test_manifests_put_back_while_the_kubelet_is_down(real_node: RealNode, deb: Path) -> None:
     n, c = real_node, real_node.container
-    manifests = await node_with_pods(n, deb, budget=180)
+    manifests = await deb_node_with_pods(n, deb, budget=180)
     await n.kube.create(NODEMAINTENANCES, MAINTENANCE)
 
     def drained() -> bool:
@@ -161,7 +132,4 @@ async def test_manifests_put_back_while_the_kubelet_is_down(real_node: RealNode,
     assert (manifests / "etcd.yaml").read_bytes() == ETCD
     assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
     await c.exec("systemctl", "start", "kubelet")
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=120,
-    )
+    await static_pods_running(n)

@@ -7,7 +7,6 @@ GNS costs: shown here as it happens, counted in the bench (tests/bench, the GNS 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +34,7 @@ def kubelet_gns() -> tuple[int, int]:
 
 async def kubelet_lock_pid(c: Container) -> int | None:
     """The pid holding the kubelet's delay lock in the node's logind, if any."""
-    out = await c.exec(
-        "busctl",
-        "--json=short",
-        "call",
-        "org.freedesktop.login1",
-        "/org/freedesktop/login1",
-        "org.freedesktop.login1.Manager",
-        "ListInhibitors",
-    )
-    (locks,) = json.loads(out)["data"]
-    return next((int(lock[5]) for lock in locks if lock[1] == "kubelet"), None)
+    return next((pid for _, who, *_, pid in await c.inhibitors() if who == "kubelet"), None)
 
 
 async def kubelet_lock_other_than(c: Container, pid: int | None) -> int:

@@ -15,7 +15,6 @@ would stop them here, where a cluster has other nodes to move them to)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from pathlib import Path
@@ -31,7 +30,14 @@ from tests.e2e.node import kind_of, running
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.images import NODEAGENT
 from tests.realnode.node import MANIFEST_DIR
-from tests.realnode.workloads import ETCD, SCHEDULER, WORKLOADS, create_on_node, node_pods
+from tests.realnode.workloads import (
+    ETCD,
+    SCHEDULER,
+    WORKLOADS,
+    create_on_node,
+    node_pods,
+    static_pods_running,
+)
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
 
@@ -123,20 +129,6 @@ def app(pod: dict[str, Any]) -> str | None:
     return (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/name")
 
 
-async def logind_locks(real: RealNode) -> list[list[Any]]:
-    out = await real.container.exec(
-        "busctl",
-        "--json=short",
-        "call",
-        "org.freedesktop.login1",
-        "/org/freedesktop/login1",
-        "org.freedesktop.login1.Manager",
-        "ListInhibitors",
-    )
-    (locks,) = json.loads(out)["data"]
-    return list(locks)
-
-
 async def installed(n: RealNode, tmp_path: Path) -> Path:
     """The node booted with both static pods, packaging/kubernetes applied, the agent's pod
     holding the node's shutdown lock through the mounted D-Bus socket, the workloads running."""
@@ -160,7 +152,7 @@ async def installed(n: RealNode, tmp_path: Path) -> Path:
 
     await n.view.until(agents_running, timeout=180)
     async with asyncio.timeout(60):
-        while not any(lock[1] == "nodeagent" for lock in await logind_locks(n)):  # noqa: ASYNC110
+        while not any(lock[1] == "nodeagent" for lock in await c.inhibitors()):  # noqa: ASYNC110
             await asyncio.sleep(0.2)  # logind signals no new lock: ask again
     await create_on_node(n, WORKLOADS)
     await n.view.until(
@@ -176,10 +168,7 @@ async def installed(n: RealNode, tmp_path: Path) -> Path:
 async def static_pods_back(n: RealNode, manifests: Path) -> None:
     """After the reboot: the agent's pod comes back (the kubelet first: a DaemonSet install
     cannot go before it), puts the manifests back and completes the maintenance."""
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=180,
-    )
+    await static_pods_running(n)
     assert (manifests / "etcd.yaml").read_bytes() == ETCD
     assert (manifests / "kube-scheduler.yaml").read_bytes() == SCHEDULER
     await n.view.until(

@@ -7,7 +7,6 @@ Drained=True; after the reboot the manifests are back byte-identical and the kub
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -15,18 +14,15 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
-from tests.clusters import CONTROLLERS_ACCOUNT
 from tests.e2e.container import REBOOT_EXIT
-from tests.e2e.node import deb, install_package, kind_of, running
+from tests.e2e.node import deb, kind_of
 from tests.realnode.conftest import NODE, RealNode
-from tests.realnode.node import MANIFEST_DIR
 from tests.realnode.workloads import (
     ETCD,
     SCHEDULER,
-    WORKLOADS,
-    create_on_node,
+    deb_node_with_pods,
     evicted,
-    node_pods,
+    static_pods_running,
 )
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
@@ -36,32 +32,8 @@ __all__ = ["deb"]  # fixture
 
 async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb: Path) -> None:
     n, c = real_node, real_node.container
-    manifests = c.path(MANIFEST_DIR)
-    (manifests / "etcd.yaml").write_bytes(ETCD)
-    (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
-    await n.backend.install_crds()
-    account = await n.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
-    await asyncio.to_thread(
-        install_package, c, deb, account, {"shutdown": {"budget": 180, "safetyMargin": 5}}
-    )
-    await c.boot()
+    manifests = await deb_node_with_pods(n, deb, budget=180)
     assert (await c.exec("systemctl", "is-active", "nodeagent")).strip() == "active"
-    # the real kubelet registers node-1 and runs both static pods (their mirror pods Running)
-    await n.view.until(
-        lambda: (
-            sorted(kind_of(p) for p in node_pods(n.view, NODE) if running(p))
-            == ["static", "static"]
-        ),
-        timeout=120,
-    )
-    await create_on_node(n, WORKLOADS)
-    await n.view.until(
-        lambda: (
-            sorted(kind_of(p) for p in node_pods(n.view, NODE) if running(p))
-            == ["daemonset", "high", "high", "low", "low", "static", "static"]
-        ),
-        timeout=120,
-    )
 
     leaving: list[tuple[float, str, dict[str, Any]]] = []
     drained_at: list[float] = []
@@ -108,8 +80,5 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
     await n.view.until(
         lambda: not (n.view.get(NODES, NODE) or {})["spec"].get("unschedulable"), timeout=120
     )
-    await n.view.until(
-        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, NODE)) == 2,
-        timeout=120,
-    )
+    await static_pods_running(n)
     await n.view.until(lambda: not n.view.list(NODEMAINTENANCES), timeout=60)

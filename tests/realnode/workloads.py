@@ -4,14 +4,17 @@ registry is reachable). Each container exits at once on SIGTERM, as a well-behav
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from nodeagent.kube.resources import NODES, PODS
-from tests.clusters import ClusterView
-from tests.e2e.node import KINDS
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView
+from tests.e2e.node import KINDS, install_package, kind_of, running
 from tests.realnode.images import BUSYBOX
+from tests.realnode.node import MANIFEST_DIR
 
 # `sleep & wait` so the shell runs its TERM trap at once, not after the sleep
 SERVE = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
@@ -139,3 +142,39 @@ async def create_on_node(
     )
     for name in others:
         await n.kube.patch(NODES, name, {"spec": {"unschedulable": None}})
+
+
+def running_kinds(view: ClusterView, node: str = "node-1") -> list[str]:
+    """What runs on `node`, by kind (tests.e2e.node.kind_of), sorted."""
+    return sorted(kind_of(p) for p in node_pods(view, node) if running(p))
+
+
+async def static_pods_running(n: Any, node: str = "node-1") -> None:
+    """Until the real kubelet runs both static pods (their mirror pods Running)."""
+    await n.view.until(
+        lambda: sum(kind_of(p) == "static" and running(p) for p in node_pods(n.view, node)) == 2,
+        timeout=180,
+    )
+
+
+async def deb_node_with_pods(n: Any, deb: Path, budget: int) -> Path:
+    """node-1 booted with the agent from the Debian package (the controllers' account with the
+    node role: it runs both parts), both static pods and WORKLOADS running; returns the
+    manifest directory."""
+    c = n.container
+    manifests: Path = c.path(MANIFEST_DIR)
+    (manifests / "etcd.yaml").write_bytes(ETCD)
+    (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
+    account = await n.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
+    settings = {"shutdown": {"budget": budget, "safetyMargin": 5}}
+    await asyncio.to_thread(install_package, c, deb, account, settings)
+    await c.boot()
+    await static_pods_running(n)
+    await create_on_node(n, WORKLOADS)
+    await n.view.until(
+        lambda: (
+            running_kinds(n.view) == ["daemonset", "high", "high", "low", "low", "static", "static"]
+        ),
+        timeout=120,
+    )
+    return manifests
