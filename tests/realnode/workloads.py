@@ -37,6 +37,9 @@ def static_pod(name: str, command: list[str] = SERVE) -> bytes:
         "spec": {
             "hostNetwork": True,
             "priorityClassName": "system-node-critical",
+            # as kubeadm writes it: a file's pod skips admission, which would resolve the class,
+            # so without this the kubelet sees priority 0 (its GNS stops it with the first group)
+            "priority": 2000001000,
             "terminationGracePeriodSeconds": 5,
             "containers": [_container(name, command)],
         },
