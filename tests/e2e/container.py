@@ -216,7 +216,7 @@ class Container:
         nspawn = psutil.Process(self.proc.pid)
         while True:
             for child in nspawn.children():
-                if _is_container_init(child):
+                if is_init(child):
                     pid: int = child.pid
                     return pid
             if self.proc.returncode is not None:
@@ -292,7 +292,7 @@ class Container:
         self.proc = self.pid = None
 
 
-def _is_container_init(p: psutil.Process) -> bool:
+def is_init(p: psutil.Process) -> bool:
     """systemd running as PID 1 of its own PID namespace (a /proc read, never blocks)."""
     try:
         status = Path(f"/proc/{p.pid}/status").read_text()

@@ -23,9 +23,17 @@ import psutil
 from tests.controlplane.build import BuildError, ensure_built
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.nodes import wait_node_ready
-from tests.e2e.container import Container, node_rootfs
+from tests.e2e.container import Container, is_init, node_rootfs
 from tests.realnode import images
-from tests.realnode.node import NSPAWN_ARGS, NodeSpec, leftovers, prepare, prepare_host, sweep
+from tests.realnode.node import (
+    HOST_LOCK,
+    NSPAWN_ARGS,
+    NodeSpec,
+    leftovers,
+    prepare,
+    prepare_host,
+    sweep,
+)
 
 
 def up(dir: Path, cluster: Path, name: str, gns: tuple[int, int]) -> None:
@@ -40,9 +48,12 @@ def up(dir: Path, cluster: Path, name: str, gns: tuple[int, int]) -> None:
     prepare_host()
     prepare(c.rootfs, spec, images.ensure_images())
     with (dir / "nspawn.log").open("ab") as log:
-        argv = ["systemd-nspawn", "--register=no", "--keep-unit", "-b", "-D", str(c.rootfs)]
+        # flock(1) holds the host's real-node lock for as long as nspawn runs (-n: refuse when
+        # another node, a test's or another scripts/node's, holds it)
+        argv = ["flock", "-n", "-E", "75", str(HOST_LOCK), "systemd-nspawn", "--register=no"]
+        argv += ["--keep-unit", "-b", "-D", str(c.rootfs), f"--machine={c.name}"]
         proc = subprocess.Popen(
-            [*argv, f"--machine={c.name}", *NSPAWN_ARGS],
+            [*argv, *NSPAWN_ARGS],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -50,8 +61,13 @@ def up(dir: Path, cluster: Path, name: str, gns: tuple[int, int]) -> None:
         )
     (dir / "state.json").write_text(json.dumps({"nspawn": proc.pid, "name": name}))
     started = time.monotonic()
+    try:
+        if proc.wait(timeout=1) == 75:
+            raise SystemExit(f"scripts/node: another real node runs on this host ({HOST_LOCK})")
+    except subprocess.TimeoutExpired:
+        pass  # running: it had the lock
     wait_node_ready(ControlPlane(cluster).kubeconfig, name, timeout=180)
-    init = next(p.pid for p in psutil.Process(proc.pid).children())
+    init = next(p.pid for p in psutil.Process(proc.pid).children(recursive=True) if is_init(p))
     (dir / "init.pid").write_text(str(init))
     print(f"node {name} Ready in {time.monotonic() - started:.1f} s; init pid {init}")
 
@@ -59,12 +75,18 @@ def up(dir: Path, cluster: Path, name: str, gns: tuple[int, int]) -> None:
 def down(dir: Path) -> int:
     state_file = dir / "state.json"
     if state_file.exists():
-        pid = json.loads(state_file.read_text())["nspawn"]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)  # nspawn powers the container off on SIGTERM
+        pid = json.loads(state_file.read_text())["nspawn"]  # flock, nspawn's parent
+        init_file = dir / "init.pid"
+        with contextlib.suppress(psutil.NoSuchProcess, FileNotFoundError, ValueError):
+            # at once: a clean poweroff would wait for the delay locks of the agents inside
+            # (up to their budget); killing the container's PID 1 ends its PID namespace
+            init = psutil.Process(int(init_file.read_text()))
+            if is_init(init):
+                init.kill()
         with contextlib.suppress(psutil.NoSuchProcess):
+            holder = psutil.Process(pid)
             try:
-                psutil.Process(pid).wait(timeout=60)
+                holder.wait(timeout=60)  # nspawn exits with its container, flock (and the lock)
             except psutil.TimeoutExpired:
                 os.killpg(pid, signal.SIGKILL)
         state_file.unlink()
