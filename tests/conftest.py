@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from nodeagent_testbed.sim.cluster import SimCluster
-from tests.clusters import BACKENDS, RealBackend, SimBackend, TestCluster, mirror_pods
+from tests.clusters import BACKENDS, REPO, RealBackend, SimBackend, TestCluster, mirror_pods
 from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 from tests.controlplane.cluster import ClusterError, ControlPlane, State, etcd_prefix
 
@@ -203,3 +204,16 @@ def kubectl(request: pytest.FixtureRequest, tmp_path: Path) -> Kubectl:
     home = tmp_path / "kubectl-home"
     home.mkdir()
     return Kubectl(kubeconfig, home)
+
+
+@pytest.fixture(scope="session")
+def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Debian package (packaging/debian/build-deb), built once for the session's end-to-end
+    and real-node tests."""
+    from tests.e2e.container import require_tools
+
+    require_tools()
+    out = tmp_path_factory.mktemp("deb")
+    subprocess.run([str(REPO / "packaging/debian/build-deb"), str(out)], check=True)
+    (package,) = out.glob("nodeagent_*.deb")
+    return package

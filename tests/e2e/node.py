@@ -5,7 +5,6 @@ backend, static pod manifests in the container's /etc/kubernetes/manifests."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,19 +16,10 @@ import yaml
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import DAEMONSETS, DEPLOYMENTS, NODEMAINTENANCES, NODES, PDBS, PODS
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
-from tests.e2e.container import Container, agent_kubeconfig, require_tools
+from tests.e2e.container import Container, agent_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_DIR = "/etc/kubernetes/manifests"
-
-
-@pytest.fixture(scope="module")
-def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_tools()
-    out = tmp_path_factory.mktemp("deb")
-    subprocess.run([str(ROOT / "packaging/debian/build-deb"), str(out)], check=True)
-    (package,) = out.glob("nodeagent_*.deb")
-    return package
 
 
 def install_package(

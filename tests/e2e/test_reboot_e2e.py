@@ -17,7 +17,6 @@ from tests.e2e.node import (
     Node,
     agent_settings,
     container,
-    deb,
     kind_of,
     manifests,
     node,
@@ -29,7 +28,7 @@ from tests.e2e.node import (
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["agent_settings", "container", "deb", "manifests", "node"]  # fixtures
+__all__ = ["agent_settings", "container", "manifests", "node"]  # fixtures
 
 ETCD = b"""apiVersion: v1
 kind: Pod

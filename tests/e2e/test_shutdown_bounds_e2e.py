@@ -24,7 +24,6 @@ from tests.e2e.node import (
     Node,
     agent_settings,
     container,
-    deb,
     manifests,
     node,
     node_1_pods,
@@ -34,7 +33,7 @@ from tests.e2e.node import (
     uncordon,
 )
 
-__all__ = ["agent_settings", "container", "deb", "manifests", "node", "static_pods"]  # fixtures
+__all__ = ["agent_settings", "container", "manifests", "node", "static_pods"]  # fixtures
 
 pytestmark = pytest.mark.e2e
 

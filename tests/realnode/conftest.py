@@ -68,14 +68,20 @@ def kubelet_gns() -> tuple[int, int]:
 
 
 @pytest.fixture
+def agent_image() -> bool:
+    """Whether node-1 gets nodeagent's image (override per module: a DaemonSet install)."""
+    return False
+
+
+@pytest.fixture
 async def node_container(
-    tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int]
+    tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int], agent_image: bool
 ) -> AsyncIterator[Container]:
     """node-1's container, prepared but not booted: the test installs the agent first. One real
     node on the host at a time: tests/realnode/container.py holds a host-wide lock from before
     the container exists until after the sweep."""
     async with prepared_node(
-        tmp_path, NODE, real_cluster.kubeconfig, real_cluster.pki_dir, kubelet_gns
+        tmp_path, NODE, real_cluster.kubeconfig, real_cluster.pki_dir, kubelet_gns, agent_image
     ) as c:
         yield c
 

@@ -25,16 +25,25 @@ from tests.realnode.node import (
 
 @contextlib.asynccontextmanager
 async def prepared_node(
-    where: Path, name: str, kubeconfig: Path, pki_dir: Path, gns: tuple[int, int]
+    where: Path,
+    name: str,
+    kubeconfig: Path,
+    pki_dir: Path,
+    gns: tuple[int, int],
+    with_agent_image: bool = False,
 ) -> AsyncIterator[Container]:
     """The real node `name` in `where`, joined to the control plane of `kubeconfig` (its CA in
     `pki_dir`), its kubelet with Graceful Node Shutdown periods `gns`. One real node on the host
     at a time (its kubelet's ports and cgroups are the host's): the lock is held from before
-    the container exists until after the sweep; a leftover on the host is an AssertionError."""
+    the container exists until after the sweep; a leftover on the host is an AssertionError.
+    `with_agent_image`: nodeagent's image too (106 MB to import at every boot), for a
+    DaemonSet install; pause and busybox always."""
     lock = await asyncio.to_thread(one_node_at_a_time)
     try:
         base = await asyncio.to_thread(node_rootfs)
         archives = await asyncio.to_thread(images.ensure_images)
+        if not with_agent_image:
+            archives = [a for a in archives if not a.name.startswith("nodeagent-")]
         c = await asyncio.to_thread(Container.copy_of_base, where, "nodeagent-realnode", base)
         c.nspawn_args = NSPAWN_ARGS
         kubelet = ensure_built(log=False).path("kubelet")

@@ -16,13 +16,11 @@ from watchfiles import awatch
 from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Resource
 from nodeagent.model.maintenance import NODE_LABEL
 from tests.e2e.container import REBOOT_EXIT
-from tests.e2e.node import deb, kind_of
+from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.workloads import ETCD, SCHEDULER, deb_node_with_pods, static_pods_running
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
-
-__all__ = ["deb"]  # fixture
 
 
 def leaving_pods(n: RealNode) -> tuple[list[str], asyncio.Event]:

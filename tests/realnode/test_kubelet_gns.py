@@ -16,13 +16,11 @@ from nodeagent.kube.resources import EVENTS, PODS, Resource
 from nodeagent.model.kubelet_shutdown import EVENT_ON
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView
 from tests.e2e.container import REBOOT_EXIT, Container
-from tests.e2e.node import deb, install_package, kind_of, running
+from tests.e2e.node import install_package, kind_of, running
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.workloads import WORKLOADS, create_on_node, node_pods
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
-
-__all__ = ["deb"]  # fixture
 
 BUDGET = 120
 

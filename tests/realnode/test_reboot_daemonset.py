@@ -47,6 +47,11 @@ CONTROLLERS = "nodeagent-controllers"
 CONTROLLERS_PORT = 9874
 
 
+@pytest.fixture
+def agent_image() -> bool:
+    return True
+
+
 def overlay(dir: Path, server: str, image: str) -> Path:
     """A kustomization over packaging/kubernetes with this test bed's changes (module doc)."""
     host, port = server.removeprefix("https://").rsplit(":", 1)

@@ -15,7 +15,7 @@ import pytest
 
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
 from tests.e2e.container import REBOOT_EXIT
-from tests.e2e.node import deb, kind_of
+from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.workloads import (
     ETCD,
@@ -26,8 +26,6 @@ from tests.realnode.workloads import (
 )
 
 pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
-
-__all__ = ["deb"]  # fixture
 
 
 async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,8 +39,9 @@ from nodeagent.kube.resources import (
 from nodeagent.model.interceptors import CANCELED, EVICTED, IMPERATIVE_INTERCEPTOR
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
+from tests.requestcount import RequestCounter
 
-__all__ = ["REQUESTER", "Env", "env", "fast_settings"]
+__all__ = ["REQUESTER", "Env", "env", "fast_settings", "shipped_env"]
 
 REQUESTER = "nodemaintenance.k8s.io"
 
@@ -63,14 +63,12 @@ def fast_settings(
     )
 
 
-class Calls:
+class Calls(RequestCounter):
     """The controllers' request hook: (verb, plural, status) counts."""
 
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[str, str, int]] = Counter()
-
-    def __call__(self, verb: str, resource: Resource, status: int) -> None:
-        self.counts[(verb, resource.plural, status)] += 1
+    def refused(self, plural: str, status: int = 422) -> int:
+        """Requests about ``plural`` answered with ``status`` (422: a write failed validation)."""
+        return sum(n for (_, p, code), n in self.counts.items() if p == plural and code == status)
 
     def evictions(self, status: int | None = None) -> int:
         return sum(
@@ -261,7 +259,21 @@ class Env:
 
 @pytest.fixture
 async def env(backend: TestCluster) -> AsyncIterator[Env]:
-    await backend.install_crds(heartbeat_spacing=0)
+    """The CRDs allow heartbeats any distance apart (see `fast_settings`)."""
+    async with _env(backend, heartbeat_spacing=0) as e:
+        yield e
+
+
+@pytest.fixture
+async def shipped_env(backend: TestCluster) -> AsyncIterator[Env]:
+    """The CRDs as shipped: the real API server refuses heartbeats closer than 60 s."""
+    async with _env(backend, heartbeat_spacing=None) as e:
+        yield e
+
+
+@contextlib.asynccontextmanager
+async def _env(backend: TestCluster, heartbeat_spacing: int | None) -> AsyncIterator[Env]:
+    await backend.install_crds(heartbeat_spacing=heartbeat_spacing)
     kube = backend.client(max_workers=8)
     view = ClusterView(kube, VIEWED)
     await view.start()

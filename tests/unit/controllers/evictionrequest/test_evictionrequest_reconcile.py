@@ -276,6 +276,29 @@ def test_evicted_when_the_pod_is_gone_terminal_or_replaced(
     assert entry["completionTime"] == format_micro_time(T0)
 
 
+@pytest.mark.parametrize(
+    "outcome", [None, EvictionOutcome("refused", "429"), EvictionOutcome("gone", "404")]
+)
+def test_completion_seconds_after_a_heartbeat_leaves_the_heartbeat(
+    outcome: EvictionOutcome | None,
+) -> None:
+    """The CRD (KEP-4563) refuses a heartbeat moved less than 60 s forward: the completion
+    written when the pod is gone keeps the one the report just before it wrote."""
+    request, pod = at_imperative(make_pod(deletionTimestamp="2030-01-01T12:00:00Z"))
+    if outcome is not None:
+        pod = make_pod()
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS, outcome=outcome)
+    request = applied(request, plan)
+    [reported] = request["status"]["interceptors"]
+    assert reported["heartbeatTime"] == format_micro_time(T0 + SEC)
+    plan = plan_request(request, None, T0 + 5 * SEC, SETTINGS, imperative=plan.imperative)
+    assert plan.status is not None
+    [entry] = plan.status["interceptors"]
+    assert entry["heartbeatTime"] == reported["heartbeatTime"]
+    assert entry["completionTime"] == format_micro_time(T0 + 5 * SEC)
+    assert entry["message"] == "The pod is gone."
+
+
 def test_another_interceptor_keeps_its_turn_after_eviction_until_it_completes() -> None:
     pod = make_pod(annotations={INTERCEPTORS_ANNOTATION: "mover.example.com"})
     request = applied(make_request(), plan_request(make_request(), pod, T0, SETTINGS))
