@@ -276,8 +276,15 @@ class InterceptorStatus:
         )
 
     def complete(self, now: datetime, message: str | None = None) -> InterceptorStatus:
-        done = self.heartbeat(now, message)
-        return replace(done, completion_time=self.completion_time or now)
+        """This entry completed (completionTime ``now`` unless set). A heartbeat already there
+        stays: the CRD (KEP-4563) refuses one moved less than 60 s forward, and a completed turn
+        has no deadline left to keep off."""
+        done = self if self.heartbeat_time is not None else self.heartbeat(now)
+        return replace(
+            done,
+            completion_time=self.completion_time or now,
+            message=self.message if message is None else message,
+        )
 
 
 def _names(raw: object) -> tuple[str, ...]:
