@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.config import NodeMaintenanceConfig, ShutdownConfig
+from nodeagent.config import FinalPhaseConfig, NodeMaintenanceConfig, ShutdownConfig
 from nodeagent.controllers.evictionrequest import EvictionRequestController
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.controllers.nodemaintenance.reconcile import DEADLINE_CONDITION, NODE_LABEL
@@ -257,7 +257,8 @@ async def test_the_deletepods_escalation_deletes_what_the_budget_holds(evicting:
 
 async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited: Env) -> None:
     """The node side is unchanged by the limit: a shutdown whose node waits for a drain slot
-    is released when its budget is nearly spent, as any undrained shutdown."""
+    is released when its budget is nearly spent, as any undrained shutdown (the final phase
+    off: it would delete the waiting pod itself, tests/integration/node/test_final_phase.py)."""
     env = limited
     await env.bare_pod("busy", "node-2")
     await env.bare_pod("waits", "node-1")
@@ -269,7 +270,12 @@ async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited:
         agent,
         "node-1",
         BOOT,
-        ShutdownConfig(budget=6, safety_margin=1, api_unreachable_release_after=5),
+        ShutdownConfig(
+            budget=6,
+            safety_margin=1,
+            api_unreachable_release_after=5,
+            final_phase=FinalPhaseConfig(grace_period=0, critical_pods_grace_period=0),
+        ),
     )
     loop = asyncio.get_running_loop()
     t0 = loop.time()
