@@ -147,6 +147,8 @@ async def test_a_hanging_webhook_does_not_delay_the_lock_release(
             fake.emit_shutdown(True, type="reboot")
             await s.until(lambda: len(s.received) == 1)
             assert s.received[0].json()["event"] == "drainStarted"
+            # the webhook may hear of the maintenance before the test's watch does
+            await c.until(lambda: len(c.maintenances()) == 1)
             (nm,) = c.maintenances()
             loop = asyncio.get_running_loop()
             t0 = loop.time()
