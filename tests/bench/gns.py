@@ -48,6 +48,7 @@ from tests.realnode.images import BUSYBOX
 from tests.realnode.node import NO_GNS
 from tests.realnode.workloads import (
     create_on_node,
+    daemonset,
     deployment,
     node_pods,
     serve_exiting_after,
@@ -93,31 +94,7 @@ def workload(seed: int) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
                     "spec": {**budget, "selector": {"matchLabels": {"app": name}}},
                 }
             )
-    docs.append(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "logs", "namespace": "default"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "logs"}},
-                "template": {
-                    "metadata": {"labels": {"app": "logs"}},
-                    "spec": {
-                        "terminationGracePeriodSeconds": 5,
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": BUSYBOX,
-                                "imagePullPolicy": "Never",
-                                "command": serve_exiting_after(delays["logs"]),
-                            }
-                        ],
-                        "nodeSelector": {"kubernetes.io/hostname": NODE},
-                    },
-                },
-            },
-        }
-    )
+    docs.append(daemonset(serve_exiting_after(delays["logs"])))
     statics = {f"{s}.yaml": static_pod(s, serve_exiting_after(delays[s])) for s in STATIC}
     return docs, statics
 

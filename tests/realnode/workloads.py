@@ -72,6 +72,25 @@ def deployment(
     }
 
 
+def daemonset(command: list[str] = SERVE) -> dict[str, Any]:
+    """DaemonSet `logs` in default, on node-1 only (kwok's nodes would run it too, and the
+    tests count it)."""
+    template = {
+        "metadata": {"labels": {"app": "logs"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 5,
+            "containers": [_container("c", command)],
+            "nodeSelector": {"kubernetes.io/hostname": "node-1"},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "logs", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "logs"}}, "template": template},
+    }
+
+
 WORKLOADS: list[dict[str, Any]] = [
     deployment("low", "default", 2, None),
     deployment("high", "kube-system", 2, "system-cluster-critical"),
@@ -81,23 +100,7 @@ WORKLOADS: list[dict[str, Any]] = [
         "metadata": {"name": "high", "namespace": "kube-system"},
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "high"}}},
     },
-    {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "logs", "namespace": "default"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "logs"}},
-            "template": {
-                "metadata": {"labels": {"app": "logs"}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    "containers": [_container("c")],
-                    # on node-1 only: kwok's nodes would run it too, and the test counts it
-                    "nodeSelector": {"kubernetes.io/hostname": "node-1"},
-                },
-            },
-        },
-    },
+    daemonset(),
 ]
 
 
