@@ -104,6 +104,10 @@ async def node(
         yield Node(backend, container, kube, view)
     finally:
         await view.stop()
+        # before the cluster goes (`backend` is torn down before `container`, on which its
+        # manifest directory depends): the simulated server's shutdown otherwise waits a
+        # minute for each watch the agent inside still holds
+        await container.stop()
 
 
 KINDS = {"Deployment": DEPLOYMENTS, "DaemonSet": DAEMONSETS, "PodDisruptionBudget": PDBS}
