@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
-from nodeagent.kube.resources import EVENTS, Obj, format_time
+from nodeagent.kube.resources import EVENTS, NODES, Obj, format_time
 from nodeagent.model.bodies import EventType, describe
 from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
@@ -53,6 +53,15 @@ class _EventSeries:
 
 
 _Key = tuple[str, str, str, str, str, str, str]
+
+
+def node_object(name: str, uid: str | None = None) -> Obj:
+    """A Node as an Event's object: a listed Node carries no kind, so name it, as the
+    kubelet's Node Events do."""
+    metadata: dict[str, Any] = {"name": name}
+    if uid:
+        metadata["uid"] = uid
+    return {"apiVersion": NODES.api_version, "kind": NODES.kind, "metadata": metadata}
 
 
 def _involved(obj: Mapping[str, Any]) -> Obj:

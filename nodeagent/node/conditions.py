@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.events import EventClient, EventSink
+from nodeagent.kube.events import EventClient, EventSink, node_object
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.protocols import StrategicStatusPatcher
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, Obj
@@ -137,12 +137,7 @@ class NodeConditions(Controller):
                 self._node_name,
                 ", ".join(f"{c.type}={c.status} ({c.reason})" for c in decision.changed),
             )
-        # a listed Node carries no kind: name it, as the kubelet's Node Events do
-        involved = {
-            "apiVersion": NODES.api_version,
-            "kind": NODES.kind,
-            "metadata": {"name": self._node_name, "uid": uid_of(node)},
-        }
+        involved = node_object(self._node_name, uid_of(node))
         for event in decision.events:
             await self._events.record(involved, event.type, event.reason, event.message)
 

@@ -26,8 +26,7 @@ from typing import Protocol
 import psutil
 from watchfiles import awatch
 
-from nodeagent.kube.events import EventSink
-from nodeagent.kube.resources import NODES
+from nodeagent.kube.events import EventSink, node_object
 from nodeagent.logind.bus import BusError
 from nodeagent.model.kubelet_shutdown import (
     EVENT_OFF,
@@ -157,20 +156,15 @@ class KubeletShutdownWatch:
         verdict = decide(inhibitors, settings, problem)
         self.checks += 1
         self._watch_pid(verdict.lock_pid)
-        if self.verdict is None or verdict.state != self.verdict.state:
-            self.verdict = verdict
+        changed = self.verdict is None or verdict.state != self.verdict.state
+        self.verdict = verdict
+        if changed:
             await self._announce(verdict)
-        else:
-            self.verdict = verdict
         return verdict
 
     async def _announce(self, verdict: Verdict) -> None:
         self._report(verdict)
-        node = {
-            "apiVersion": NODES.api_version,
-            "kind": NODES.kind,
-            "metadata": {"name": self._node},
-        }
+        node = node_object(self._node)
         if verdict.state is GnsState.ON:
             log.warning("%s", event_message(verdict))
             self._reported_on = True
