@@ -41,7 +41,6 @@ from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
     NODEMAINTENANCES,
     NODES,
-    PODS,
     Obj,
     Resource,
     format_time,
@@ -59,6 +58,7 @@ from nodeagent.node.staticpods.plan import (
     plan_progress,
     plan_stash,
     plan_stopping,
+    unknown_priority_message,
 )
 from nodeagent.node.staticpods.policy import (
     NODE_LABEL,
@@ -95,13 +95,6 @@ class StaticPodClient(ListWatcher, EventClient, StatusPatcher, Protocol):
     """The part of `KubeClient` the static-pod interceptor needs."""
 
 
-def _evr_pod_index(evr: Obj) -> list[str]:
-    pod = ((evr.get("spec") or {}).get("target") or {}).get("pod") or {}
-    namespace = (evr.get("metadata") or {}).get("namespace")
-    name = pod.get("name") if isinstance(pod, dict) else None
-    return [f"{namespace}/{name}"] if namespace and name else []
-
-
 class StaticPodInterceptor(Controller):
     """Keys: `sweep` for the manifest directory, `evr:<namespace>/<name>` for EvictionRequests."""
 
@@ -130,23 +123,17 @@ class StaticPodInterceptor(Controller):
         self._heartbeat = timedelta(seconds=heartbeat_interval)
         self._resync = resync_interval
         self._now = now
+        # no pods: node agents may not read them (the requests and manifests say enough)
         self._evrs = informers.informer(
-            EVICTIONREQUESTS,
-            label_selector=f"{NODE_LABEL}={node_name}",
-            indexers={"pod": _evr_pod_index},
+            EVICTIONREQUESTS, label_selector=f"{NODE_LABEL}={node_name}"
         )
         self._maintenances = informers.informer(NODEMAINTENANCES)
-        self._pods = informers.informer(PODS, field_selector=f"spec.nodeName={node_name}")
         self._nodes = informers.informer(NODES, field_selector=f"metadata.name={node_name}")
         self._priority_classes = informers.informer(PRIORITYCLASSES)
         super().__init__("static-pods", informers=[self._priority_classes], workers=1)
         self.enqueue_on(self._evrs, lambda evr: [_EVR + key_of(evr)])
         self.enqueue_on(self._maintenances, self._on_cluster_change)
         self.enqueue_on(self._nodes, self._on_cluster_change)
-        self.enqueue_on(
-            self._pods,
-            lambda pod: [_EVR + k for k in self._evrs.store.index_keys("pod", key_of(pod))],
-        )
         self._stash_open = False
         self._known: dict[str, FileId] | None = None  # manifests seen by the last sweep
         self._warned: dict[str, str] = {}  # subject -> last warning, so each is reported once
@@ -323,9 +310,7 @@ class StaticPodInterceptor(Controller):
             priority = manifest_priority(manifest.pod, classes)
             if priority is None:
                 self._warn_once(
-                    "priority:" + str(manifest.path),
-                    f"{manifest.path}: unknown priorityClassName; cannot tell whether it is "
-                    "targeted, so it is left in place",
+                    "priority:" + str(manifest.path), unknown_priority_message(manifest.path)
                 )
                 known[name] = manifest.file_id
                 continue
@@ -392,17 +377,19 @@ class StaticPodInterceptor(Controller):
         if evr is None:
             return
         view = EvictionView.of(evr)
+        pod = view.pod_ref
         now = self._now()
         stamp = format_time(now)
-        pod = self._pods.store.get(f"{view.namespace}/{view.pod_name}")
-        plan = plan_eviction(view, pod, now=stamp, heartbeat_every=self._heartbeat)
+        plan = plan_eviction(
+            view, node_name=self._node_name, now=stamp, heartbeat_every=self._heartbeat
+        )
         if plan.action == "finish" and plan.entry is not None:
             await self._write(view, plan.entry)
-        if plan.action != "stop_pod" or pod is None:
+        if plan.action != "stop_pod":
             return
         if not await self._open_stash():
             await self._progress(
-                view, pod, now, f"cannot move manifests: {self._warned.get('stash')}"
+                view, None, now, f"cannot move manifests: {self._warned.get('stash')}"
             )
             return
         scan = await self._fs(self._scan)
@@ -418,11 +405,19 @@ class StaticPodInterceptor(Controller):
             )
             if missing.warn and self._warn_once("evr:" + key, missing.message):
                 await self._events.warning(pod, "StaticPodNotStopped", missing.message)
-            await self._progress(view, pod, now, missing.message)
+            await self._progress(view, None, now, missing.message)
             return
+        priority = manifest_priority(manifest.pod, self._priority_class_map())
+        if priority is None:
+            message = unknown_priority_message(manifest.path)
+            if self._warn_once("evr:" + key, message):
+                await self._events.warning(pod, "StaticPodNotStopped", message)
+            await self._progress(view, None, now, message)
+            return
+        static_pod = manifest_pod(manifest.pod, priority)
         stash = plan_stash(
             view,
-            pod,
+            static_pod,
             self._coverage(),
             listed=False,
             node_name=self._node_name,
@@ -440,7 +435,7 @@ class StaticPodInterceptor(Controller):
             )
             stash = plan_stash(
                 view,
-                pod,
+                static_pod,
                 cov,
                 listed=True,
                 node_name=self._node_name,
@@ -464,20 +459,27 @@ class StaticPodInterceptor(Controller):
             message = not_moved_message(manifest.path, e)
             if self._warn_once("evr:" + key, message):
                 await self._events.warning(pod, "StaticPodNotStopped", message)
-            await self._progress(view, pod, now, message)
+            await self._progress(view, None, now, message)
             raise
         self._warned.pop("evr:" + key, None)
         if self._known is not None:
             self._known.pop(manifest.path.name, None)
         stopping = plan_stopping(manifest.path, self._stash.stash_dir / entry.payload_name, owner)
         await self._events.normal(pod, "StaticPodStopping", stopping.event)
-        await self._progress(view, pod, now, stopping.progress, start=True)
+        await self._progress(view, manifest.pod, now, stopping.progress, start=True)
 
     async def _progress(
-        self, view: EvictionView, pod: Obj, now: datetime, message: str, *, start: bool = False
+        self,
+        view: EvictionView,
+        pod: Mapping[str, Any] | None,
+        now: datetime,
+        message: str,
+        *,
+        start: bool = False,
     ) -> None:
         """Heartbeat: write our entry (if anything changed or a heartbeat is due), then look
-        again after the heartbeat interval."""
+        again after the heartbeat interval. `pod`: the manifest's pod, whose grace period
+        starts when `start`."""
         progress = plan_progress(
             view, pod, now, message, heartbeat_every=self._heartbeat, start=start
         )

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from nodeagent.model.drainplan import MIRROR_ANNOTATION
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import format_time
 from nodeagent.node.staticpods.journal import State
@@ -36,7 +35,7 @@ __all__ = [
     "StashPlan",
     "Stopping",
     "find_manifest",
-    "is_mirror",
+    "is_mirror_name",
     "not_moved_message",
     "plan_eviction",
     "plan_missing_manifest",
@@ -44,41 +43,47 @@ __all__ = [
     "plan_stash",
     "plan_stopping",
     "stashed_payload",
+    "unknown_priority_message",
 ]
 
 
-def is_mirror(pod: Mapping[str, Any]) -> bool:
-    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+def is_mirror_name(pod_name: str, node_name: str) -> bool:
+    """Whether `pod_name` can be the mirror pod of a static pod of `node_name`: the kubelet
+    names each `<static pod name>-<node name, lower case>`."""
+    suffix = "-" + node_name.lower()
+    return pod_name.endswith(suffix) and len(pod_name) > len(suffix)
 
 
 @dataclass(frozen=True)
 class EvictionPlan:
     """``skip``: nothing to do; ``finish``: write ``entry`` (with completionTime) and stop;
-    ``stop_pod``: the request's static pod is there, find and move its manifest."""
+    ``stop_pod``: the request's static pod is to be stopped, find and move its manifest."""
 
     action: Literal["skip", "finish", "stop_pod"]
     entry: Mapping[str, Any] | None = None
 
 
 def plan_eviction(
-    view: EvictionView, pod: Mapping[str, Any] | None, *, now: str, heartbeat_every: timedelta
+    view: EvictionView, *, node_name: str, now: str, heartbeat_every: timedelta
 ) -> EvictionPlan:
-    """``pod``: the cached pod of the request's name (any UID), ``now`` a meta/v1 Time."""
+    """``now`` a meta/v1 Time. The pod itself is never read (node agents may not read pods):
+    the request says when it is gone (the EvictionRequest controller sets Evicted), its name
+    whether it can be a static pod of this node, and the manifest the rest."""
     if view.completed or (view.entry is None and (view.finished or not view.active)):
         return EvictionPlan("skip")  # done, or not our turn (and we never started)
-    message = None
-    if pod is None or (pod.get("metadata") or {}).get("uid") != view.pod_uid:
+    pod = f"{view.namespace}/{view.pod_name}"
+    if view.finished:
         message = (
-            f"static pod {view.namespace}/{view.pod_name} is gone"
-            if view.entry
-            else f"pod {view.namespace}/{view.pod_name} is gone already"
+            f"static pod {pod} is gone"
+            if view.evicted
+            else f"the eviction of static pod {pod} was canceled"
         )
-    elif not is_mirror(pod):
+    elif not is_mirror_name(view.pod_name, node_name):
         message = (
-            f"declined: {view.namespace}/{view.pod_name} is not a static (mirror) pod; "
+            f"declined: {pod} is not a static (mirror) pod of node {node_name}; "
             f"{INTERCEPTOR} only stops static pods"
         )
-    if message is None:
+    else:
         return EvictionPlan("stop_pod")
     entry = interceptor_entry(
         view.entry,
@@ -215,6 +220,13 @@ def plan_stopping(manifest_path: Path, payload: Path, owner: Owner) -> Stopping:
             f"manifest {manifest_path} moved aside to {payload} for NodeMaintenance "
             f"{owner.maintenance}; waiting for the kubelet to stop the pod"
         ),
+    )
+
+
+def unknown_priority_message(manifest_path: Path) -> str:
+    return (
+        f"{manifest_path}: unknown priorityClassName; cannot tell whether it is targeted, so it "
+        "is left in place"
     )
 
 

@@ -28,7 +28,7 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
-from nodeagent.model.interceptors import MIN_HEARTBEAT_INTERVAL
+from nodeagent.model.interceptors import CANCELED, EVICTED, MIN_HEARTBEAT_INTERVAL
 from nodeagent.model.maintenance import NODE_LABEL, holds_pods_off
 from nodeagent.model.shutdown import boot_of, is_ours
 from nodeagent.model.times import parse_time
@@ -198,6 +198,7 @@ class EvictionView:
     pod_uid: str
     active: bool  # kubelet.k8s.io is the active interceptor
     finished: bool  # Evicted or Canceled
+    evicted: bool  # Evicted: the pod is gone, or replaced by one with another UID
     entry: Mapping[str, Any] | None  # our status.interceptors[] entry
     interceptors: tuple[Mapping[str, Any], ...]
 
@@ -209,6 +210,12 @@ class EvictionView:
     def completed(self) -> bool:
         return bool(self.entry and self.entry.get("completionTime"))
 
+    @property
+    def pod_ref(self) -> dict[str, Any]:
+        """The request's pod as an Event's object (the node agent never reads the pod)."""
+        meta = {"namespace": self.namespace, "name": self.pod_name, "uid": self.pod_uid}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+
     @classmethod
     def of(cls, evr: Mapping[str, Any]) -> EvictionView:
         meta = mapping(evr, "metadata")
@@ -216,10 +223,7 @@ class EvictionView:
         pod = mapping(mapping(evr, "spec"), "target").get("pod")
         pod = pod if isinstance(pod, Mapping) else {}
         conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
-        finished = any(
-            c.get("type") in ("Evicted", "Canceled") and c.get("status") == "True"
-            for c in conditions
-        )
+        true = {str(c.get("type")) for c in conditions if c.get("status") == "True"}
         interceptors = tuple(i for i in status.get("interceptors") or () if isinstance(i, Mapping))
         entry = next((i for i in interceptors if i.get("name") == INTERCEPTOR), None)
         active = status.get("activeInterceptors") or ()
@@ -230,7 +234,8 @@ class EvictionView:
             pod_name=str(pod.get("name") or ""),
             pod_uid=str(pod.get("uid") or ""),
             active=isinstance(active, Sequence) and INTERCEPTOR in active,
-            finished=finished,
+            finished=bool(true & {EVICTED, CANCELED}),
+            evicted=EVICTED in true,
             entry=entry,
             interceptors=interceptors,
         )

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.errors import NotFound
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import (
     EVENTS,
@@ -31,8 +33,10 @@ from nodeagent.kube.resources import (
     NODEMAINTENANCES,
     PODS,
     Obj,
+    format_time,
     parse_time,
 )
+from nodeagent.model.interceptors import EVICTED
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.restore import restore_after_reboot
@@ -223,6 +227,7 @@ async def environment(
         async with asyncio.TaskGroup() as tg:
             tg.create_task(informers.run())
             tg.create_task(interceptor.run())
+            tg.create_task(mark_evicted(kube, view))
 
     task = asyncio.create_task(run())
     try:
@@ -236,6 +241,41 @@ async def environment(
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await view.stop()
+
+
+async def mark_evicted(kube: KubeClient, view: ClusterView) -> None:
+    """The EvictionRequest controller's part the interceptor relies on (node agents read no
+    pods): Evicted=True on a request once its pod is gone or replaced by another UID."""
+    marked: set[str] = set()
+
+    def due() -> list[Obj]:
+        out = []
+        for evr in view.list(EVICTIONREQUESTS):
+            target = evr["spec"]["target"]["pod"]
+            pod = view.get(PODS, target["name"], evr["metadata"]["namespace"])
+            gone = pod is None or pod["metadata"]["uid"] != target["uid"]
+            if gone and evr["metadata"]["uid"] not in marked:
+                out.append(evr)
+        return out
+
+    while True:
+        await view.until(lambda: bool(due()), timeout=3600)
+        for evr in due():
+            marked.add(evr["metadata"]["uid"])
+            evicted = {
+                "type": EVICTED,
+                "status": "True",
+                "reason": "PodGone",
+                "message": "the pod is gone",
+                "lastTransitionTime": format_time(datetime.now(UTC)),
+            }
+            with contextlib.suppress(NotFound):
+                await kube.patch_status(
+                    EVICTIONREQUESTS,
+                    evr["metadata"]["name"],
+                    {"status": {"conditions": [evicted]}},
+                    evr["metadata"]["namespace"],
+                )
 
 
 def _pod_names(files: dict[str, bytes]) -> list[str]:

@@ -31,14 +31,18 @@ MINUTE = timedelta(minutes=1)
 
 
 def request(
-    *, active: bool = True, finished: bool = False, entry: dict[str, Any] | None = None
+    *,
+    active: bool = True,
+    finished: bool = False,
+    entry: dict[str, Any] | None = None,
+    canceled: bool = False,
 ) -> EvictionView:
     status: dict[str, Any] = {
         "activeInterceptors": [INTERCEPTOR] if active else [],
         "interceptors": [entry] if entry else [],
     }
     if finished:
-        status["conditions"] = [{"type": "Evicted", "status": "True"}]
+        status["conditions"] = [{"type": "Canceled" if canceled else "Evicted", "status": "True"}]
     return EvictionView.of(
         {
             "metadata": {"name": "u1", "namespace": "kube-system", "resourceVersion": "3"},
@@ -55,39 +59,50 @@ def pod(uid: str = "u1", mirror: bool = True) -> dict[str, Any]:
 
 
 def test_a_static_pod_in_its_turn_is_stopped() -> None:
-    assert plan_eviction(request(), pod(), now=NOW, heartbeat_every=MINUTE).action == "stop_pod"
+    plan = plan_eviction(request(), node_name="node-1", now=NOW, heartbeat_every=MINUTE)
+    assert plan.action == "stop_pod"
 
 
 def test_not_our_turn_or_done_is_skipped() -> None:
     done = {"name": INTERCEPTOR, "startTime": NOW, "completionTime": NOW}
     for view in (request(active=False), request(finished=True), request(entry=done)):
-        assert plan_eviction(view, pod(), now=NOW, heartbeat_every=MINUTE).action == "skip"
+        plan = plan_eviction(view, node_name="node-1", now=NOW, heartbeat_every=MINUTE)
+        assert plan.action == "skip"
 
 
-def test_gone_or_not_static_finishes_with_completion() -> None:
-    for target, says in (
-        (None, "is gone already"),
-        (pod(uid="u2"), "is gone already"),
-        (pod(mirror=False), "not a static (mirror) pod"),
-    ):
-        plan = plan_eviction(request(), target, now=NOW, heartbeat_every=MINUTE)
+def test_a_pod_that_cannot_be_a_mirror_pod_of_the_node_is_declined() -> None:
+    """The kubelet names a mirror pod `<name>-<node, lower case>`: any other name is declined
+    with completion (node agents read no pods, the name is what there is to go by)."""
+    for node in ("node-2", "ode-1"):
+        plan = plan_eviction(request(), node_name=node, now=NOW, heartbeat_every=MINUTE)
         assert plan.action == "finish" and plan.entry is not None
-        assert plan.entry["completionTime"] == NOW and says in plan.entry["message"]
+        assert plan.entry["completionTime"] == NOW
+        assert f"is not a static (mirror) pod of node {node}" in plan.entry["message"]
+    upper = plan_eviction(request(), node_name="Node-1", now=NOW, heartbeat_every=MINUTE)
+    assert upper.action == "stop_pod"
 
 
-@given(beat_age=st.integers(0, 600), active=st.booleans(), finished=st.booleans())
+@given(beat_age=st.integers(0, 600), active=st.booleans(), evicted=st.booleans())
 def test_a_started_request_keeps_its_recent_heartbeat_when_it_finishes(
-    beat_age: int, active: bool, finished: bool
+    beat_age: int, active: bool, evicted: bool
 ) -> None:
     """Once started, the interceptor answers even after its turn, and completes without moving
     a heartbeat (KEP-4563's CEL rule refuses one from an interceptor whose turn is over)."""
     beat = f"2030-01-01T11:{59 - beat_age // 60:02d}:{59 - beat_age % 60:02d}Z"
     entry = {"name": INTERCEPTOR, "startTime": beat, "heartbeatTime": beat}
-    view = request(active=active, finished=finished, entry=entry)
-    plan = plan_eviction(view, None, now=NOW, heartbeat_every=MINUTE)
+    view = request(active=active, finished=True, entry=entry, canceled=not evicted)
+    plan = plan_eviction(view, node_name="node-1", now=NOW, heartbeat_every=MINUTE)
     assert plan.action == "finish" and plan.entry is not None
     assert plan.entry["heartbeatTime"] == beat and plan.entry["startTime"] == beat
-    assert "static pod kube-system/etcd-node-1 is gone" in plan.entry["message"]
+    assert plan.entry["completionTime"] == NOW
+    said = "is gone" if evicted else "was canceled"
+    assert f"static pod kube-system/etcd-node-1 {said}" in plan.entry["message"]
+
+
+def test_a_started_request_heartbeats_until_the_pod_is_gone() -> None:
+    entry = {"name": INTERCEPTOR, "startTime": NOW, "heartbeatTime": NOW}
+    plan = plan_eviction(request(entry=entry), node_name="node-1", now=NOW, heartbeat_every=MINUTE)
+    assert plan.action == "stop_pod"
 
 
 # --- the manifest half ----------------------------------------------------------------------
