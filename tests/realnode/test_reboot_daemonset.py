@@ -170,6 +170,35 @@ async def installed(n: RealNode, tmp_path: Path) -> Path:
     return manifests
 
 
+# run inside the agent's container: what creating a file beside the host's bus socket gives
+PROBE = (
+    "import errno, os\n"
+    "try:\n"
+    "    os.close(os.open('/run/dbus/nodeagent-probe', os.O_CREAT | os.O_WRONLY, 0o600))\n"
+    "except OSError as e:\n"
+    "    print(errno.errorcode[e.errno])\n"
+    "else:\n"
+    "    print('created')\n"
+)
+
+
+async def agent_cannot_write_dbus_dir(n: RealNode) -> None:
+    """The host's /run/dbus is mounted read-only into the agent's container: the agent holds
+    logind's lock through the socket there (a connect needs no write access), yet cannot put
+    a file of its own there (nor replace the bus socket). Run as the container's own process
+    is (`ctr tasks exec`: its user, capabilities and mounts), not as root in the node."""
+    (pod,) = [p for p in node_pods(n.view, NODE) if app(p) == AGENT and running(p)]
+    (status,) = pod["status"]["containerStatuses"]
+    container = status["containerID"].removeprefix("containerd://")
+    out = await n.container.exec(
+        "ctr", "-n", "k8s.io", "tasks", "exec", "--exec-id", "dbus-probe",
+        container, "/opt/nodeagent/bin/python", "-c", PROBE,
+    )  # fmt: skip
+    assert out.strip() == "EROFS", out
+    # and the node's /run (a tmpfs, not the root fs) has no such file
+    await n.container.exec("test", "!", "-e", "/run/dbus/nodeagent-probe")
+
+
 async def static_pods_back(n: RealNode, manifests: Path) -> None:
     """After the reboot: the agent's pod comes back (the kubelet first: a DaemonSet install
     cannot go before it), puts the manifests back and completes the maintenance."""
@@ -187,6 +216,7 @@ async def test_daemonset_install_drains_a_real_node_and_brings_it_back(
 ) -> None:
     n, c = real_node, real_node.container
     manifests = await installed(n, tmp_path)
+    await agent_cannot_write_dbus_dir(n)
 
     leaving: list[str] = []
     drained_at: list[float] = []
