@@ -29,6 +29,7 @@ from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector
+from nodeagent.kube.tokenfile import installed
 from nodeagent.logind.fdstore import FdStore, inherited_fds
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.model.kubelet_shutdown import GnsState, Verdict
@@ -42,6 +43,7 @@ from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.locate import StaticPodPaths, static_pod_paths
 from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
+from nodeagent.node.token_renewal import FileStore, TokenRenewer
 from nodeagent.observability.http import Health, serve
 from nodeagent.observability.metrics import OperatorMetrics
 from nodeagent.observability.sdnotify import Notifier
@@ -117,6 +119,16 @@ class Agent:
                     # the guard first: a shutdown under way (an agent restarted during one)
                     # must not wait for the API server to tell us our node's name
                     flow = self._start_guard(tg, client, boot_id)
+                    token_file = installed(api.configuration)
+                    if token_file is not None and cfg.run_node_agent and cfg.kube.token_renewal:
+                        renewer = TokenRenewer(
+                            client,
+                            FileStore(token_file),
+                            expiration=cfg.kube.token_expiration,
+                            renew_after=cfg.kube.token_renew_after,
+                            request_timeout=cfg.kube.request_timeout,
+                        )
+                        tg.create_task(renewer.run(), name="token-renewal")
                     if self.webhooks is not None:
                         tg.create_task(self.webhooks.run(), name="notifications")
                     tg.create_task(self._announce(), name="sd-notify")

@@ -23,6 +23,7 @@ from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.drainslots import DrainLimit, InvalidLimit
 from nodeagent.model.maintenance import ESCALATIONS
 from nodeagent.model.selectors import DNS_SUBDOMAIN
+from nodeagent.model.token import MAX_EXPIRATION, MIN_EXPIRATION
 
 
 class ConfigError(ValueError):
@@ -34,6 +35,12 @@ class KubeConfig:
     kubeconfig: str | None = None  # None: in-cluster, then ~/.kube/config
     max_concurrent_requests: int = 16
     request_timeout: float = 30.0
+    # where the kubeconfig's user reads a Node-bound token from a file (tokenFile: the .deb),
+    # ask the TokenRequest API for the next one once this share of its life has passed, for
+    # tokenExpiration seconds (the admission policy allows a day at most), and write it there
+    token_renewal: bool = True
+    token_renew_after: float = 0.8
+    token_expiration: int = 3600
 
 
 @dataclass(frozen=True)
@@ -384,6 +391,12 @@ def validate_config(cfg: Config) -> None:
         )
     if cfg.kube.request_timeout <= 0:
         raise ConfigError("kube.requestTimeout: must be positive")
+    if not 0 < cfg.kube.token_renew_after < 1:
+        raise ConfigError("kube.tokenRenewAfter: must be a share of the token's life (0 to 1)")
+    if not MIN_EXPIRATION <= cfg.kube.token_expiration <= MAX_EXPIRATION:
+        raise ConfigError(
+            f"kube.tokenExpiration: must be from {MIN_EXPIRATION} to {MAX_EXPIRATION} seconds"
+        )
     deadline = cfg.node_maintenance.drain_deadline
     if deadline is not None and deadline <= 0:
         raise ConfigError("nodeMaintenance.drainDeadline: must be positive")

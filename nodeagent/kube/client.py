@@ -37,7 +37,8 @@ from nodeagent.kube.errors import (
     from_status,
     translate,
 )
-from nodeagent.kube.resources import PODS, Obj, Resource
+from nodeagent.kube.resources import PODS, SERVICEACCOUNTS, Obj, Resource
+from nodeagent.kube.tokenfile import TokenFile, kubeconfig_token_file
 from nodeagent.kube.transport import Transport
 
 __all__ = ["KubeClient", "PatchType", "Propagation", "RequestHook", "load_api_client"]
@@ -74,6 +75,10 @@ def load_api_client(
     try:
         if kubeconfig:
             _load_kube_config(config, config_file=kubeconfig, context=context)
+            token_file = kubeconfig_token_file(kubeconfig, context)
+            if token_file is not None:
+                # the loader read the file once; this rereads it when it changes (renewed)
+                config.refresh_api_key_hook = TokenFile(token_file)  # type: ignore[assignment]
         elif os.environ.get("KUBERNETES_SERVICE_HOST") and context is None:
             from kubernetes.config.incluster_config import load_incluster_config
 
@@ -366,6 +371,18 @@ class KubeClient:
             body["deleteOptions"] = options
         return await self._call(
             "evict", PODS, "POST", PODS.path(namespace, name, "eviction"), body=body
+        )
+
+    async def request_token(self, namespace: str, name: str, spec: Mapping[str, Any]) -> Obj:
+        """POST an authentication.k8s.io/v1 TokenRequest for the ServiceAccount: the new token
+        is the response's status.token."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        return await self._call(
+            "create",
+            SERVICEACCOUNTS,
+            "POST",
+            SERVICEACCOUNTS.path(namespace, name, "token"),
+            body=body,
         )
 
     # -- watch --------------------------------------------------------------------------

@@ -20,6 +20,7 @@ __all__ = [
     "PDBS",
     "PODS",
     "REPLICASETS",
+    "SERVICEACCOUNTS",
     "STATEFULSETS",
     "Obj",
     "Resource",
@@ -87,6 +88,7 @@ class Resource:
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)
