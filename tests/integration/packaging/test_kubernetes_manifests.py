@@ -269,6 +269,8 @@ CLIENT_METHODS = {
 INFORMER_CALLS = {"Informer", "informer"}  # list + watch of their resource argument
 ROLE_OF_PART = {
     "node": ("ClusterRole", "nodeagent-node"),
+    # a .deb agent renewing its Node-bound token (node-token-policy.yaml confines it)
+    "node-token": ("Role", "nodeagent-node-token"),
     "controllers": ("ClusterRole", "nodeagent-controllers"),
     "leader": ("Role", "nodeagent-leader-election"),
 }
@@ -276,7 +278,7 @@ ROLE_OF_PART = {
 
 def parts_run_by(cfg: agent_config.Config) -> set[str]:
     """The parts of the agent (DESIGN section 3) an agent with this configuration runs."""
-    parts = {"node"} if cfg.run_node_agent else set()
+    parts = {"node", "node-token"} if cfg.run_node_agent else set()
     return parts | ({"controllers", "leader"} if cfg.run_controllers else set())
 
 
@@ -309,6 +311,8 @@ def parts_of(module: Path) -> tuple[str, ...] | None:
     """Which parts of the agent run a module's API calls (DESIGN section 3); None: no client
     code expected there."""
     rel = module.relative_to(PACKAGE).as_posix()
+    if rel == "node/token_renewal.py":
+        return ("node-token",)
     if rel.startswith("node/") or rel == "app.py":
         return ("node",)
     if rel.startswith("controllers/"):
@@ -388,6 +392,8 @@ def api_uses() -> list[Use]:
             where = f"{rel}:{getattr(node, 'lineno', '?')}"
             if isinstance(node, ast.Call) and _callee(node) == "evict":
                 found.append(("", "pods/eviction", "create", where))
+            if isinstance(node, ast.Call) and _callee(node) == "request_token":
+                found.append(("", "serviceaccounts/token", "create", where))
             if not (isinstance(node, ast.Name) and node.id in constants):
                 continue
             if not isinstance(node.ctx, ast.Load):
@@ -444,7 +450,10 @@ def test_rbac_has_no_wildcards_and_each_account_has_its_parts_roles_only() -> No
             (subject,) = doc["subjects"]
             assert subject["kind"] == "ServiceAccount" and subject["namespace"] == NAMESPACE
             assert one("ServiceAccount", subject["name"])
-    assert identities() == {NODE_ACCOUNT: {"node"}, CONTROLLERS_ACCOUNT: {"controllers", "leader"}}
+    assert identities() == {
+        NODE_ACCOUNT: {"node", "node-token"},
+        CONTROLLERS_ACCOUNT: {"controllers", "leader"},
+    }
     for account, parts in identities().items():
         assert roles_bound_to(account) == {ROLE_OF_PART[p] for p in parts}, account
     # the node agents' credentials reach no cluster-wide power
@@ -461,6 +470,7 @@ def test_the_scan_sees_the_agents_api_calls() -> None:
     assert ("controllers", "", "pods/eviction", "create") in uses  # imperative eviction
     assert ("leader", "coordination.k8s.io", "leases", "update") in uses
     assert ("node", "", "events", "create") in uses
+    assert ("node-token", "", "serviceaccounts/token", "create") in uses
     assert ("controllers", "", "events", "create") in uses
 
 
