@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from nodeagent.config import Config
 from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
@@ -78,6 +79,12 @@ class ClusterControllers:
                 self.settings,
                 events=self.recorder,
                 queue_metrics=self.queue_metrics.for_queue("daemonset-interceptor"),
+            ),
+            FinalPhaseController(
+                self.client,
+                informers,
+                self.recorder,
+                queue_metrics=self.queue_metrics.for_queue("final-phase"),
             ),
         ]
         if self.settings.annotate:

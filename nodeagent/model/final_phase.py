@@ -1,6 +1,11 @@
 """The shutdown's final phase: what the kubelet's Graceful Node Shutdown would do, done through
 the API server, and only when the ordered drain has run out of time.
 
+The node's agent asks for it when it creates its shutdown maintenance (annotation
+`nodeagent.io/final-phase`: the release deadline, wall clock, and the two periods); the
+controllers carry it out, as only they may read pods. Nodes and controllers are expected to
+keep their clocks in step (NTP), as leases already need.
+
 It starts `grace_period` seconds before the release deadline and deletes the pods still on the
 node in GNS's order: every pod below priority 2000000000 with grace min(its
 terminationGracePeriodSeconds, grace_period - critical_pods_grace_period); then, once those are
@@ -9,23 +14,42 @@ min(theirs, critical_pods_grace_period). No grace reaches past the deadline. Del
 recreated elsewhere by their controllers instead of ending Failed on a dead node. Never
 touched: mirror pods (deleting one does nothing; static pods stay with the kubelet.k8s.io
 interceptor), pods annotated `nodeagent.io/drain: skip` (the agent's own), pods already
-terminating or terminal. Pure; the I/O is `nodeagent.node.final_phase`.
+terminating or terminal. Pure; the I/O is `nodeagent.controllers.finalphase`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nodeagent.model.bodies import deleting, mapping, metadata_of, uid_of
 from nodeagent.model.drainplan import SYSTEM_CRITICAL_PRIORITY, PodType, classify
 from nodeagent.model.interceptors import pod_terminal
+from nodeagent.model.times import format_time, parse_time
 
-__all__ = ["DEFAULT_TERMINATION_GRACE", "Deletion", "FinalPhase", "Step", "plan"]
+__all__ = [
+    "ANNOTATION",
+    "DEFAULT_TERMINATION_GRACE",
+    "Deletion",
+    "FinalPhase",
+    "InvalidFinalPhase",
+    "Step",
+    "annotation",
+    "plan",
+    "requested",
+]
 
 DEFAULT_TERMINATION_GRACE = 30  # the API server's default terminationGracePeriodSeconds
+ANNOTATION = "nodeagent.io/final-phase"
+_DEADLINE, _GRACE, _CRITICAL = "deadline", "gracePeriodSeconds", "criticalPodsGracePeriodSeconds"
+
+
+class InvalidFinalPhase(ValueError):
+    """The annotation cannot be read; the message names the maintenance and what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +79,52 @@ class FinalPhase:
     @property
     def critical_start(self) -> float:
         return self.deadline - self.critical_grace_period
+
+
+def annotation(deadline: datetime, phase: FinalPhase) -> str:
+    """The request a shutdown maintenance carries: `deadline` is when the lock goes (wall
+    clock; written to the second below it, never later)."""
+    return json.dumps(
+        {
+            _DEADLINE: format_time(deadline),
+            _GRACE: phase.grace_period,
+            _CRITICAL: phase.critical_grace_period,
+        },
+        separators=(",", ":"),
+    )
+
+
+def requested(nm: Mapping[str, Any]) -> FinalPhase | None:
+    """The phase `nm` asks for, its deadline in seconds since the epoch; None when it asks
+    none (or a phase of no length)."""
+    md = metadata_of(nm)
+    raw = mapping(md, "annotations").get(ANNOTATION)
+    if raw is None:
+        return None
+    where = f"NodeMaintenance {md.get('name')}: annotation {ANNOTATION}"
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError as e:
+        raise InvalidFinalPhase(f"{where}: not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise InvalidFinalPhase(f"{where}: must be a JSON object")
+    deadline = parse_time(value.get(_DEADLINE))
+    if deadline is None:
+        raise InvalidFinalPhase(f"{where}: {_DEADLINE} must be an RFC 3339 time")
+    periods = []
+    for key in (_GRACE, _CRITICAL):
+        period = value.get(key)
+        if isinstance(period, bool) or not isinstance(period, int | float):
+            raise InvalidFinalPhase(f"{where}: {key} must be a number of seconds")
+        if not 0 <= period < math.inf:
+            raise InvalidFinalPhase(f"{where}: {key} must be >= 0")
+        periods.append(float(period))
+    grace, critical = periods
+    if critical > grace:
+        raise InvalidFinalPhase(f"{where}: {_CRITICAL} must not exceed {_GRACE}")
+    if grace <= 0:
+        return None
+    return FinalPhase(deadline.timestamp(), grace, critical)
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,7 @@ def shutdown_maintenance(
             "annotations": {ANNOTATION_SHUTDOWN_TYPE: kind},
         },
         "spec": {
-            "nodeSelector": {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                ]
-            },
+            "nodeSelector": node_selector(node),
             "stage": "Drain",
             "reason": shutdown_reason(node, kind),
         },
@@ -72,6 +68,21 @@ def shutdown_maintenance(
     if drain_plan:
         nm["spec"]["drainPlan"] = [dict(e) for e in drain_plan]
     return nm
+
+
+def node_selector(node: str) -> dict[str, Any]:
+    """What a shutdown maintenance selects: its node by name, nothing else."""
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"nodeSelectorTerms": [term]}
+
+
+def shutdown_node(nm: Mapping[str, Any]) -> str | None:
+    """The node whose shutdown maintenance `nm` is (labelled as one and selecting that node
+    alone), or None."""
+    node = ((nm.get("metadata") or {}).get("labels") or {}).get(LABEL_NODE)
+    if not isinstance(node, str) or not is_ours(nm, node):
+        return None
+    return node if (nm.get("spec") or {}).get("nodeSelector") == node_selector(node) else None
 
 
 def is_ours(nm: Mapping[str, Any], node: str) -> bool:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,6 @@ from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.model import final_phase as final
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
-from nodeagent.node.final_phase import run_final_phase
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
 T = TypeVar("T")
@@ -116,8 +116,7 @@ class ShutdownFlow:
             self.node,
             budget,
         )
-        worker = asyncio.create_task(self._drive(kind, state, changed))
-        last = asyncio.create_task(self._final_phase(state, changed, usable))
+        worker = asyncio.create_task(self._drive(kind, state, changed, usable))
         try:
             while True:
                 reason = model.release_reason(state, self.clock())
@@ -132,16 +131,18 @@ class ShutdownFlow:
                     async with asyncio.timeout(model.next_decision(state, self.clock())):
                         await changed.wait()
         finally:
-            # the lock goes now, whatever the final phase still does: it never extends it
+            # the lock goes now, whatever the controllers' final phase still does
             worker.cancel()
-            last.cancel()
-            for task in (worker, last):
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
 
-    async def _drive(self, kind: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
+    async def _drive(
+        self, kind: str, state: model.ReleaseState, changed: asyncio.Event, usable: float
+    ) -> None:
+        final_phase = self._final_phase(state, usable)
+
         async def drain() -> None:
-            name = await self._ensure_maintenance(kind, state, changed)
+            name = await self._ensure_maintenance(kind, state, changed, final_phase)
             async with asyncio.TaskGroup() as tg:
                 probe = tg.create_task(self._probe(name, state, changed))
                 await self._wait_drained(name, state, changed)
@@ -172,26 +173,18 @@ class ShutdownFlow:
             attempt += 1
             await asyncio.sleep(self.backoff.delay(attempt))
 
-    async def _final_phase(
-        self, state: model.ReleaseState, changed: asyncio.Event, usable: float
-    ) -> None:
-        """When the budget is nearly spent, delete the pods left, the kubelet's way."""
+    def _final_phase(self, state: model.ReleaseState, usable: float) -> str | None:
+        """The annotation that asks the controllers for the final phase (they delete the pods
+        left, the kubelet's way, when the budget is nearly spent: only they may read pods);
+        None when it is off."""
         fp = self.config.final_phase
         phase = final.FinalPhase.fitted(
             state.deadline, usable, fp.grace_period, fp.critical_pods_grace_period
         )
-        await self._retrying(
-            "final phase of the shutdown",
-            lambda: run_final_phase(
-                self.client,
-                self.node,
-                phase,
-                self.clock,
-                lambda what, call: self._request(what, call, state, changed),
-            ),
-            state,
-            changed,
-        )
+        if phase.grace_period <= 0:
+            return None
+        deadline = datetime.now(UTC) + timedelta(seconds=state.deadline - self.clock())
+        return final.annotation(deadline, phase)
 
     async def _request(
         self, what: str, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
@@ -230,8 +223,13 @@ class ShutdownFlow:
                 self._unreachable(state, changed)
 
     async def _ensure_maintenance(
-        self, kind: str, state: model.ReleaseState, changed: asyncio.Event
+        self,
+        kind: str,
+        state: model.ReleaseState,
+        changed: asyncio.Event,
+        final_phase: str | None = None,
     ) -> str:
+        """`final_phase`: the annotation that asks the controllers for the final phase."""
         existing = await self._request(
             "list this boot's maintenances",
             self.client.list(
@@ -249,6 +247,8 @@ class ShutdownFlow:
             body = model.shutdown_maintenance(
                 self.node, self.boot_id, kind, attempt, self.config.drain_plan
             )
+            if final_phase is not None:
+                body["metadata"]["annotations"][final.ANNOTATION] = final_phase
             name = body["metadata"]["name"]
             self._created.add(name)
             try:

@@ -1,20 +1,32 @@
 """The shutdown's final phase on either cluster backend: the drain has not finished (a pod
-under a PodDisruptionBudget that allows nothing is still there, no controller drains), so
-`finalPhase.gracePeriod` before the release deadline node-1's agent deletes the pods left in the
-kubelet's order, with the kubelet's grace caps, and the lock still goes by the deadline.
-The agent runs with node-1's credentials (the admission policy enforced on the real server)."""
+under a PodDisruptionBudget that allows nothing is still there, no NodeMaintenance controller
+drains), so `finalPhase.gracePeriod` before the release deadline the controllers delete the
+pods left on node-1 in the kubelet's order, with the kubelet's grace caps, as node-1's agent
+asked in its shutdown maintenance, and the lock still goes by the deadline. The agent runs with
+node-1's credentials, the final phase with the controllers' (node agents may read no pods; the
+admission policies are enforced on the real server)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nodeagent.config import FinalPhaseConfig, ShutdownConfig
-from nodeagent.kube.resources import PDBS, PODS
+from nodeagent.controllers.finalphase import FinalPhaseController
+from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.events import EventRecorder
+from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, PDBS, PODS
+from nodeagent.model.final_phase import ANNOTATION, FinalPhase, annotation
+from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.shutdown import ShutdownFlow
-from tests.clusters import ClusterView, create_pod
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, create_pod
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
 from tests.netproxy import proxy_to
 
@@ -31,6 +43,27 @@ CONFIG = ShutdownConfig(
 )
 
 
+@pytest.fixture
+async def final_phase(shutdown_cluster: ShutdownCluster) -> AsyncIterator[FinalPhaseController]:
+    """The controllers' part, with the controllers' credentials."""
+    c = shutdown_cluster
+    account = await c.backend.service_account(CONTROLLERS_ACCOUNT)
+    client = c.backend.client(account, max_workers=4)
+    informers = SharedInformers(client)
+    controller = FinalPhaseController(client, informers, EventRecorder(client, "nodeagent"))
+    tasks = [asyncio.create_task(informers.run()), asyncio.create_task(controller.run())]
+    try:
+        async with asyncio.timeout(10):
+            await controller.wait_synced()
+        yield controller
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+
 def a_pod(name: str, namespace: str = "default", **extra: Any) -> Obj:
     spec: Obj = {"nodeName": "node-1", "terminationGracePeriodSeconds": 120}
     spec["containers"] = [{"name": "c", "image": "nginx"}]
@@ -45,7 +78,7 @@ def a_pod(name: str, namespace: str = "default", **extra: Any) -> Obj:
 
 
 async def test_final_phase_deletes_the_pods_left_in_the_kubelets_order(
-    shutdown_cluster: ShutdownCluster,
+    shutdown_cluster: ShutdownCluster, final_phase: FinalPhaseController
 ) -> None:
     c = shutdown_cluster
     await c.kube.create(
@@ -64,7 +97,7 @@ async def test_final_phase_deletes_the_pods_left_in_the_kubelets_order(
     )
     await create_pod(c.kube, a_pod("agent", annotations={"nodeagent.io/drain": "skip"}))
     await create_pod(c.kube, a_pod("elsewhere", spec={"nodeName": "node-2"}))
-    view = ClusterView(c.kube, [PODS])
+    view = ClusterView(c.kube, [PODS, EVENTS])
     loop = asyncio.get_running_loop()
     deleted_at: dict[str, float] = {}
     gone_at: dict[str, float] = {}
@@ -98,15 +131,19 @@ async def test_final_phase_deletes_the_pods_left_in_the_kubelets_order(
         assert dns is None or dns["metadata"]["deletionGracePeriodSeconds"] <= 4
         for name in ("agent", "elsewhere"):
             assert name not in deleted_at, f"{name} must not be deleted"
+        (nm,) = c.maintenances()
+        assert ANNOTATION in nm["metadata"]["annotations"]
+        said = [e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhase"]
+        assert any("deleting the pods left" in m for m in said), said
     finally:
         await view.stop()
 
 
 async def test_a_hung_api_server_in_the_final_phase_does_not_move_the_deadline(
-    shutdown_cluster: ShutdownCluster, tmp_path: Path
+    shutdown_cluster: ShutdownCluster, final_phase: FinalPhaseController, tmp_path: Path
 ) -> None:
-    """The API server stops answering as the phase starts (a stopped process): the lock still
-    goes at the deadline, not later, whatever the deletes in flight."""
+    """The API server stops answering the agent as the phase starts (a stopped process): the
+    lock still goes at the deadline, not later, whatever the controllers do meanwhile."""
     c = shutdown_cluster
     await create_pod(c.kube, a_pod("web"))
     cfg = dataclasses.replace(CONFIG, api_unreachable_release_after=60)
@@ -126,3 +163,41 @@ async def test_a_hung_api_server_in_the_final_phase_does_not_move_the_deadline(
         assert loop.time() - t0 < 13.5
         await client.close()
         proxy.resume()
+
+
+async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
+    shutdown_cluster: ShutdownCluster, final_phase: FinalPhaseController
+) -> None:
+    """An admin's maintenance of node-1 carrying the annotation (a phase that has started), and
+    one whose annotation is not JSON: a Warning Event each, and no pod is deleted."""
+    c = shutdown_cluster
+    await create_pod(c.kube, a_pod("web"))
+    started = annotation(datetime.now(UTC) + timedelta(seconds=30), FinalPhase(0, 60, 10))
+    view = ClusterView(c.kube, [PODS, EVENTS])
+    await view.start()
+    try:
+        for name, value in (("admins", started), ("garbled", "{")):
+            nm = shutdown_maintenance("node-1", BOOT, "reboot")
+            nm["metadata"] = {"name": name, "annotations": {ANNOTATION: value}}
+            await c.kube.create(NODEMAINTENANCES, nm)
+
+        def refused() -> set[str]:
+            return {
+                e["involvedObject"]["name"]
+                for e in view.list(EVENTS)
+                if e.get("reason") == "FinalPhaseInvalid"
+            }
+
+        await view.until(lambda: refused() == {"admins", "garbled"})
+        said = {e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhaseInvalid"}
+        assert any("honoured only on a node's shutdown maintenance" in m for m in said), said
+        assert any(f"annotation {ANNOTATION}: not JSON" in m for m in said), said
+        await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
+
+        def web() -> Obj:
+            return view.get(PODS, "web", "default") or {"metadata": {}}
+
+        await view.until(lambda: "seen" in (web()["metadata"].get("labels") or {}))
+        assert not web()["metadata"].get("deletionTimestamp")
+    finally:
+        await view.stop()

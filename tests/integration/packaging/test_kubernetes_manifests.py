@@ -518,17 +518,19 @@ def test_every_grant_is_used_by_its_part() -> None:
     assert not unused, "granted but never called:\n" + "\n".join(unused)
 
 
-def test_node_role_writes_no_nodes_and_no_pods() -> None:
-    """What the admission policy cannot see, RBAC refuses: a node's agent changes no Node
-    and no Pod (cordons, taints, evictions and pod patches are the controllers'); of a Node it
-    may only patch the status (the policy keeps that to its Node's lifecycle conditions), and
-    it may delete pods (the shutdown's final phase; the policy keeps that to its node's)."""
+def test_node_role_touches_no_pods_and_writes_no_nodes() -> None:
+    """What the admission policy cannot see, RBAC refuses: a node's agent reads and changes no
+    Pod (the node's own kubelet may read only its node's pods; RBAC cannot say "this node's",
+    so none: the controllers carry out the shutdown's final phase), and changes no Node (cordons
+    and taints are the controllers'); of a Node it may only patch the status (the policy keeps
+    that to its Node's lifecycle conditions)."""
     rules = rbac_rules(*ROLE_OF_PART["node"])
-    allowed = {("nodes/status", "patch"), ("pods", "delete")}
     for resource in ("nodes", "nodes/status", "pods", "pods/eviction", "pods/status"):
         for verb in ("create", "update", "patch", "delete"):
-            expected = (resource, verb) in allowed
+            expected = (resource, verb) == ("nodes/status", "patch")
             assert allows(rules, "", resource, verb) is expected, (resource, verb)
+    for verb in ("get", "list", "watch"):
+        assert not allows(rules, "", "pods", verb), verb
     assert not allows(rules, "nodeagent.io", "evictionrequests", "create")
     assert not allows(rules, "nodeagent.io", "nodemaintenances/status", "patch")
 

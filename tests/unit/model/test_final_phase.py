@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -7,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model.drainplan import SYSTEM_CRITICAL_PRIORITY
-from nodeagent.model.final_phase import FinalPhase, plan
+from nodeagent.model.final_phase import (
+    ANNOTATION,
+    FinalPhase,
+    InvalidFinalPhase,
+    annotation,
+    plan,
+    requested,
+)
 
 Obj = dict[str, Any]
 NODE = "node-1"
@@ -150,3 +158,56 @@ def test_a_short_budget_gives_the_phase_half_of_it() -> None:
     assert short.grace_period == 10.0
     assert short.critical_grace_period == pytest.approx(10 / 3)
     assert FinalPhase.fitted(100.0, 20.0, 0.0, 0.0).grace_period == 0.0
+
+
+# --- the request a shutdown maintenance carries ---------------------------------------------
+
+
+def maintenance(value: object) -> Obj:
+    return {"metadata": {"name": "nm", "annotations": {ANNOTATION: value}}}
+
+
+@given(
+    seconds=st.integers(0, 4_000_000_000),
+    grace=st.floats(0.5, 600),
+    share=st.floats(0, 1),
+)
+def test_the_annotation_reads_back_as_written(seconds: int, grace: float, share: float) -> None:
+    phase = FinalPhase(0.0, grace, grace * share)
+    deadline = datetime.fromtimestamp(seconds + 0.75, UTC)
+    read = requested(maintenance(annotation(deadline, phase)))
+    assert read == FinalPhase(float(seconds), grace, grace * share)  # to the second below
+
+
+def test_no_annotation_or_a_phase_of_no_length_asks_nothing() -> None:
+    assert requested({"metadata": {"name": "nm"}}) is None
+    off = annotation(datetime(2030, 1, 1, tzinfo=UTC), FinalPhase(0.0, 0.0, 0.0))
+    assert requested(maintenance(off)) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("{", "not JSON"),
+        ("[]", "must be a JSON object"),
+        (42, "must be a JSON object"),
+        ('{"gracePeriodSeconds":8,"criticalPodsGracePeriodSeconds":4}', "deadline must be"),
+        ('{"deadline":"soon","gracePeriodSeconds":8,"criticalPodsGracePeriodSeconds":4}',
+         "deadline must be"),
+        ('{"deadline":"2030-01-01T00:00:00Z","criticalPodsGracePeriodSeconds":4}',
+         "gracePeriodSeconds must be a number"),
+        ('{"deadline":"2030-01-01T00:00:00Z","gracePeriodSeconds":true,'
+         '"criticalPodsGracePeriodSeconds":4}', "gracePeriodSeconds must be a number"),
+        ('{"deadline":"2030-01-01T00:00:00Z","gracePeriodSeconds":-1,'
+         '"criticalPodsGracePeriodSeconds":0}', "gracePeriodSeconds must be >= 0"),
+        ('{"deadline":"2030-01-01T00:00:00Z","gracePeriodSeconds":NaN,'
+         '"criticalPodsGracePeriodSeconds":0}', "gracePeriodSeconds must be >= 0"),
+        ('{"deadline":"2030-01-01T00:00:00Z","gracePeriodSeconds":4,'
+         '"criticalPodsGracePeriodSeconds":8}', "must not exceed gracePeriodSeconds"),
+    ],
+)  # fmt: skip
+def test_a_malformed_annotation_is_one_clear_error(value: object, says: str) -> None:
+    with pytest.raises(InvalidFinalPhase) as e:
+        requested(maintenance(value))
+    assert str(e.value).startswith(f"NodeMaintenance nm: annotation {ANNOTATION}: ")
+    assert says in str(e.value) and "\n" not in str(e.value)

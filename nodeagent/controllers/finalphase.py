@@ -1,0 +1,156 @@
+"""The shutdown's final phase, carried out by the leader (`nodeagent.model.final_phase`).
+
+A node's agent asks for it in its shutdown maintenance (annotation `nodeagent.io/final-phase`)
+and lets its node go at the deadline whatever happens here; node agents may read no pods, the
+controllers can. From `deadline - gracePeriod` on, while the maintenance is in Drain, the pods
+still on that node (and only that node's: the maintenance must be a shutdown maintenance that
+selects its node alone) are deleted in the kubelet's order with its grace caps; the next step
+comes when a pod of the node changes or the next group's time comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from nodeagent.controllers.nodemaintenance.controller import pod_node_index
+from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.errors import Conflict, KubeError, NotFound
+from nodeagent.kube.events import EventRecorder
+from nodeagent.kube.informer import ListWatcher
+from nodeagent.kube.protocols import Deleter
+from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Obj
+from nodeagent.kube.store import key_of
+from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model import final_phase as model
+from nodeagent.model.bodies import metadata_of
+from nodeagent.model.shutdown import shutdown_node, stage
+
+__all__ = ["FinalPhaseController"]
+
+log = logging.getLogger(__name__)
+
+_NODE_INDEX = "final-phase-node"
+
+
+class FinalPhaseClient(ListWatcher, Deleter, Protocol):
+    """The part of `KubeClient` the final phase needs."""
+
+
+def _asks(nm: Obj) -> bool:
+    return model.ANNOTATION in (metadata_of(nm).get("annotations") or {})
+
+
+def _requesting_node(nm: Obj) -> list[str]:
+    """Index: the node of a shutdown maintenance that asks for a final phase."""
+    node = shutdown_node(nm) if _asks(nm) else None
+    return [node] if node else []
+
+
+class FinalPhaseController(Controller):
+    """Keys: names of NodeMaintenances."""
+
+    def __init__(
+        self,
+        client: FinalPhaseClient,
+        informers: SharedInformers,
+        events: EventRecorder,
+        *,
+        queue_metrics: WorkQueueMetrics | None = None,
+        clock: Callable[[], float] = time.time,
+        workers: int = 2,
+    ) -> None:
+        self._maintenances = informers.informer(
+            NODEMAINTENANCES, indexers={_NODE_INDEX: _requesting_node}
+        )
+        self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
+        super().__init__(
+            "final-phase",
+            informers=[self._maintenances, self._pods],
+            workers=workers,
+            metrics=queue_metrics,
+        )
+        self._client = client
+        self._events = events
+        self._clock = clock
+        self._asked: dict[str, set[str]] = {}  # maintenance -> UIDs deleted by its phase
+        self._said: dict[str, str] = {}  # maintenance -> the last group or problem reported
+        self.enqueue_on(self._maintenances, lambda nm: [key_of(nm)] if _asks(nm) else [])
+        self.enqueue_on(self._pods, self._maintenances_of_pod)
+
+    def _maintenances_of_pod(self, pod: Obj) -> Iterable[str]:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return []
+        return self._maintenances.store.index_keys(_NODE_INDEX, str(node))
+
+    async def reconcile(self, key: str) -> None:
+        nm = self._maintenances.store.get(key)
+        if nm is None or metadata_of(nm).get("deletionTimestamp") or stage(nm) != "Drain":
+            self._asked.pop(key, None)
+            self._said.pop(key, None)
+            return
+        try:
+            phase = model.requested(nm)
+        except model.InvalidFinalPhase as e:
+            await self._report(nm, "FinalPhaseInvalid", str(e))
+            return
+        node = shutdown_node(nm)
+        if phase is None:
+            return
+        if node is None:
+            message = (
+                f"NodeMaintenance {key}: annotation {model.ANNOTATION} is honoured only on a "
+                "node's shutdown maintenance (labelled for its node, selecting it alone)"
+            )
+            await self._report(nm, "FinalPhaseInvalid", message)
+            return
+        asked = self._asked.setdefault(key, set())
+        now = self._clock()
+        step = model.plan(
+            self._pods.store.by_index("node", node), node, phase, now, frozenset(asked)
+        )
+        if step.deletions:
+            message = (
+                f"shutdown of node {node}: {phase.deadline - now:.0f}s left and the node is not "
+                f"drained: deleting the {step.group} left, the kubelet's way "
+                f"({len(step.deletions)} now)"
+            )
+            await self._report(nm, "FinalPhase", message, subject=step.group)
+            await self._delete(step, asked)
+        if step.next_at is not None:
+            self.enqueue_after(key, max(0.0, step.next_at - now))
+
+    async def _delete(self, step: model.Step, asked: set[str]) -> None:
+        async def one(d: model.Deletion) -> None:
+            what = "critical pod" if d.critical else "pod"
+            try:
+                await self._client.delete(
+                    PODS, d.name, d.namespace, grace_period_seconds=d.grace, uid=d.uid or None
+                )
+                log.info(
+                    "final phase: deleted %s %s/%s (grace %ds)", what, d.namespace, d.name, d.grace
+                )
+            except (NotFound, Conflict):
+                pass  # gone already, or replaced by a pod of the same name
+            except KubeError as e:
+                log.warning("final phase: cannot delete %s %s/%s: %s", what, d.namespace, d.name, e)
+                return  # asked again on the next step
+            asked.add(d.uid)
+
+        async with asyncio.TaskGroup() as tg:
+            for d in step.deletions:
+                tg.create_task(one(d))
+
+    async def _report(self, nm: Obj, reason: str, message: str, subject: str | None = None) -> None:
+        """A warning, once per maintenance and group (or problem)."""
+        key = key_of(nm)
+        said = subject or message
+        if self._said.get(key) == said:
+            return
+        self._said[key] = said
+        log.warning("%s", message)
+        await self._events.warning(nm, reason, message)
