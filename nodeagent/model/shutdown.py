@@ -6,14 +6,12 @@ is `nodeagent.node.shutdown`.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
-from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
 LABEL_TRIGGER = "nodeagent.io/trigger"
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
@@ -23,14 +21,12 @@ TRIGGER_SHUTDOWN = "shutdown"
 MANAGER = "nodeagent"
 
 
-def maintenance_name(node: str, boot_id: str, attempt: int) -> str:
-    """`nodeagent-shutdown-<node>-<boot id prefix>[-<attempt>]`; a cancelled shutdown's
-    maintenance is Complete for good, so a second shutdown in one boot needs a new name."""
-    # a digest of the whole boot id: two boots may share a prefix (same kernel, new userspace)
-    digest = hashlib.sha256(boot_id.encode()).hexdigest()[:10]
-    base = f"nodeagent-shutdown-{node}-{digest}"
-    name = base if attempt <= 1 else f"{base}-{attempt}"
-    return name[:DNS_SUBDOMAIN_MAX]
+def maintenance_name(node: str, boot_id: str) -> str:
+    """`nodeagent-shutdown-<node>-<boot id>`: one per node and boot, so a second one of the
+    same boot is a name conflict. The node agents' admission policy
+    (packaging/kubernetes/admission-policy.yaml) builds the same name from the labels; both
+    are label values (at most 63 characters), so it stays a valid name of at most 146."""
+    return f"nodeagent-shutdown-{node}-{boot_id}"
 
 
 def shutdown_selector(node: str, boot_id: str | None = None) -> str:
@@ -43,14 +39,13 @@ def shutdown_maintenance(
     node: str,
     boot_id: str,
     kind: str,
-    attempt: int = 1,
     drain_plan: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     nm: dict[str, Any] = {
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "NodeMaintenance",
         "metadata": {
-            "name": maintenance_name(node, boot_id, attempt),
+            "name": maintenance_name(node, boot_id),
             "labels": {
                 LABEL_NODE: node,
                 LABEL_TRIGGER: TRIGGER_SHUTDOWN,
@@ -112,18 +107,28 @@ def is_drained(nm: Mapping[str, Any]) -> bool:
     return False
 
 
-def adoptable(
-    maintenances: list[Mapping[str, Any]], node: str, boot_id: str
-) -> tuple[Mapping[str, Any] | None, int]:
-    """This boot's shutdown maintenance that is still live, or the attempt number for a new one.
+Step = Literal["adopt", "create", "delete", "wait"]
+"""What the shutdown does next about this boot's maintenance (`next_step`)."""
 
-    A maintenance being deleted or already Complete cannot be adopted: its stage cannot go back.
-    """
+
+def next_step(
+    maintenances: Sequence[Mapping[str, Any]], node: str, boot_id: str
+) -> tuple[Step, str]:
+    """The step and the maintenance's name: `adopt` this boot's live shutdown maintenance
+    (one an earlier version named otherwise too); `create` it when there is none; `delete` it
+    and then `wait` until it is gone when a cancelled shutdown of this boot left it Complete
+    (its stage cannot go back, and its name is this boot's only one)."""
+    name = maintenance_name(node, boot_id)
     ours = [m for m in maintenances if is_ours(m, node) and boot_of(m) == boot_id]
     for m in ours:
-        if stage(m) != "Complete" and not (m.get("metadata") or {}).get("deletionTimestamp"):
-            return m, 0
-    return None, len(ours) + 1
+        meta = m.get("metadata") or {}
+        if stage(m) != "Complete" and not meta.get("deletionTimestamp"):
+            return "adopt", str(meta.get("name"))
+    for m in ours:
+        meta = m.get("metadata") or {}
+        if meta.get("name") == name:
+            return ("wait" if meta.get("deletionTimestamp") else "delete"), name
+    return "create", name
 
 
 @dataclass

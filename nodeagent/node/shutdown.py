@@ -230,43 +230,92 @@ class ShutdownFlow:
         final_phase: str | None = None,
     ) -> str:
         """`final_phase`: the annotation that asks the controllers for the final phase."""
-        existing = await self._request(
-            "list this boot's maintenances",
-            self.client.list(
-                NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
-            ),
-            state,
-            changed,
-        )
-        found, attempt = model.adoptable(existing["items"], self.node, self.boot_id)
-        if found is not None:
-            name = str(found["metadata"]["name"])
-            if name != self.maintenance:
-                log.info("adopting shutdown maintenance %s", name)
-        else:
-            body = model.shutdown_maintenance(
-                self.node, self.boot_id, kind, attempt, self.config.drain_plan
+        selector = model.shutdown_selector(self.node, self.boot_id)
+        conflicts = 0
+        while True:
+            existing = await self._request(
+                "list this boot's maintenances",
+                self.client.list(NODEMAINTENANCES, label_selector=selector),
+                state,
+                changed,
             )
-            if final_phase is not None:
-                body["metadata"]["annotations"][final.ANNOTATION] = final_phase
-            name = body["metadata"]["name"]
-            self._created.add(name)
-            try:
-                await self._request(
-                    "create the maintenance",
-                    self.client.create(NODEMAINTENANCES, body),
-                    state,
-                    changed,
+            step, name = model.next_step(existing["items"], self.node, self.boot_id)
+            if step == "adopt":
+                if name != self.maintenance:
+                    log.info("adopting shutdown maintenance %s", name)
+                break
+            if step == "create":
+                body = model.shutdown_maintenance(
+                    self.node, self.boot_id, kind, self.config.drain_plan
                 )
-                log.info("created shutdown maintenance %s", name)
-            except AlreadyExists:
-                log.info("shutdown maintenance %s exists already; adopting it", name)
+                if final_phase is not None:
+                    body["metadata"]["annotations"][final.ANNOTATION] = final_phase
+                self._created.add(name)
+                try:
+                    await self._request(
+                        "create the maintenance",
+                        self.client.create(NODEMAINTENANCES, body),
+                        state,
+                        changed,
+                    )
+                    log.info("created shutdown maintenance %s", name)
+                    break
+                except AlreadyExists:
+                    # ours, its answer lost (the list adopts it), else not ours: never touched
+                    conflicts += 1
+                    if conflicts > 1:
+                        raise
+                    continue
+            if step == "delete":
+                log.info(
+                    "shutdown maintenance %s of this boot is Complete (a shutdown was "
+                    "cancelled): deleting it to drain again under its name",
+                    name,
+                )
+                with contextlib.suppress(NotFound):
+                    await self._request(
+                        "delete the completed maintenance",
+                        self.client.delete(NODEMAINTENANCES, name),
+                        state,
+                        changed,
+                    )
+            await self._wait_gone(name, state, changed)
         self.maintenance = name
         if name in self._created and self._announced != name:
             self._announced = name
             reason = model.shutdown_reason(self.node, kind)
             self.notify(notifications.DRAIN_STARTED, self.node, name, reason)
         return name
+
+    async def _wait_gone(
+        self, name: str, state: model.ReleaseState, changed: asyncio.Event
+    ) -> None:
+        """Until the maintenance `name` is deleted (the controllers' finalizer goes first)."""
+        field = f"metadata.name={name}"
+        while True:
+            listed = await self._request(
+                "read the maintenance",
+                self.client.list(NODEMAINTENANCES, field_selector=field),
+                state,
+                changed,
+            )
+            if not listed["items"]:
+                return
+            try:
+                async with contextlib.aclosing(
+                    self.client.watch(
+                        NODEMAINTENANCES,
+                        resource_version=listed["metadata"]["resourceVersion"],
+                        field_selector=field,
+                        timeout_seconds=300,
+                    )
+                ) as events:
+                    async for ev in events:
+                        self._last_answer = self.clock()
+                        if ev["type"] == "DELETED":
+                            return
+            except Gone:
+                continue  # relist
 
     async def _wait_drained(
         self, name: str, state: model.ReleaseState, changed: asyncio.Event

@@ -21,8 +21,15 @@ from kubernetes import client as k8s
 from nodeagent.app import Agent
 from nodeagent.config import ShutdownConfig, from_mapping
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import Forbidden
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, format_time
+from nodeagent.kube.errors import AlreadyExists, Forbidden
+from nodeagent.kube.resources import (
+    EVENTS,
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    format_time,
+)
 from nodeagent.model import shutdown as model
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
@@ -132,6 +139,73 @@ async def test_node_agent_may_not_write_another_nodes_maintenance(env: Env) -> N
     await env.node1.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
     await env.node1.delete(NODEMAINTENANCES, name)
     assert (await env.admin.get(NODEMAINTENANCES, other))["spec"]["stage"] == "Drain"
+
+
+def shutdown_with(**changes: Any) -> Obj:
+    """node-1's shutdown maintenance of BOOT as the agent writes it, with `metadata` and
+    `spec` fields changed (None: removed)."""
+    body = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    for part in ("metadata", "spec"):
+        for key, value in changes.pop(part, {}).items():
+            if value is None:
+                body[part].pop(key, None)
+            else:
+                body[part][key] = value
+    assert not changes
+    return body
+
+
+async def test_shutdown_maintenance_carries_only_what_a_shutdown_needs(env: Env) -> None:
+    """The agent creates its shutdown maintenance in Drain, named after its node and boot,
+    with the shutdown labels and spec fields only; it may then change its stage alone."""
+    own = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    name = own["metadata"]["name"]
+    owner = {"apiVersion": "v1", "kind": "Node", "name": "node-2", "uid": "0000"}
+    labels = own["metadata"]["labels"]
+    refused_bodies = {
+        "DeletePods": shutdown_with(spec={"drainDeadlineEscalation": "DeletePods"}),
+        "a drain deadline": shutdown_with(spec={"drainDeadlineSeconds": 1}),
+        "an owner": shutdown_with(metadata={"ownerReferences": [owner]}),
+        "a finalizer": shutdown_with(metadata={"finalizers": ["example.com/hold"]}),
+        "another name": shutdown_with(metadata={"name": name + "-2"}),
+        "no boot label": shutdown_with(
+            metadata={"labels": {k: v for k, v in labels.items() if k != model.LABEL_BOOT_ID}}
+        ),
+        "another label": shutdown_with(metadata={"labels": {**labels, "team": "a"}}),
+        "another annotation": shutdown_with(metadata={"annotations": {"team": "a"}}),
+        "stage Cordon": shutdown_with(spec={"stage": "Cordon"}),
+    }
+    for what, body in refused_bodies.items():
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(NODEMAINTENANCES, body)
+        assert refused_by_policy(refused.value), (what, refused.value)
+    # as the agent writes it (a configured drain plan too): allowed; a second one of the same
+    # boot is a name conflict, under any other name refused (above)
+    planned = shutdown_with(spec={"drainPlan": [{"podPriority": 1000, "podType": "Default"}]})
+    await env.node1.create(NODEMAINTENANCES, planned)
+    with pytest.raises(AlreadyExists):
+        await env.node1.create(NODEMAINTENANCES, own)
+    # changes: the controllers' finalizer stays, nothing but the stage moves
+    await env.admin.patch(
+        NODEMAINTENANCES, name, {"metadata": {"finalizers": ["nodeagent.io/test-hold"]}}
+    )
+    for patch in (
+        {"spec": {"drainDeadlineEscalation": "DeletePods"}},
+        {"spec": {"drainDeadlineSeconds": 1}},
+        {"spec": {"reason": "something else"}},
+        {"metadata": {"finalizers": None}},
+        {"metadata": {"ownerReferences": [owner]}},
+        {"metadata": {"annotations": {"team": "a"}}},
+    ):
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.patch(NODEMAINTENANCES, name, patch)
+        assert refused_by_policy(refused.value), (patch, refused.value)
+    await env.node1.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+    got = await env.admin.get(NODEMAINTENANCES, name)
+    assert got["spec"]["stage"] == "Complete"
+    assert got["metadata"]["finalizers"] == ["nodeagent.io/test-hold"]
+    assert "drainDeadlineEscalation" not in got["spec"]
+    await env.admin.patch(NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
 
 
 async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
@@ -305,11 +379,92 @@ async def test_node_agent_writes_only_its_kubelet_entry_of_its_nodes_eviction_re
     assert not (got.get("status") or {}).get("interceptors")
 
 
+def event(namespace: str, about: Obj, reason: str = "Test", host: str = "node-1") -> Obj:
+    now = format_time(datetime.now(UTC))
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "test.", "namespace": namespace},
+        "involvedObject": about,
+        "reason": reason,
+        "message": "test",
+        "type": "Normal",
+        "source": {"component": "nodeagent", "host": host},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+
+
+def node_ref(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Node", "name": name}
+
+
+def maintenance_ref(name: str) -> Obj:
+    return {"apiVersion": "nodeagent.io/v1alpha1", "kind": "NodeMaintenance", "name": name}
+
+
+def pod_ref(namespace: str, name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+
+
+async def test_node_agent_writes_events_only_about_what_it_acts_on(env: Env) -> None:
+    """Its Node, its shutdown maintenances, its node's mirror pods (named <manifest>-<node>);
+    of another maintenance only the static-pod interceptor's
+    reports; nothing claiming another node as its source."""
+    own_nm = model.maintenance_name("node-1", BOOT)
+    their_nm = model.maintenance_name("node-2", BOOT)
+    refused_events = {
+        "another Node": event("default", node_ref("node-2")),
+        "another node's mirror pod": event(
+            "kube-system", pod_ref("kube-system", "kube-apiserver-node-2")
+        ),
+        "another node's shutdown maintenance": event("default", maintenance_ref(their_nm)),
+        "another maintenance, not the interceptor's": event(
+            "default", maintenance_ref("upgrade"), reason="DrainDeadlineExceeded"
+        ),
+        "another node as source": event("default", node_ref("node-1"), host="node-2"),
+    }
+    for what, body in refused_events.items():
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(EVENTS, body)
+        assert refused_by_policy(refused.value), (what, refused.value)
+    allowed = [
+        event("default", node_ref("node-1")),
+        event("kube-system", pod_ref("kube-system", "kube-apiserver-node-1")),
+        event("default", maintenance_ref(own_nm)),
+        event("default", maintenance_ref("upgrade"), reason="StaticPodManifestMovedAside"),
+    ]
+    for body in allowed:
+        created = await env.node1.create(EVENTS, body)
+        # the recorder's repeat: a patch of the count
+        await env.node1.patch(
+            EVENTS, created["metadata"]["name"], {"count": 2}, created["metadata"]["namespace"]
+        )
+    # an Event about another node (someone else's) it may not patch
+    theirs = await env.admin.create(EVENTS, event("default", node_ref("node-2"), host="node-2"))
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch(EVENTS, theirs["metadata"]["name"], {"count": 2}, "default")
+    assert refused_by_policy(refused.value)
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch(
+            EVENTS,
+            theirs["metadata"]["name"],
+            {"involvedObject": node_ref("node-1"), "source": {"host": "node-1"}},
+            "default",
+        )
+    assert refused_by_policy(refused.value)
+
+
 async def test_credentials_that_name_no_node_may_write_nothing(env: Env) -> None:
     """The node agents' ServiceAccount with a token bound to no pod (or a Node-less one)."""
     unbound = env.backend.client(await env.backend.service_account())
     with pytest.raises(Forbidden) as refused:
         await unbound.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1", BOOT, "reboot"))
+    assert refused_by_policy(refused.value)
+    assert "must name its node" in str(refused.value)
+    with pytest.raises(Forbidden) as refused:
+        await unbound.create(EVENTS, event("default", node_ref("node-1")))
     assert refused_by_policy(refused.value)
     assert "must name its node" in str(refused.value)
 

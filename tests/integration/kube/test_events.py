@@ -1,4 +1,5 @@
-"""Event recording against either API server, as the agent's ServiceAccount."""
+"""Event recording against either API server, as node-1's agent (the admission policy keeps
+its Events to what it acts on: here its Node)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ async def mark(kube: KubeClient, view: ClusterView) -> None:
 async def test_repeated_events_aggregate(
     backend: TestCluster, kube: KubeClient, view: ClusterView
 ) -> None:
-    agent = backend.client(await backend.service_account(), max_workers=4)
+    await backend.install_crds()  # the node's account waits for the policy, which needs them
+    agent = backend.client(await backend.service_account(node="node-1"), max_workers=4)
     node = await kube.get(NODES, "node-1")
     recorder = EventRecorder(agent, host="node-1", instance="nodeagent-node-1")
     for _ in range(3):
@@ -69,7 +71,8 @@ async def test_failures_do_not_reach_the_caller(
 ) -> None:
     """The recorder reaches the server through a proxy; the first try meets a closed port."""
     node = await kube.get(NODES, "node-1")
-    account = await backend.service_account()
+    await backend.install_crds()
+    account = await backend.service_account(node="node-1")
     async with proxy_to(account) as proxy:
         agent = backend.client(proxy.kubeconfig(account, tmp_path / "agent.kubeconfig"))
         recorder = EventRecorder(agent)

@@ -77,6 +77,31 @@ async def test_cancel_completes_the_maintenance_and_takes_a_new_lock(
         assert first.active or (await fake.lock_taken(after=first.id)).active
 
 
+async def test_a_second_shutdown_of_the_boot_drains_again_under_the_boots_one_name(
+    shutdown_cluster: ShutdownCluster, fake: FakeLogind, config: ShutdownConfig
+) -> None:
+    """One shutdown maintenance per node and boot (the admission policy refuses a second
+    name): after a cancel, the next shutdown deletes the Complete one and creates it again."""
+    c = shutdown_cluster
+    async with guarding(config, c.agent):
+        await fake.lock_taken()
+        fake.emit_shutdown(True)
+        await c.until(lambda: len(c.maintenances()) == 1)
+        (first,) = c.maintenances()
+        fake.emit_shutdown(False)
+        await c.until(lambda: c.stages() == ["Complete"])
+        fake.emit_shutdown(True)
+
+        def drains_again() -> bool:
+            nms = c.maintenances()
+            return len(nms) == 1 and nms[0]["metadata"]["uid"] != first["metadata"]["uid"]
+
+        await c.until(drains_again)
+        (second,) = c.maintenances()
+        assert second["metadata"]["name"] == first["metadata"]["name"]
+        assert second["spec"]["stage"] == "Drain"
+
+
 async def test_start_up_during_a_shutdown_acts_on_it(
     shutdown_cluster: ShutdownCluster, fake: FakeLogind, config: ShutdownConfig
 ) -> None:

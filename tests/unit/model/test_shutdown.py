@@ -42,15 +42,33 @@ def test_reasons() -> None:
 
 def test_adopt_only_this_boots_live_maintenance() -> None:
     mine = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    name = mine["metadata"]["name"]
+    assert name == "nodeagent-shutdown-node-1-b00t"
     other_boot = model.shutdown_maintenance("node-1", "0ld", "reboot")
-    assert model.adoptable([other_boot], "node-1", "b00t") == (None, 1)
-    assert model.adoptable([mine, other_boot], "node-1", "b00t") == (mine, 0)
-    done = {**mine, "spec": {**mine["spec"], "stage": "Complete"}}
-    found, attempt = model.adoptable([done], "node-1", "b00t")
-    assert found is None and attempt == 2
-    assert model.maintenance_name("node-1", "b00t", 2).endswith("-2")
-    hand_made = {"metadata": {"name": "x", "labels": {NODE_LABEL: "node-1"}}}
+    assert model.next_step([other_boot], "node-1", "b00t") == ("create", name)
+    assert model.next_step([mine, other_boot], "node-1", "b00t") == ("adopt", name)
+    # one an earlier version named otherwise is adopted by its labels
+    renamed = {**mine, "metadata": {**mine["metadata"], "name": "nodeagent-shutdown-node-1-1a2b"}}
+    assert model.next_step([renamed], "node-1", "b00t") == (
+        "adopt",
+        "nodeagent-shutdown-node-1-1a2b",
+    )
+    hand_made = {"metadata": {"name": name, "labels": {NODE_LABEL: "node-1"}}}
     assert not model.is_ours(hand_made, "node-1")
+    assert model.next_step([hand_made], "node-1", "b00t") == ("create", name)
+
+
+def test_a_second_shutdown_of_a_boot_replaces_the_cancelled_ones_maintenance() -> None:
+    """One name per node and boot: a cancelled shutdown's Complete maintenance is deleted, and
+    the next one created under the same name once it is gone."""
+    mine = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    name = mine["metadata"]["name"]
+    done = {**mine, "spec": {**mine["spec"], "stage": "Complete"}}
+    assert model.next_step([done], "node-1", "b00t") == ("delete", name)
+    going = {**done, "metadata": {**done["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert model.next_step([going], "node-1", "b00t") == ("wait", name)
+    live_going = {**mine, "metadata": going["metadata"]}
+    assert model.next_step([live_going], "node-1", "b00t") == ("wait", name)
 
 
 def test_the_configured_drain_plan_goes_into_the_maintenance() -> None:
