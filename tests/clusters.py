@@ -50,12 +50,13 @@ REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "nodeagent-system"
 PACKAGING_RBAC = [
     REPO / "packaging" / "kubernetes" / f
-    for f in ("namespace.yaml", "rbac.yaml", "admission-policy.yaml")
+    for f in ("namespace.yaml", "rbac.yaml", "admission-policy.yaml", "controllers-policy.yaml")
 ]
 # the ServiceAccounts of packaging/kubernetes: the node agents' (DaemonSet) and the controllers'
 NODE_ACCOUNT = "nodeagent"
 CONTROLLERS_ACCOUNT = "nodeagent-controllers"
 POLICY = "nodeagent-node-restriction"
+CONTROLLERS_POLICY = "nodeagent-controllers-restriction"
 
 
 def with_heartbeat_spacing(crd: Obj, seconds: int) -> Obj:
@@ -282,7 +283,9 @@ class RealBackend(TestCluster):
         keeps the account to that node; the call returns once the policy is in force (call it
         after installing the CRDs). Without, a token bound to nothing: a node agent's names no
         node and may write nothing the policy looks at. `also_roles`: ClusterRoles bound to the
-        account besides packaging's (an agent that runs more parts than one workload does)."""
+        account besides packaging's (an agent that runs more parts than one workload does).
+        The controllers' account: the call returns once their policy (controllers-policy.yaml)
+        is in force."""
         await asyncio.to_thread(apply_files, self.kubeconfig, PACKAGING_RBAC)
         for role in also_roles:
             await asyncio.to_thread(bind_cluster_role, self.kubeconfig, role, name, namespace)
@@ -297,7 +300,9 @@ class RealBackend(TestCluster):
         path = self.kubeconfig.with_name(f"{namespace}-{name}{suffix}.kubeconfig")
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
-        if node is not None:
+        if name == CONTROLLERS_ACCOUNT:
+            await asyncio.to_thread(wait_controllers_policy_in_force, path, self.node_names[0])
+        elif node is not None:
             await asyncio.to_thread(wait_policy_in_force, path, node)
         return path
 
@@ -381,8 +386,7 @@ def bind_cluster_role(kubeconfig: Path, role: str, account: str, namespace: str)
 
 def wait_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> None:
     """Until the API server refuses (dry run) a NodeMaintenance for another node to the node
-    agent of `node`: kube-apiserver takes in a new admission policy from its own informer, some
-    time after it was created."""
+    agent of `node`."""
     other = f"not-{node}"
     body = {
         "apiVersion": "nodeagent.io/v1alpha1",
@@ -391,23 +395,48 @@ def wait_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> No
         "spec": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [other]}]}]}},
     }  # fmt: skip
+
+    def attempt(api: client.ApiClient) -> None:
+        try:
+            client.CustomObjectsApi(api).create_cluster_custom_object(
+                "nodeagent.io", "v1alpha1", "nodemaintenances", body, dry_run="All"
+            )
+        except client.ApiException as e:
+            if e.status == 404:
+                raise RuntimeError("install the CRDs before asking for a node's account") from e
+            raise
+
+    until_policy_refuses(kubeconfig, POLICY, attempt, timeout)
+
+
+def wait_controllers_policy_in_force(kubeconfig: Path, node: str, timeout: float = 30) -> None:
+    """Until the API server refuses (dry run) the controllers a label on `node`."""
+
+    def attempt(api: client.ApiClient) -> None:
+        client.CoreV1Api(api).patch_node(
+            node, {"metadata": {"labels": {"test-policy-probe": "x"}}}, dry_run="All"
+        )
+
+    until_policy_refuses(kubeconfig, CONTROLLERS_POLICY, attempt, timeout)
+
+
+def until_policy_refuses(
+    kubeconfig: Path, policy: str, attempt: Callable[[client.ApiClient], None], timeout: float
+) -> None:
+    """Repeat `attempt` until admission policy `policy` refuses it: kube-apiserver takes in a
+    new policy from its own informer, some time after it was created."""
     deadline = time.monotonic() + timeout
     delay = 0.02
     with api_client(kubeconfig) as api:
-        objects = client.CustomObjectsApi(api)
         while True:
             try:
-                objects.create_cluster_custom_object(
-                    "nodeagent.io", "v1alpha1", "nodemaintenances", body, dry_run="All"
-                )
+                attempt(api)
             except client.ApiException as e:
-                if e.status == 403 and POLICY in str(e.body):
+                if e.status == 403 and policy in str(e.body):
                     return
-                if e.status == 404:
-                    raise RuntimeError("install the CRDs before asking for a node's account") from e
                 raise
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the admission policy {POLICY} is not in force")
+                raise TimeoutError(f"the admission policy {policy} is not in force")
             time.sleep(delay)  # the server's informer, not ours: nothing to wait on
             delay = min(delay * 2, 0.5)
 
