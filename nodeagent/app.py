@@ -113,7 +113,7 @@ class Agent:
             request_timeout=cfg.kube.request_timeout,
             field_manager="nodeagent",
         ) as client:
-            server = await serve(cfg.observability.listen, self.health, self.registry)
+            listeners = await serve(cfg.observability, self.health, self.registry)
             try:
                 async with asyncio.TaskGroup() as tg:
                     # the guard first: a shutdown under way (an agent restarted during one)
@@ -146,7 +146,7 @@ class Agent:
                         self._start_controllers(tg, client, boot_id)
             finally:
                 self.health.alive = False
-                await server.close()
+                await listeners.close()
 
     def _notify(self, event: str, node: str, maintenance: str, reason: str) -> None:
         if self.webhooks is not None:

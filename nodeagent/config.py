@@ -121,6 +121,11 @@ class StaticPodConfig:
 @dataclass(frozen=True)
 class ObservabilityConfig:
     listen: str = "127.0.0.1:9873"  # /healthz /readyz /metrics
+    # /healthz and /readyz alone, for the kubelet's probes, on a listener whose connections
+    # the clients of listen cannot take; None: none (listen serves them too)
+    probe_listen: str | None = None
+    # seconds a connection has to send its request before it is closed
+    idle_timeout: float = 3.0
     log_format: str = "text"  # text | json
     log_level: str = "INFO"
 
@@ -177,6 +182,8 @@ _SECTIONS: dict[str, type[Any]] = {
 # each webhook has a worker of its own (deliveries to one go in order): this bounds them
 MAX_WEBHOOKS = 16
 MAX_ATTEMPTS = 10
+# a longer wait for a request lets idle connections hold the health port's slots longer
+MAX_IDLE_TIMEOUT = 60
 
 
 def _snake_to_camel(name: str) -> str:
@@ -415,26 +422,28 @@ def validate_config(cfg: Config) -> None:
             f"observability.logLevel: {cfg.observability.log_level!r} is not one of "
             f"{', '.join(LOG_LEVELS)}"
         )
-    _listen_address(cfg.observability.listen)
+    _listen_address("observability.listen", cfg.observability.listen)
+    if cfg.observability.probe_listen is not None:
+        _listen_address("observability.probeListen", cfg.observability.probe_listen)
+    if not 0 < cfg.observability.idle_timeout <= MAX_IDLE_TIMEOUT:
+        raise ConfigError(
+            f"observability.idleTimeout: must be positive and at most {MAX_IDLE_TIMEOUT} seconds"
+        )
     if not cfg.run_node_agent and not cfg.run_controllers:
         raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
     if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
         raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
 
 
-def _listen_address(value: str) -> None:
+def _listen_address(key: str, value: str) -> None:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(
-            f"observability.listen: {value!r} is not HOST:PORT with a port from 0 to 65535"
-        )
+        raise ConfigError(f"{key}: {value!r} is not HOST:PORT with a port from 0 to 65535")
     try:
         ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         if not DNS_SUBDOMAIN.fullmatch(host.lower()):
-            raise ConfigError(
-                f"observability.listen: {host!r} is neither an IP address nor a host name"
-            ) from None
+            raise ConfigError(f"{key}: {host!r} is neither an IP address nor a host name") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

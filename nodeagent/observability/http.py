@@ -1,16 +1,23 @@
-"""/healthz, /readyz and /metrics on one port: a minimal HTTP/1.1 server on asyncio streams.
+"""/healthz, /readyz and /metrics: a minimal HTTP/1.1 server on asyncio streams.
 
 A web framework's server (aiohttp's cost every node's agent some 10 MiB resident) is more than
 three GET routes need. One request per connection (`Connection: close`; a probe and a scrape
-open a connection each anyway). Every connection is bounded, whatever its client does: its
-request head must arrive within HEAD_TIMEOUT and fit in MAX_LINE, MAX_HEADERS and
-MAX_HEAD_BYTES, the answer must be taken within WRITE_TIMEOUT, and at most MAX_CONNECTIONS are
-served at once (more are closed unanswered).
+open a connection each anyway), so no connection waits idle between requests. Every connection
+is bounded, whatever its client does: its request head must arrive within the idle timeout
+(observability.idleTimeout) and fit in MAX_LINE, MAX_HEADERS and MAX_HEAD_BYTES, the answer
+must be taken within WRITE_TIMEOUT and the client's close is awaited LINGER_TIMEOUT at most. A
+listener serves at most MAX_CONNECTIONS at once and MAX_CLIENT_CONNECTIONS of one client (source
+address), so one client cannot take them all; more are closed unanswered.
+
+The kubelet's probes may have a listener of their own (observability.probeListen, /healthz and
+/readyz only): whatever the clients of /metrics hold, they hold none of its connections, and a
+NetworkPolicy can leave it to the node (packaging/kubernetes/networkpolicy.yaml).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -23,18 +30,23 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["Health", "HttpServer", "ListenError", "serve"]
+from nodeagent.config import ObservabilityConfig
+
+__all__ = ["Health", "HttpServer", "ListenError", "Listeners", "serve"]
 
 log = logging.getLogger(__name__)
 
-HEAD_TIMEOUT = 5.0  # seconds for the request line and headers (kubelet probes give 1 s)
 WRITE_TIMEOUT = 10.0  # seconds for the answer to be taken
 LINGER_TIMEOUT = 2.0  # seconds to wait for the client's close after ours (see _send)
 MAX_LINE = 8192  # bytes of the request line, and of a header line
 MAX_HEADERS = 100
 MAX_HEAD_BYTES = 16384  # request line and headers together
-MAX_CONNECTIONS = 64
+MAX_CONNECTIONS = 64  # of one listener
+# of one source address: a probe or two and a scrape at a time, with room to spare
+MAX_CLIENT_CONNECTIONS = 8
 _LINGER_BYTES = 65536
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+ALL_PATHS = PROBE_PATHS | {"/metrics"}
 
 # a readiness check: (name, is it ready?)
 Check = tuple[str, Callable[[], bool]]
@@ -152,14 +164,61 @@ async def read_head(reader: asyncio.StreamReader) -> str:
     return parse_head(line, headers)
 
 
+class Slots:
+    """The connections a listener serves at once: `total` in all and `per_client` of one
+    client."""
+
+    def __init__(self, total: int, per_client: int) -> None:
+        self.total = total
+        self.per_client = per_client
+        self._of: collections.Counter[str] = collections.Counter()
+
+    def __len__(self) -> int:
+        return self._of.total()
+
+    def held(self, client: str) -> int:
+        return self._of[client]
+
+    def take(self, client: str) -> bool:
+        """Whether the client may have one more; if so, it has it until give()."""
+        if len(self) >= self.total or self._of[client] >= self.per_client:
+            return False
+        self._of[client] += 1
+        return True
+
+    def give(self, client: str) -> None:
+        self._of[client] -= 1
+        if self._of[client] <= 0:
+            del self._of[client]
+
+
+def client_of(writer: asyncio.StreamWriter) -> str:
+    """A connection's client, for Slots: its source address (the port changes with every
+    connection); "" where there is none (a Unix socket)."""
+    peer = writer.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else ""
+
+
 class ListenError(Exception):
     """The health and metrics server cannot listen where it is configured to."""
 
 
 class HttpServer:
-    def __init__(self, health: Health, registry: CollectorRegistry) -> None:
+    """One listener, answering GET of `paths` (404 for others)."""
+
+    def __init__(
+        self,
+        health: Health,
+        registry: CollectorRegistry,
+        *,
+        idle_timeout: float,
+        paths: frozenset[str] = ALL_PATHS,
+    ) -> None:
         self._health = health
         self._registry = registry
+        self._idle_timeout = idle_timeout
+        self._paths = paths
+        self._slots = Slots(MAX_CONNECTIONS, MAX_CLIENT_CONNECTIONS)
         self._server: asyncio.Server | None = None
         self.port = 0  # where it listens, once started
         # the connections being served, by their handler's task
@@ -183,6 +242,8 @@ class HttpServer:
             await self._server.wait_closed()
 
     def answer(self, path: str) -> Reply:
+        if path not in self._paths:
+            return _text(404, "not found")
         if path == "/healthz":
             alive = self._health.alive
             return _text(200 if alive else 503, "ok" if alive else "stopping")
@@ -196,7 +257,9 @@ class HttpServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._connections) >= MAX_CONNECTIONS:
+        client = client_of(writer)
+        # before any await: connections take their slots in the order they were accepted
+        if not self._slots.take(client):
             writer.transport.abort()
             return
         self._connections[task] = writer
@@ -206,12 +269,13 @@ class HttpServer:
                 await self._send(reader, writer, reply)
         finally:
             del self._connections[task]
+            self._slots.give(client)
             writer.transport.abort()  # a no-op once closed
 
     async def _reply(self, reader: asyncio.StreamReader) -> Reply | None:
         """None when the client left before its request was complete."""
         try:
-            async with asyncio.timeout(HEAD_TIMEOUT):
+            async with asyncio.timeout(self._idle_timeout):
                 path = await read_head(reader)
         except TimeoutError:
             return _text(408, "the request took too long")
@@ -244,13 +308,41 @@ class HttpServer:
                     left -= len(data)
 
 
-async def serve(listen: str, health: Health, registry: CollectorRegistry) -> HttpServer:
+class Listeners:
+    """What observability asks to listen on: `http` serves every path at observability.listen;
+    `probes`, when observability.probeListen is set, /healthz and /readyz there."""
+
+    def __init__(self, http: HttpServer, probes: HttpServer | None) -> None:
+        self.http = http
+        self.probes = probes
+
+    async def close(self) -> None:
+        await self.http.close()
+        if self.probes is not None:
+            await self.probes.close()
+
+
+async def _listen(server: HttpServer, listen: str, setting: str) -> HttpServer:
     """Raises ListenError, naming the setting, when the address is taken or not ours."""
     host, _, port = listen.rpartition(":")
-    server = HttpServer(health, registry)
     try:
         await server.start(host.strip("[]") or "0.0.0.0", int(port))
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
-        raise ListenError(f"observability.listen: cannot listen on {listen}: {why}") from None
+        raise ListenError(f"{setting}: cannot listen on {listen}: {why}") from None
     return server
+
+
+async def serve(cfg: ObservabilityConfig, health: Health, registry: CollectorRegistry) -> Listeners:
+    """Raises ListenError, naming the setting, when an address is taken or not ours."""
+    http = HttpServer(health, registry, idle_timeout=cfg.idle_timeout)
+    await _listen(http, cfg.listen, "observability.listen")
+    if cfg.probe_listen is None:
+        return Listeners(http, None)
+    probes = HttpServer(health, registry, idle_timeout=cfg.idle_timeout, paths=PROBE_PATHS)
+    try:
+        await _listen(probes, cfg.probe_listen, "observability.probeListen")
+    except ListenError:
+        await http.close()
+        raise
+    return Listeners(http, probes)

@@ -18,14 +18,14 @@ SET_UP = """
 import asyncio, json, sys
 import nodeagent.app  # what `nodeagent run` imports before it starts
 from nodeagent.app import Agent
-from nodeagent.config import from_mapping
+from nodeagent.config import ObservabilityConfig, from_mapping
 from nodeagent.observability.http import serve
 
 async def main():
     agent = Agent(from_mapping(json.loads(sys.argv[1])), env={})
-    server = await serve("127.0.0.1:0", agent.health, agent.registry)
+    server = await serve(ObservabilityConfig("127.0.0.1:0"), agent.health, agent.registry)
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.http.port)
         writer.write(b"GET /metrics HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n")
         answer = await reader.read()
         writer.close()

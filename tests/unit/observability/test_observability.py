@@ -9,6 +9,7 @@ from pathlib import Path
 import aiohttp
 from prometheus_client import CollectorRegistry, Counter
 
+from nodeagent.config import ObservabilityConfig
 from nodeagent.observability.http import Health, serve
 from nodeagent.observability.logs import JsonFormatter
 from nodeagent.observability.sdnotify import Notifier
@@ -60,9 +61,9 @@ async def test_health_endpoints() -> None:
     health.add("shutdown lock", lambda: lock["held"])
     registry = CollectorRegistry()
     Counter("nodeagent_test_total", "a test counter", registry=registry).inc()
-    server = await serve("127.0.0.1:0", health, registry)
+    server = await serve(ObservabilityConfig("127.0.0.1:0"), health, registry)
     try:
-        port = server.port
+        port = server.http.port
         async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
             async with http.get("/readyz") as r:
                 assert r.status == 503
