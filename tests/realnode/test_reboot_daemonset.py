@@ -44,7 +44,8 @@ pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
 PACKAGING = Path(__file__).resolve().parents[2] / "packaging" / "kubernetes"
 AGENT = "nodeagent"
 CONTROLLERS = "nodeagent-controllers"
-CONTROLLERS_PORT = 9874
+CONTROLLERS_PORT = 9875  # and its probe port; the agent's are 9873 and 9874
+CONTROLLERS_PROBE_PORT = 9876
 
 
 @pytest.fixture
@@ -89,7 +90,7 @@ def overlay(dir: Path, server: str, image: str) -> Path:
             "template": {"metadata": {"annotations": {"nodeagent.io/drain": "skip"}}},
         },
     }
-    # both on the host's network: the controllers' metrics port moves off the agent's
+    # both on the host's network: the controllers' metrics and probe ports move off the agent's
     config: dict[str, Any]
     (config,) = (
         d
@@ -98,6 +99,7 @@ def overlay(dir: Path, server: str, image: str) -> Path:
     )
     settings: dict[str, Any] = yaml.safe_load(config["data"]["config.yaml"])
     settings["observability"]["listen"] = f"0.0.0.0:{CONTROLLERS_PORT}"
+    settings["observability"]["probeListen"] = f"0.0.0.0:{CONTROLLERS_PROBE_PORT}"
     config["data"]["config.yaml"] = yaml.safe_dump(settings)
     metrics_port = {
         "target": {"kind": "Deployment", "name": CONTROLLERS},
@@ -105,9 +107,10 @@ def overlay(dir: Path, server: str, image: str) -> Path:
             [
                 {
                     "op": "replace",
-                    "path": "/spec/template/spec/containers/0/ports/0/containerPort",
-                    "value": CONTROLLERS_PORT,
+                    "path": f"/spec/template/spec/containers/0/ports/{i}/containerPort",
+                    "value": value,
                 }
+                for i, value in enumerate((CONTROLLERS_PORT, CONTROLLERS_PROBE_PORT))
             ]
         ),
     }

@@ -195,6 +195,9 @@ def test_values_land_where_they_should(helm: Path) -> None:
         "metricsPort=9999",
         "nodeAgent.config.observability.listen=0.0.0.0:9999",
         "controllers.config.observability.listen=0.0.0.0:9999",
+        "probePort=9998",
+        "nodeAgent.config.observability.probeListen=0.0.0.0:9998",
+        "controllers.config.observability.probeListen=0.0.0.0:9998",
     )
     node = pod_spec(docs, "DaemonSet", "nodeagent")
     ctrl = pod_spec(docs, "Deployment", "nodeagent-controllers")
@@ -202,7 +205,10 @@ def test_values_land_where_they_should(helm: Path) -> None:
         (container,) = spec["containers"]
         assert container["image"] == "registry.example/na:9.9.9"
         assert container["imagePullPolicy"] == "Always"
-        assert container["ports"] == [{"name": "metrics", "containerPort": 9999, "protocol": "TCP"}]
+        assert container["ports"] == [
+            {"name": "metrics", "containerPort": 9999, "protocol": "TCP"},
+            {"name": "probes", "containerPort": 9998, "protocol": "TCP"},
+        ]
     assert node["containers"][0]["resources"]["limits"] == {"memory": "1Gi"}
     assert node["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert node["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
@@ -218,20 +224,44 @@ def test_values_land_where_they_should(helm: Path) -> None:
     assert role["rules"][1]["resourceNames"] == ["other-lease"]
     for cfg in configs.values():
         assert cfg.observability.listen == "0.0.0.0:9999"
+        assert cfg.observability.probe_listen == "0.0.0.0:9998"
+
+
+def test_network_policy_values(helm: Path) -> None:
+    """metricsFrom is the one rule's peers; without peers no rule at all (an empty `from` would
+    let everyone in); off, no policy."""
+    ours = "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs"
+    (policy,) = [d for d in render(helm, NAMESPACE, ours) if d["kind"] == "NetworkPolicy"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"team": "obs"}}}]
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    closed = [
+        d
+        for d in render(helm, NAMESPACE, "networkPolicy.metricsFrom=null")
+        if d["kind"] == "NetworkPolicy"
+    ]
+    assert [d["spec"]["ingress"] for d in closed] == [[]]
+    assert closed[0]["spec"]["policyTypes"] == ["Ingress"]
+    off = render(helm, NAMESPACE, "networkPolicy.enabled=false")
+    assert not [d for d in off if d["kind"] == "NetworkPolicy"]
 
 
 def test_default_configs_listen_on_the_pod_ip_at_the_metrics_port(helm: Path) -> None:
-    """Probes and Prometheus reach the pod's IP: observability.listen must not be loopback."""
+    """Probes and Prometheus reach the pod's IP: observability.listen and probeListen must not
+    be loopback."""
     docs = render(helm)
     configs = agent_configs(docs)
     for kind, name, config in (
         ("DaemonSet", "nodeagent", "nodeagent-config"),
         ("Deployment", "nodeagent-controllers", "nodeagent-controllers-config"),
     ):
-        host, _, port = configs[config].observability.listen.rpartition(":")
-        assert host in ("0.0.0.0", "::", "[::]"), (config, host)
         (container,) = pod_spec(docs, kind, name)["containers"]
-        assert container["ports"][0]["containerPort"] == int(port)
+        listeners = configs[config].observability.listen, configs[config].observability.probe_listen
+        for listen, container_port in zip(listeners, container["ports"], strict=True):
+            assert listen is not None
+            host, _, port = listen.rpartition(":")
+            assert host in ("0.0.0.0", "::", "[::]"), (config, host)
+            assert container_port["containerPort"] == int(port)
 
 
 def test_monitoring_objects_are_packaging_monitorings(helm: Path) -> None:

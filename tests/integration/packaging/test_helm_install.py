@@ -3,17 +3,17 @@ scheduler and kwok of the `backend` fixture) with real `helm` (the `helm` fixtur
 as packaging/helm/README.md says to: the namespace created and labelled
 `pod-security.kubernetes.io/enforce=privileged` with kubectl, then `helm install`.
 
-What it checks: the install succeeds (the CRDs of crds/ first and Established, then the
-templates, the ValidatingAdmissionPolicy and its binding accepted by the server); every object of
-the release's manifest exists (Deployment, DaemonSet, PodDisruptionBudget, ServiceAccounts,
-RBAC, ConfigMaps, the policy and binding); the DaemonSet runs one pod on each kwok node and the
-controllers' Deployment gets its replicas (kwok plays the kubelets: the image is never pulled);
-the chart's policy is in force for the chart's node account (a token bound to the DaemonSet's pod
-on node-1 may not make a NodeMaintenance for another node, refused by the policy, not by RBAC);
-`helm upgrade` with other values applies them (replicas, an agent's configuration); `helm
-uninstall` removes every object of the release and their pods, and leaves the CRDs and the
-namespace, as Helm does. Real control plane only: the simulated server has no admission
-policies, no garbage collector and no scheduler to speak of."""
+What it checks: the install succeeds (the CRDs of crds/ first and Established, then the templates,
+the ValidatingAdmissionPolicy and its binding accepted by the server); every object of the release's
+manifest exists (Deployment, DaemonSet, PodDisruptionBudget, ServiceAccounts, RBAC, ConfigMaps, the
+policy and binding, the NetworkPolicy); the DaemonSet runs one pod on each kwok node and the
+controllers' Deployment gets its replicas (kwok plays the kubelets: the image is never pulled); the
+chart's policy is in force for the chart's node account (a token bound to the DaemonSet's pod on
+node-1 may not make a NodeMaintenance for another node, refused by the policy, not by RBAC); `helm
+upgrade` with other values applies them (replicas, an agent's configuration); `helm uninstall`
+removes every object of the release and their pods, and leaves the CRDs and the namespace, as Helm
+does. Real control plane only: the simulated server has no admission policies, no garbage collector
+and no scheduler to speak of."""
 
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ RESOURCES = {
             "ValidatingAdmissionPolicyBinding",
             False,
         ),
+        Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True),
     )
 }
 

@@ -152,11 +152,21 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
     # from the host, only these: not /etc/kubernetes whole (kubeadm's pki/ and admin.conf)
     host_paths = sorted(v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v)
     assert host_paths == ["/etc/kubernetes/manifests", "/etc/systemd/logind.conf.d", "/run/dbus"]
-    # probes reach the metrics port the agent listens on, on the pod's IP
-    host, _, port = cfg.observability.listen.rpartition(":")
-    assert host in ("0.0.0.0", "")
-    ports = {p["name"]: p["containerPort"] for p in daemonset_container()["ports"]}
-    assert ports["metrics"] == int(port)
+    assert_ports_are_the_listeners(daemonset_container(), cfg)
+
+
+def assert_ports_are_the_listeners(container: dict[str, Any], cfg: agent_config.Config) -> None:
+    """The container's ports are the agent's listeners, on the pod's IP: `metrics` is
+    observability.listen, `probes` observability.probeListen, where the probes go."""
+    wanted = {"metrics": cfg.observability.listen, "probes": cfg.observability.probe_listen}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports.keys() == wanted.keys()
+    for name, listen in wanted.items():
+        assert listen is not None, name
+        host, _, port = listen.rpartition(":")
+        assert host == "0.0.0.0" and ports[name] == int(port), (name, listen)
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["port"] == "probes", probe
 
 
 def daemonset_container() -> dict[str, Any]:
@@ -231,10 +241,7 @@ def test_controllers_deployment_runs_the_controllers_only() -> None:
     assert not d["spec"]["selector"]["matchLabels"].items() <= (
         daemonset()["spec"]["template"]["metadata"]["labels"].items()
     )
-    host, _, port = cfg.observability.listen.rpartition(":")
-    assert host == "0.0.0.0" and {p["name"]: p["containerPort"] for p in c["ports"]} == {
-        "metrics": int(port)
-    }
+    assert_ports_are_the_listeners(c, cfg)
 
 
 def test_package_and_controllers_agents_share_one_lease() -> None:
@@ -250,6 +257,32 @@ def test_package_and_controllers_agents_share_one_lease() -> None:
     role = one("Role", "nodeagent-leader-election")
     names = [n for r in role["rules"] for n in r.get("resourceNames", ())]
     assert names == [pod.leader.lease_name]
+
+
+def test_network_policy_lets_in_prometheus_to_the_metrics_port_alone() -> None:
+    """Both workloads' pods are selected, for ingress only; the one rule lets Prometheus pods of
+    the monitoring namespace (one peer: both selectors at once) to the named port `metrics`,
+    which both containers have; no rule names the probe port (the kubelet's probes come from
+    the pod's node, which a policy cannot block)."""
+    policy = one("NetworkPolicy", "nodeagent")["spec"]
+    assert policy["policyTypes"] == ["Ingress"]
+    (selector,) = policy["podSelector"]["matchExpressions"]
+    for workload in (daemonset(), deployment()):
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        assert labels[selector["key"]] in selector["values"]
+        assert not workload["spec"]["template"]["spec"].get("hostNetwork")
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
+        assert "metrics" in {p["name"] for p in container["ports"]}
+    assert selector["operator"] == "In"
+    assert sorted(selector["values"]) == ["nodeagent", "nodeagent-controllers"]
+    (rule,) = policy["ingress"]
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    assert rule["from"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+        }
+    ]
 
 
 # --- RBAC against the code -------------------------------------------------------------------
@@ -634,9 +667,17 @@ ADMISSION_TYPES = (
 )
 
 
+# nor NetworkPolicies (nor enforces them)
+NETWORK_TYPES = (
+    ResourceType(
+        "networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", True
+    ),
+)
+
+
 @pytest.fixture
 def with_rbac(sim: SimCluster) -> SimCluster:
-    for rt in RBAC_TYPES + ADMISSION_TYPES:
+    for rt in RBAC_TYPES + ADMISSION_TYPES + NETWORK_TYPES:
         sim.store.register(rt)
     return sim
 
