@@ -11,6 +11,7 @@ comes when a pod of the node changes or the next group's time comes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -120,7 +121,12 @@ class FinalPhaseController(Controller):
                 f"({len(step.deletions)} now)"
             )
             await self._report(nm, "FinalPhase", message, subject=step.group)
-            await self._delete(step, asked)
+            # a hung delete must not hold the next group's turn: bounded by its time (or the
+            # deadline), unanswered ones are asked again on the next step
+            until = step.next_at if step.next_at is not None else phase.deadline
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(1.0, until - now)):
+                    await self._delete(step, asked)
         if step.next_at is not None:
             self.enqueue_after(key, max(0.0, step.next_at - now))
 

@@ -29,6 +29,7 @@ from nodeagent.node.shutdown import ShutdownFlow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, create_pod
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
 from tests.netproxy import proxy_to
+from tests.tasks import cancel_and_wait
 
 __all__ = ["shutdown_cluster"]  # the fixture
 
@@ -43,10 +44,10 @@ CONFIG = ShutdownConfig(
 )
 
 
-@pytest.fixture
-async def final_phase(shutdown_cluster: ShutdownCluster) -> AsyncIterator[FinalPhaseController]:
-    """The controllers' part, with the controllers' credentials."""
-    c = shutdown_cluster
+@contextlib.asynccontextmanager
+async def leader(c: ShutdownCluster) -> AsyncIterator[FinalPhaseController]:
+    """The controllers' part, with the controllers' credentials, until the block ends (a leader
+    killed: nothing it held in memory survives)."""
     account = await c.backend.service_account(CONTROLLERS_ACCOUNT)
     client = c.backend.client(account, max_workers=4)
     informers = SharedInformers(client)
@@ -57,11 +58,13 @@ async def final_phase(shutdown_cluster: ShutdownCluster) -> AsyncIterator[FinalP
             await controller.wait_synced()
         yield controller
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
+
+
+@pytest.fixture
+async def final_phase(shutdown_cluster: ShutdownCluster) -> AsyncIterator[FinalPhaseController]:
+    async with leader(shutdown_cluster) as controller:
+        yield controller
 
 
 def a_pod(name: str, namespace: str = "default", **extra: Any) -> Obj:
@@ -199,5 +202,41 @@ async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
 
         await view.until(lambda: "seen" in (web()["metadata"].get("labels") or {}))
         assert not web()["metadata"].get("deletionTimestamp")
+    finally:
+        await view.stop()
+
+
+async def test_a_new_leader_carries_on_a_final_phase_begun_by_one_killed(
+    shutdown_cluster: ShutdownCluster,
+) -> None:
+    """The leader is killed once it has deleted the first group; a new one (empty memory) reads
+    the request again and deletes the critical pod at its time; the lock goes by the deadline."""
+    c = shutdown_cluster
+    await create_pod(c.kube, a_pod("web", annotations={"sim.nodeagent.io/exit-seconds": "30"}))
+    await create_pod(
+        c.kube,
+        a_pod("dns", "kube-system", spec={"priorityClassName": "system-cluster-critical"}),
+    )
+    view = ClusterView(c.kube, [PODS])
+    await view.start()
+
+    def deleting(name: str, namespace: str = "default") -> bool:
+        pod = view.get(PODS, name, namespace) or {"metadata": {"deletionTimestamp": "gone"}}
+        return bool(pod["metadata"].get("deletionTimestamp"))
+
+    try:
+        flow = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        shutdown = asyncio.create_task(flow.on_shutdown("reboot"))
+        async with leader(c):
+            await view.until(lambda: deleting("web"))
+        assert not deleting("dns", "kube-system"), "the critical pod waits for its time"
+        async with leader(c):
+            await view.until(lambda: deleting("dns", "kube-system"))
+            assert loop.time() - t0 >= 9.0 - 0.1  # web is still terminating: at the group's time
+        async with asyncio.timeout(20):
+            assert await shutdown == "the shutdown budget is nearly spent"
+        assert loop.time() - t0 < 13.5
     finally:
         await view.stop()
