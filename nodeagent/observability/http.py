@@ -322,7 +322,7 @@ class Listeners:
             await self.probes.close()
 
 
-async def _listen(server: HttpServer, listen: str, setting: str) -> HttpServer:
+async def _listen(server: HttpServer, listen: str, setting: str) -> None:
     """Raises ListenError, naming the setting, when the address is taken or not ours."""
     host, _, port = listen.rpartition(":")
     try:
@@ -330,7 +330,6 @@ async def _listen(server: HttpServer, listen: str, setting: str) -> HttpServer:
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise ListenError(f"{setting}: cannot listen on {listen}: {why}") from None
-    return server
 
 
 async def serve(cfg: ObservabilityConfig, health: Health, registry: CollectorRegistry) -> Listeners:

@@ -5,14 +5,15 @@ client socket may bind 127.0.0.x).
 What they check: one client (source address) holds MAX_CLIENT_CONNECTIONS at most, more are
 closed at once, unanswered, while another client is served; with the metrics listener full
 (200 connections from 25 clients), the probe listener answers /healthz and /readyz at once and
-nothing else; a connection that sends no complete request is closed after the idle timeout and
-a client that leaves frees its slot.
+nothing else; a connection that sends no complete request is closed after the idle timeout; a
+client that leaves frees its slot; a probe port in use is an error naming its setting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -21,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import ObservabilityConfig
 from nodeagent.observability import http
-from nodeagent.observability.http import Health, Listeners, serve
+from nodeagent.observability.http import Health, ListenError, Listeners, serve
 
 Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -143,3 +144,23 @@ async def test_an_idle_connection_is_closed_after_the_idle_timeout() -> None:
         assert cfg.idle_timeout <= waited < cfg.idle_timeout + 5
     finally:
         await s.close()
+
+
+async def test_a_probe_port_in_use_names_its_setting_and_frees_the_metrics_port() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            metrics_port = free.getsockname()[1]
+        cfg = ObservabilityConfig(f"127.0.0.1:{metrics_port}", probe_listen=f"127.0.0.1:{port}")
+        with pytest.raises(ListenError) as info:
+            await serve(cfg, Health(), CollectorRegistry())
+    assert str(info.value).startswith(
+        f"observability.probeListen: cannot listen on 127.0.0.1:{port}"
+    )
+    # the metrics listener it had opened is closed again: its port can be listened on
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", metrics_port))
+        again.listen()
