@@ -29,6 +29,12 @@ Obj = dict[str, Any]
 POLICY_FILE = REPO / "packaging" / "kubernetes" / "controllers-policy.yaml"
 BOOT = "5d6c7b8a-1111-2222-3333-444455556666"
 TAINT = f"{MAINTENANCE_TAINT['key']}:{MAINTENANCE_TAINT['effect']}"
+# a lifecycle condition, as a node's part writes it (a strategic merge patch of Node status)
+DRAINED = {
+    "status": {
+        "conditions": [{"type": "Drained", "status": "True", "reason": "Test", "message": "test"}]
+    }
+}
 
 
 @dataclass
@@ -155,10 +161,7 @@ async def test_node_status_is_refused(env: Env) -> None:
         CONTROLLERS_ACCOUNT, node="node-3", also_roles=["nodeagent-node"]
     )
     both = env.backend.client(account)
-    condition = {"type": "Drained", "status": "True", "reason": "Test", "message": "test"}
-    message = await refused(
-        both, "patch_status", NODES, "node-1", {"status": {"conditions": [condition]}}
-    )
+    message = await refused(both, "patch_status", NODES, "node-1", DRAINED, patch_type="strategic")
     assert "may not write the status of Node node-1" in message
 
 
@@ -276,7 +279,8 @@ async def test_deployment_token_may_not_create_or_complete_shutdown_maintenances
 async def test_a_debian_agent_writes_shutdown_maintenances_only(env: Env) -> None:
     """The controllers' account with the node role and a token bound to no pod, as a Debian
     agent that runs the controllers and its node's part has it: its shutdown maintenance may be
-    created, completed and deleted, not retargeted; no one else's is changed."""
+    created, completed and deleted, not retargeted; no one else's is changed; its Node's
+    status may be written, the rest of the Node is confined as ever."""
     account = await env.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
     agent = env.backend.client(account)
     body = model.shutdown_maintenance("node-1", BOOT, "reboot")
@@ -298,6 +302,10 @@ async def test_a_debian_agent_writes_shutdown_maintenances_only(env: Env) -> Non
     with pytest.raises(Forbidden) as e:
         await agent.delete(NODEMAINTENANCES, "kernel-update")
     assert "may not delete NodeMaintenance kernel-update" in str(e.value)
+    node = await agent.patch_status(NODES, "node-1", DRAINED, patch_type="strategic")
+    assert any(c["type"] == "Drained" for c in node["status"]["conditions"])
+    message = await refused(agent, "patch", NODES, "node-1", {"metadata": {"labels": {"a": "b"}}})
+    assert "may not change metadata.labels of Node node-1" in message
 
 
 # -- the policy's names are the code's -----------------------------------------------------
