@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,8 +22,20 @@ import yaml
 from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.drainslots import DrainLimit, InvalidLimit
+from nodeagent.model.interceptors import (
+    MIN_HEARTBEAT_INTERVAL,
+    heartbeat_interval,
+    validate_interceptor_name,
+)
+from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
-from nodeagent.model.selectors import DNS_SUBDOMAIN
+from nodeagent.model.selectors import (
+    DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_MAX,
+    SelectorError,
+    label_selector_from_dict,
+    validate_label_key,
+)
 from nodeagent.model.token import MAX_EXPIRATION, MIN_EXPIRATION
 
 
@@ -184,6 +197,10 @@ MAX_WEBHOOKS = 16
 MAX_ATTEMPTS = 10
 # a longer wait for a request lets idle connections hold the health port's slots longer
 MAX_IDLE_TIMEOUT = 60
+# beyond this a deadline is none (and far beyond it, times past it no longer fit a datetime)
+MAX_HEARTBEAT_DEADLINE = 7 * 24 * 3600
+# a namespace's name (RFC 1123 label)
+DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _snake_to_camel(name: str) -> str:
@@ -264,7 +281,7 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
 def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: must be a list")
-    out = []
+    out: list[AnnotateInterceptor] = []
     for i, item in enumerate(raw):
         w = f"{where}[{i}]"
         if not isinstance(item, Mapping):
@@ -277,8 +294,18 @@ def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
                 raise ConfigError(f"{w}.{req}: required")
         if not isinstance(item["name"], str) or not DNS_SUBDOMAIN.fullmatch(item["name"]):
             raise ConfigError(f"{w}.name: must be a DNS subdomain like mover.example.com")
+        if (why := validate_interceptor_name(item["name"])) is not None:
+            raise ConfigError(f"{w}.name: {item['name']!r} {why}")
+        if any(item["name"] == i.name for i in out):
+            raise ConfigError(f"{w}.name: {item['name']} is repeated")
         if not isinstance(item["podSelector"], Mapping):
             raise ConfigError(f"{w}.podSelector: must be a label selector mapping")
+        try:
+            label_selector_from_dict(item["podSelector"])
+        except SelectorError as e:
+            raise ConfigError(f"{w}.podSelector: {e}") from None
+        if (why := validate_label_key(str(item["annotationKey"]))) is not None:
+            raise ConfigError(f"{w}.annotationKey: {item['annotationKey']!r} {why}")
         out.append(
             AnnotateInterceptor(
                 name=item["name"],
@@ -371,7 +398,10 @@ def validate_config(cfg: Config) -> None:
     if s.budget <= 0:
         raise ConfigError("shutdown.budget: must be positive")
     if not 0 <= s.safety_margin < s.budget:
-        raise ConfigError("shutdown.safetyMargin: must be at least 0 and less than the budget")
+        raise ConfigError(
+            f"shutdown.safetyMargin ({s.safety_margin:g}s) must be at least 0 and less than "
+            f"shutdown.budget ({s.budget:g}s): the lock is released that long before the budget"
+        )
     if s.api_unreachable_release_after <= 0:
         raise ConfigError("shutdown.apiUnreachableReleaseAfter: must be positive")
     fp = s.final_phase
@@ -392,6 +422,15 @@ def validate_config(cfg: Config) -> None:
             "leader: must have 0 < retryPeriod < renewDeadline < leaseDuration "
             f"(got {ld.retry_period}, {ld.renew_deadline}, {ld.lease_duration})"
         )
+    if ld.renew_deadline <= JITTER * ld.retry_period:
+        raise ConfigError(
+            f"leader.renewDeadline ({ld.renew_deadline:g}s) must be more than {JITTER:g} times "
+            f"leader.retryPeriod ({ld.retry_period:g}s): a jittered retry comes that late"
+        )
+    if not DNS_LABEL.fullmatch(ld.namespace):
+        raise ConfigError(f"leader.namespace: {ld.namespace!r} is not a namespace name")
+    if len(ld.lease_name) > DNS_SUBDOMAIN_MAX or not DNS_SUBDOMAIN.fullmatch(ld.lease_name):
+        raise ConfigError(f"leader.leaseName: {ld.lease_name!r} is not a Lease name")
     if not 1 <= cfg.kube.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
         raise ConfigError(
             f"kube.maxConcurrentRequests: must be from 1 to {MAX_CONCURRENT_REQUESTS}"
@@ -404,6 +443,14 @@ def validate_config(cfg: Config) -> None:
         raise ConfigError(
             f"kube.tokenExpiration: must be from {MIN_EXPIRATION} to {MAX_EXPIRATION} seconds"
         )
+    left = (1 - cfg.kube.token_renew_after) * cfg.kube.token_expiration
+    if left <= cfg.kube.request_timeout:
+        raise ConfigError(
+            f"kube.tokenRenewAfter ({cfg.kube.token_renew_after:g}) leaves {left:g}s of a "
+            f"kube.tokenExpiration ({cfg.kube.token_expiration}s) token's life to renew it in, "
+            f"not more than kube.requestTimeout ({cfg.kube.request_timeout:g}s): one hung "
+            "request outlives the token"
+        )
     deadline = cfg.node_maintenance.drain_deadline
     if deadline is not None and deadline <= 0:
         raise ConfigError("nodeMaintenance.drainDeadline: must be positive")
@@ -411,10 +458,13 @@ def validate_config(cfg: Config) -> None:
         raise ConfigError(
             "nodeMaintenance.drainDeadlineEscalation: must be one of " + ", ".join(ESCALATIONS)
         )
-    if cfg.eviction.heartbeat_deadline <= 0:
-        raise ConfigError("eviction.heartbeatDeadline: must be positive")
-    if not 0 < cfg.eviction.backoff_base <= cfg.eviction.backoff_cap:
-        raise ConfigError("eviction: must have 0 < backoffBase <= backoffCap")
+    _check_heartbeat_deadline(cfg.eviction.heartbeat_deadline)
+    ev = cfg.eviction
+    if not 0 < ev.backoff_base <= ev.backoff_cap:
+        raise ConfigError(
+            f"eviction.backoffBase ({ev.backoff_base:g}s) must be positive and at most "
+            f"eviction.backoffCap ({ev.backoff_cap:g}s)"
+        )
     if cfg.observability.log_format not in ("text", "json"):
         raise ConfigError("observability.logFormat: must be text or json")
     if cfg.observability.log_level.upper() not in LOG_LEVELS:
@@ -425,6 +475,11 @@ def validate_config(cfg: Config) -> None:
     _listen_address("observability.listen", cfg.observability.listen)
     if cfg.observability.probe_listen is not None:
         _listen_address("observability.probeListen", cfg.observability.probe_listen)
+        if _same_port(cfg.observability.listen, cfg.observability.probe_listen):
+            raise ConfigError(
+                f"observability.probeListen ({cfg.observability.probe_listen}) must not take "
+                f"the port of observability.listen ({cfg.observability.listen})"
+            )
     if not 0 < cfg.observability.idle_timeout <= MAX_IDLE_TIMEOUT:
         raise ConfigError(
             f"observability.idleTimeout: must be positive and at most {MAX_IDLE_TIMEOUT} seconds"
@@ -433,6 +488,35 @@ def validate_config(cfg: Config) -> None:
         raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
     if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
         raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
+
+
+def _check_heartbeat_deadline(deadline: float) -> None:
+    """Every interceptor must be able to heartbeat in time: ours report every
+    heartbeat_interval (the static pods' every MIN_HEARTBEAT_INTERVAL), and the API server
+    refuses heartbeats closer than MIN_HEARTBEAT_INTERVAL, so one that comes late cannot make
+    up for it sooner: the deadline leaves one more spacing of room."""
+    if deadline > MAX_HEARTBEAT_DEADLINE:
+        raise ConfigError(
+            f"eviction.heartbeatDeadline ({deadline:g}s) must be at most "
+            f"{MAX_HEARTBEAT_DEADLINE}s (7 days)"
+        )
+    interval = heartbeat_interval(timedelta(seconds=max(deadline, 0))).total_seconds()
+    spacing = MIN_HEARTBEAT_INTERVAL.total_seconds()
+    if deadline < interval + spacing:
+        raise ConfigError(
+            f"eviction.heartbeatDeadline ({deadline:g}s) must leave room for an interceptor's "
+            f"heartbeat interval ({interval:g}s) plus the minimum heartbeat spacing "
+            f"({spacing:g}s): at least {interval + spacing:g}s"
+        )
+
+
+def _same_port(a: str, b: str) -> bool:
+    """Whether two valid HOST:PORT listen addresses would bind the same port (0: any free)."""
+    (host_a, _, port_a), (host_b, _, port_b) = a.rpartition(":"), b.rpartition(":")
+    if int(port_a) == 0 or int(port_a) != int(port_b):
+        return False
+    wildcard = ("0.0.0.0", "::", "[::]", "")
+    return host_a.lower() == host_b.lower() or host_a in wildcard or host_b in wildcard
 
 
 def _listen_address(key: str, value: str) -> None:

@@ -190,7 +190,7 @@ def test_values_land_where_they_should(helm: Path) -> None:
         "controllers.nodeSelector.role=infra",
         "controllers.tolerations[0].key=infra",
         "controllers.tolerations[0].operator=Exists",
-        "controllers.config.eviction.heartbeatDeadline=60",
+        "controllers.config.eviction.heartbeatDeadline=300",
         "leaderElection.leaseName=other-lease",
         "metricsPort=9999",
         "nodeAgent.config.observability.listen=0.0.0.0:9999",
@@ -218,7 +218,7 @@ def test_values_land_where_they_should(helm: Path) -> None:
     configs = agent_configs(docs)
     assert configs["nodeagent-config"].shutdown.budget == 900
     assert not configs["nodeagent-config"].run_controllers
-    assert configs["nodeagent-controllers-config"].eviction.heartbeat_deadline == 60
+    assert configs["nodeagent-controllers-config"].eviction.heartbeat_deadline == 300
     assert configs["nodeagent-controllers-config"].leader.lease_name == "other-lease"
     role = by_key(docs)[("Role", "nodeagent-leader-election")]
     assert role["rules"][1]["resourceNames"] == ["other-lease"]
