@@ -107,6 +107,21 @@ def is_drained(nm: Mapping[str, Any]) -> bool:
     return False
 
 
+def shutdown_over(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> bool:
+    """`nm` is a shutdown maintenance whose node has booted again since it was made: the
+    node's kubelet reports (status.nodeInfo.bootID) another boot than its boot-id label. Node
+    agents cannot change that report (the admission policy keeps their Node writes to the
+    lifecycle conditions), so what this says holds against them too. Not known (no such
+    label, Node or report): not over."""
+    node = shutdown_node(nm)
+    boot = boot_of(nm)
+    if node is None or not boot or node not in nodes:
+        return False
+    info = (nodes[node].get("status") or {}).get("nodeInfo") or {}
+    reported = info.get("bootID") if isinstance(info, Mapping) else None
+    return isinstance(reported, str) and reported != "" and reported != boot
+
+
 Step = Literal["adopt", "create", "delete", "wait"]
 """What the shutdown does next about this boot's maintenance (`next_step`)."""
 

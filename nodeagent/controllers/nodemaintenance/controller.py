@@ -182,6 +182,8 @@ def _node_signature(node: Obj) -> tuple[object, ...]:
         tuple(sorted((meta.get("labels") or {}).items())),
         (meta.get("annotations") or {}).get(CORDONED_BY_ANNOTATION),
         (node.get("spec") or {}).get("unschedulable"),
+        # a new boot ends the drain slot of the node's shutdown maintenance of the boot before
+        _map(_map(node.get("status")).get("nodeInfo")).get("bootID"),
     )
 
 

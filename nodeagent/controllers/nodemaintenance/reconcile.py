@@ -49,7 +49,10 @@ for. Under a limit each node goes through the drain plan at its own pace (its po
 recovered from its own drainTargets): a node waiting for a slot must not hold back the nodes of
 its maintenance that drain, and those must finish for the slot to pass on. Maintenances sharing
 a node still meet on it. Admissions are returned (``Actions.admitted``) so the shell can count
-them while its cache does not show them yet.
+them while its cache does not show them yet. A node agent's shutdown maintenance counts only
+while that shutdown may be under way: once its node's kubelet reports another boot
+(:func:`nodeagent.model.shutdown.shutdown_over`), it neither holds nor waits for a slot and
+drains no more (its cordon stays until the agent completes it after the reboot).
 
 Cost. A decision over a large maintenance is taken again on every change of its pods, so
 what it derives per node (the pods as the drain reads them, those each drainTargets cover,
@@ -134,6 +137,7 @@ from nodeagent.model.maintenance import (
     validate,
 )
 from nodeagent.model.memo import Recall
+from nodeagent.model.shutdown import shutdown_over
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -626,11 +630,19 @@ def refusal(er: EvictionRequestView) -> str | None:
     return imperative_refusal_cause(entry.message)
 
 
+def _booted_again(node: str) -> str:
+    """The drainMessage of a shutdown maintenance's node that booted again since."""
+    return f"Node {node} booted again since this shutdown: it drains no more and holds no slot"
+
+
 def _waiting_node(drain: MaintenanceDrain) -> str | None:
-    """The first undrained node that waits for other nodes or another maintenance."""
+    """The first undrained node that waits for other nodes or another maintenance, or whose
+    shutdown is over."""
     for ns in drain.nodes:
         if not ns.drained and (
-            ns.drain_message.startswith("Waiting") or "(limited by " in ns.drain_message
+            ns.drain_message.startswith("Waiting")
+            or "(limited by " in ns.drain_message
+            or ns.drain_message == _booted_again(ns.node)
         ):
             return f"node {ns.node}: {ns.drain_message}"
     return None
@@ -1053,10 +1065,14 @@ def _uncordons(ctx: _Context, keep: frozenset[str]) -> tuple[list[NodePatch], li
 
 
 def _resolve(
-    others: Mapping[str, _Other], pods_on: _PodsOn, slots: Slots | None
+    others: Mapping[str, _Other],
+    pods_on: _PodsOn,
+    slots: Slots | None,
+    over: AbstractSet[str] = frozenset(),
 ) -> Resolution | None:
     """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
-    Under a limit, node by node and only on the nodes admitted (see Drain slots)."""
+    Under a limit, node by node and only on the nodes admitted (see Drain slots); ``over``:
+    shutdown maintenances whose node booted again, which take no slot."""
     views = [view for o in others.values() if (view := _view(o)) is not None]
     if not views:
         return None
@@ -1082,7 +1098,10 @@ def _resolve(
     out: dict[str, MaintenanceDrain] = {}
     for v in views:
         mine = parts.get(v.name, [])
-        waiting = [_waiting_status(n, pods_on(n), slots) for n in sorted(v.nodes - slots.admitted)]
+        waiting = [
+            _waiting_status(n, pods_on(n), slots, v.name in over)
+            for n in sorted(v.nodes - slots.admitted)
+        ]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
         # The least advanced node's entry; a node that waits has not started the plan.
         index = 0 if waiting or not mine else min(m.entry_index for m in mine)
@@ -1097,12 +1116,13 @@ def _resolve(
     return Resolution(out)
 
 
-def _waiting_status(node: str, pods: NodePods, slots: Slots) -> NodeDrainStatus:
-    """The drain status of a node that waits for a drain slot: nothing targeted yet."""
+def _waiting_status(node: str, pods: NodePods, slots: Slots, booted: bool) -> NodeDrainStatus:
+    """The drain status of a node that waits for a drain slot, or that ``booted`` again since
+    its shutdown maintenance was made: nothing targeted."""
     return NodeDrainStatus(
         node=node,
         drain_targets=(),
-        drain_message=slots.waiting_message(node),
+        drain_message=_booted_again(node) if booted else slots.waiting_message(node),
         targeted_pods=(),
         pods_pending_evacuation=len(pods.present) - pods.leaving,
         pods_evacuating=pods.leaving,
@@ -1110,13 +1130,27 @@ def _waiting_status(node: str, pods: NodePods, slots: Slots) -> NodeDrainStatus:
     )
 
 
-def _slots(inp: Inputs, others: Mapping[str, _Other], pods_on: _PodsOn) -> Slots | None:
-    """Which nodes may drain now under the limit (None: no limit)."""
+def _over(inp: Inputs, others: Mapping[str, _Other]) -> frozenset[str]:
+    """Under a limit, the shutdown maintenances in Drain whose node booted again since."""
+    if inp.max_draining is None:
+        return frozenset()
+    return frozenset(
+        o.name
+        for o in others.values()
+        if o.stage == Stage.DRAIN and shutdown_over(o.obj, inp.nodes)
+    )
+
+
+def _slots(
+    inp: Inputs, others: Mapping[str, _Other], pods_on: _PodsOn, over: AbstractSet[str]
+) -> Slots | None:
+    """Which nodes may drain now under the limit (None: no limit); the ``over`` maintenances
+    neither hold nor wait for a slot."""
     if inp.max_draining is None:
         return None
     candidates: list[Candidate] = []
     for o in others.values():
-        if o.stage != Stage.DRAIN or not o.validity.valid:
+        if o.stage != Stage.DRAIN or not o.validity.valid or o.name in over:
             continue
         order = _creation_key(o.obj)
         for node in o.selected:
@@ -1372,7 +1406,8 @@ def decide(inp: Inputs) -> Actions:
     )
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
-    slots = _slots(inp, ctx.others, ctx.bound.pods) if ctx.acting else None
+    over = _over(inp, ctx.others)
+    slots = _slots(inp, ctx.others, ctx.bound.pods, over) if ctx.acting else None
     waiting = frozenset(slots.waiting) if slots is not None else frozenset()
     uncordoned = frozenset() if inp.cordon_while_waiting else waiting
     cordon, cordon_events = _cordons(ctx, uncordoned) if holds_now else ([], [])
@@ -1381,7 +1416,7 @@ def decide(inp: Inputs) -> Actions:
         uncordon, uncordon_events = _uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
         cordon_events.extend(uncordon_events)
 
-    resolution = _resolve(ctx.others, ctx.bound.pods, slots)
+    resolution = _resolve(ctx.others, ctx.bound.pods, slots, over)
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
     status, events = _status(ctx, cordon_events, my_drain)
     neighbours = (

@@ -32,6 +32,7 @@ from nodeagent.kube.resources import (
     PODS,
     Resource,
 )
+from nodeagent.model import shutdown as model
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent_testbed.sim.store import Obj
@@ -42,6 +43,7 @@ from tests.tasks import cancel_and_wait
 
 NODES_3 = ("node-1", "node-2", "node-3")
 BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+NEXT_BOOT = "9a8b7c6d-5e4f-3021-1a2b-3c4d5e6f7a8b"
 
 
 async def _env(
@@ -255,11 +257,54 @@ async def test_the_deletepods_escalation_deletes_what_the_budget_holds(evicting:
     ), message
 
 
+async def reports_boot(env: Env, node: str, boot: str) -> None:
+    """The node's kubelet reports `boot` (status.nodeInfo.bootID), as the controllers see it."""
+    await env.kube.patch_status(NODES, node, {"status": {"nodeInfo": {"bootID": boot}}})
+    await env.until(
+        lambda: env.node(node).get("status", {}).get("nodeInfo", {}).get("bootID") == boot
+    )
+
+
+async def test_a_shutdown_of_a_past_boot_holds_no_slot_and_an_admins_maintenance_gets_it(
+    limited: Env,
+) -> None:
+    """node-1's agent made its shutdown maintenance (with its own credentials) and node-1 came
+    back with a new boot before the agent completed it: the maintenance, still in Drain, gives
+    its slot to an admin's maintenance of node-2."""
+    env = limited
+    await env.bare_pod("one-web", "node-1")
+    await env.bare_pod("two-web", "node-2")
+    await reports_boot(env, "node-1", BOOT)
+    agent = env.backend.client(await env.backend.service_account(node="node-1"), max_workers=4)
+    body = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    shutdown = body["metadata"]["name"]
+    await agent.create(NODEMAINTENANCES, body)
+    await env.until(lambda: env.requested() == {"one-web"})
+    await env.maintenance("upgrade", ["node-2"])
+    await env.until(
+        lambda: (
+            blocked_by(env, "upgrade")
+            == "node node-2: Waiting for a drain slot (1 of 1 nodes draining: node-1)"
+        )
+    )
+    assert "two-web" not in env.requested()
+    await reports_boot(env, "node-1", NEXT_BOOT)
+    await env.until(lambda: "two-web" in env.requested())
+    await env.until(lambda: "booted again" in blocked_by(env, shutdown))
+    assert blocked_by(env, shutdown) == (
+        "node node-1: Node node-1 booted again since this shutdown: it drains no more and "
+        "holds no slot"
+    )
+    assert (env.nm(shutdown) or {})["spec"]["stage"] == "Drain"
+    assert cordoned(env, "node-1")  # until its agent completes it
+
+
 async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited: Env) -> None:
     """The node side is unchanged by the limit: a shutdown whose node waits for a drain slot
     is released when its budget is nearly spent, as any undrained shutdown (the final phase
     off: it would delete the waiting pod itself, tests/integration/node/test_final_phase.py)."""
     env = limited
+    await reports_boot(env, "node-1", BOOT)
     await env.bare_pod("busy", "node-2")
     await env.bare_pod("waits", "node-1")
     await env.maintenance("holds-the-slot", ["node-2"])
