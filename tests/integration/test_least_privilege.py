@@ -573,3 +573,16 @@ async def test_a_token_bound_to_the_node_object_is_kept_to_that_node(env: Env) -
         await agent.create(NODEMAINTENANCES, model.shutdown_maintenance("node-2", BOOT, "reboot"))
     assert refused_by_policy(refused.value)
     await agent.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1", BOOT, "reboot"))
+
+
+async def test_a_node_agent_bound_to_a_wider_role_still_deletes_no_pod(env: Env) -> None:
+    """Should a role granting pod deletes be bound to the node agents' account by mistake, the
+    policy still refuses them, on its own node too."""
+    account = await env.backend.service_account(node="node-1", also_roles=["nodeagent-controllers"])
+    wider = env.backend.client(account)
+    await a_pod(env.admin, "mine", "node-1")
+    with pytest.raises(Forbidden) as refused:
+        await wider.delete(PODS, "mine", "default", grace_period_seconds=5)
+    assert refused_by_policy(refused.value), refused.value
+    assert "may delete no pods" in str(refused.value)
+    assert not (await env.admin.get(PODS, "mine", "default"))["metadata"].get("deletionTimestamp")
