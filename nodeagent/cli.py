@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeagent import version
-from nodeagent.manifests import crd_stream
+from nodeagent.manifests import LEADER_NAMESPACE, crd_stream, namespace_stream
 from nodeagent.node.staticpods.restore import restore_command
 
 # The entry-point group of subcommands that other distributions add to `nodeagent`.
@@ -35,9 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="YAML configuration file (see the README)")
 
     manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
-    manifests.add_subparsers(dest="manifests_command", required=True).add_parser(
+    which = manifests.add_subparsers(dest="manifests_command", required=True)
+    crds = which.add_parser(
         "crds", help="the CustomResourceDefinitions, as one multi-document YAML stream"
     )
+    crds.add_argument(
+        "--with-namespace",
+        nargs="?",
+        const=LEADER_NAMESPACE,
+        metavar="NAME",
+        help=f"the leader's Namespace first (default {LEADER_NAMESPACE})",
+    )
+    namespace = which.add_parser(
+        "namespace", help="the Namespace of the leader's Lease (leader.namespace)"
+    )
+    namespace.add_argument("name", nargs="?", default=LEADER_NAMESPACE, help="its name")
 
     r = sub.add_parser(
         "restore-static-pods",
@@ -147,7 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         return _run(args.config)
     if args.command == "manifests" and args.manifests_command == "crds":
+        if args.with_namespace is not None:
+            sys.stdout.write(namespace_stream(args.with_namespace))
         sys.stdout.write(crd_stream())
+        return 0
+    if args.command == "manifests" and args.manifests_command == "namespace":
+        sys.stdout.write(namespace_stream(args.name))
         return 0
     if args.command == "restore-static-pods":
         return restore_command(

@@ -2,6 +2,7 @@
 
 The CustomResourceDefinitions of DESIGN section 2 live in ``nodeagent/manifests/crds/*.yaml``;
 ``packaging/kubernetes/crds/`` links to the same files. ``nodeagent manifests crds`` prints them.
+``nodeagent manifests namespace`` prints the Namespace the agents elect their leader in.
 """
 
 from __future__ import annotations
@@ -12,10 +13,23 @@ from typing import Any
 
 import yaml
 
-__all__ = ["CRD_FILES", "crd_documents", "crd_stream", "crd_texts"]
+from nodeagent.config import LeaderConfig
+
+__all__ = [
+    "CRD_FILES",
+    "LEADER_NAMESPACE",
+    "crd_documents",
+    "crd_stream",
+    "crd_texts",
+    "namespace_document",
+    "namespace_stream",
+]
 
 CRD_FILES = ("nodemaintenances.yaml", "evictionrequests.yaml")
 """The CRD manifests, in the order they are printed and installed."""
+
+LEADER_NAMESPACE = LeaderConfig().namespace
+"""The default of leader.namespace: where the agents' Lease lives unless configured."""
 
 
 def _crd_dir() -> Traversable:
@@ -45,3 +59,19 @@ def crd_stream() -> str:
     for _, text in crd_texts():
         parts.append(text if text.endswith("\n") else text + "\n")
     return "---\n" + "---\n".join(parts)
+
+
+def namespace_document(name: str = LEADER_NAMESPACE) -> dict[str, Any]:
+    """The Namespace ``name``, for the leader's Lease. Without the Pod Security labels of
+    packaging/kubernetes/namespace.yaml: applying those is what lets the node agents' pods
+    mount host paths, which a namespace made for the Lease alone does not need."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "nodeagent"}},
+    }
+
+
+def namespace_stream(name: str = LEADER_NAMESPACE) -> str:
+    """The Namespace as a YAML document, for ``kubectl apply -f -``."""
+    return "---\n" + yaml.safe_dump(namespace_document(name), sort_keys=False)

@@ -10,6 +10,9 @@
   (shorter than the lease duration, so nobody else can have taken over yet) it stops leading.
 - On a graceful stop the leader releases the Lease (empty holder, 1 s duration) so a
   successor takes over at its next retry instead of waiting out the lease.
+- A Lease namespace that does not exist is an operator's to fix: one error says how, then the
+  candidate retries quietly with backoff and leads once the namespace is there
+  (model.leader.missing_namespace_step decides).
 """
 
 from __future__ import annotations
@@ -25,12 +28,18 @@ from typing import Protocol
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Getter, Replacer
 from nodeagent.kube.resources import LEASES, Obj, format_micro_time
+from nodeagent.model.leader import (
+    JITTER,
+    MissingNamespace,
+    Say,
+    is_missing_namespace,
+    missing_namespace_message,
+    missing_namespace_step,
+)
 
 __all__ = ["LeaderElector", "LeaseClient"]
 
 log = logging.getLogger(__name__)
-
-_JITTER = 1.2  # client-go's JitterFactor for retries while not leading
 
 
 class LeaseClient(Getter, Creator, Replacer, Protocol):
@@ -55,8 +64,8 @@ class LeaderElector:
     ) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
-        if not lease_duration > renew_deadline > retry_period * _JITTER or retry_period <= 0:
-            raise ValueError(f"need lease_duration > renew_deadline > {_JITTER} * retry_period > 0")
+        if not lease_duration > renew_deadline > retry_period * JITTER or retry_period <= 0:
+            raise ValueError(f"need lease_duration > renew_deadline > {JITTER} * retry_period > 0")
         self._client = client
         self._namespace = namespace
         self._name = name
@@ -95,9 +104,27 @@ class LeaderElector:
             await self._release()
 
     async def _acquire(self) -> None:
+        loop = asyncio.get_running_loop()
+        missing = MissingNamespace()
         while True:
+            delay = self._retry_period
             try:
-                if await self._try_acquire_or_renew():
+                acquired = await self._try_acquire_or_renew()
+            except KubeError as exc:
+                if not is_missing_namespace(exc.status, exc.details, self._namespace):
+                    log.warning("cannot acquire lease %s/%s: %s", self._namespace, self._name, exc)
+                else:
+                    missing, say, delay = missing_namespace_step(
+                        missing, True, loop.time(), self._retry_period
+                    )
+                    self._say(say, delay)
+            else:
+                # an answer about the Lease: its namespace is there
+                missing, say, delay = missing_namespace_step(
+                    missing, False, loop.time(), self._retry_period
+                )
+                self._say(say, delay)
+                if acquired:
                     log.info(
                         "%s became leader of lease %s/%s",
                         self.identity,
@@ -105,9 +132,17 @@ class LeaderElector:
                         self._name,
                     )
                     return
-            except KubeError as exc:
-                log.warning("cannot acquire lease %s/%s: %s", self._namespace, self._name, exc)
-            await asyncio.sleep(self._retry_period * (1.0 + (_JITTER - 1.0) * self._rng.random()))
+            await asyncio.sleep(delay * (1.0 + (JITTER - 1.0) * self._rng.random()))
+
+    def _say(self, say: Say, delay: float) -> None:
+        if say is Say.ERROR:
+            log.error("%s", missing_namespace_message(self._namespace))
+        elif say is Say.REMINDER:
+            log.warning("still waiting: %s", missing_namespace_message(self._namespace))
+        elif say is Say.QUIET:
+            log.debug("namespace %r still missing; next attempt in %.1fs", self._namespace, delay)
+        elif say is Say.FOUND:
+            log.info("the leader election namespace %r exists now", self._namespace)
 
     async def _lead(self, lead: Callable[[], Awaitable[None]]) -> bool:
         """Lead until `lead` finishes (True) or leadership is lost (False)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,8 @@ async def agents(backend: TestCluster, tmp_path: Path) -> AsyncIterator[tuple[Ag
                 await agent.kill()
 
 
-def holder(view: ClusterView) -> str:
-    lease = view.get(LEASES, LEASE, NAMESPACE)
+def holder(view: ClusterView, namespace: str = NAMESPACE) -> str:
+    lease = view.get(LEASES, LEASE, namespace)
     return "" if lease is None else str(lease["spec"].get("holderIdentity") or "")
 
 
@@ -184,3 +185,51 @@ async def test_leadership_survives_api_errors(
     renewed = a.calls("update", 200)
     await a.requests.until(lambda: a.calls("update", 200) >= renewed + 7)
     assert a.elector.is_leader and a.terms == 1
+
+
+async def test_a_missing_namespace_is_one_error_then_the_agent_leads_once_it_exists(
+    backend: TestCluster,
+    kube: KubeClient,
+    view: ClusterView,
+    requests: RequestCounter,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Only the CRDs applied: the Lease's namespace is missing. The candidate says so once,
+    as an error with the ways out, retries quietly with backoff, and leads as soon as an
+    admin creates the namespace."""
+    caplog.set_level(logging.DEBUG, logger="nodeagent.kube.leader")
+    namespace = "nodeagent-elsewhere"
+    client = backend.client(max_workers=4, on_request=requests)  # the admin's: RBAC aside
+    elector = LeaderElector(client, namespace, LEASE, "agent-a", **TIMING)
+    leading = asyncio.Event()
+
+    async def lead() -> None:
+        leading.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(elector.run(lead))
+    try:
+        # refused a few times over, the waits doubling from 0.2 s
+        await requests.until(lambda: requests.counts[("create", "leases", 404)] >= 4)
+        records = [r for r in caplog.records if r.name == "nodeagent.kube.leader"]
+        errors = [r.getMessage() for r in records if r.levelno >= logging.WARNING]
+        assert len(errors) == 1, errors
+        assert f"{namespace!r} does not exist" in errors[0]
+        assert f"kubectl create namespace {namespace}" in errors[0]
+        assert f"nodeagent manifests namespace {namespace} | kubectl apply -f -" in errors[0]
+        assert "leader.namespace" in errors[0]
+        assert any("still missing" in r.getMessage() for r in records if r.levelno == logging.DEBUG)
+
+        await kube.create(NAMESPACES, {"metadata": {"name": namespace}})
+        # the next attempt, at most 1.6 s x jitter after the fourth, creates the Lease
+        await view.until(lambda: view.get(LEASES, LEASE, namespace) is not None, timeout=10)
+        async with asyncio.timeout(5):
+            await leading.wait()
+        assert holder(view, namespace) == "agent-a"
+        records = [r for r in caplog.records if r.name == "nodeagent.kube.leader"]
+        assert len([r for r in records if r.levelno >= logging.WARNING]) == 1
+        assert any(f"{namespace!r} exists now" in r.getMessage() for r in records)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
