@@ -301,7 +301,8 @@ class RealBackend(TestCluster):
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
         if name == CONTROLLERS_ACCOUNT:
-            await asyncio.to_thread(wait_controllers_policy_in_force, path, self.node_names[0])
+            # the last node: node-1 may be a real kubelet's, not registered yet
+            await asyncio.to_thread(wait_controllers_policy_in_force, path, self.node_names[-1])
         elif node is not None:
             await asyncio.to_thread(wait_policy_in_force, path, node)
         return path
