@@ -620,7 +620,26 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
         for u in api_uses()
         if u.part == "node" and u.verb not in ("get", "list", "watch")
     }
-    assert node_writes - {"events"} <= resources  # Events are the node agent's own to write
+    assert node_writes <= resources
+    # what it lets a shutdown maintenance carry is what the code writes
+    from nodeagent.model import final_phase, shutdown
+
+    body = shutdown.shutdown_maintenance("node-1", "b00t", "reboot", [{"podPriority": 1}])
+    listed = {
+        name: set(yaml.safe_load(variables[name].replace("'", '"')))
+        for name in ("shutdownLabels", "shutdownAnnotations", "shutdownSpec")
+    }
+    assert listed["shutdownLabels"] == set(body["metadata"]["labels"])
+    assert listed["shutdownAnnotations"] == {
+        shutdown.ANNOTATION_SHUTDOWN_TYPE,
+        final_phase.ANNOTATION,
+    }
+    assert listed["shutdownSpec"] == set(body["spec"])
+    # the name the policy builds from the node and the boot-id label is the code's
+    named = "'nodeagent-shutdown-' + variables.nodeName + '-' + variables.bootId"
+    assert any(named in v["expression"] for v in policy["spec"]["validations"])
+    boot = body["metadata"]["labels"][shutdown.LABEL_BOOT_ID]
+    assert body["metadata"]["name"] == "nodeagent-shutdown-" + "node-1" + "-" + boot
 
 
 # --- applied with real kubectl -------------------------------------------------------------
