@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nodeagent_testbed.sim.cel import compile_rules
 from nodeagent_testbed.sim.errors import ApiError, invalid
 from nodeagent_testbed.sim.qos import default_requests, qos_class
 from nodeagent_testbed.sim.resources import CRDError, ResourceType, types_from_crd
@@ -163,6 +164,7 @@ def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None
             for problem in validate_crd_schema(schema, where):
                 field, _, message = problem.partition(": ")
                 causes.append((field, message))
+            causes.extend(compile_rules(schema, where)[1])
     if causes:
         raise invalid("CustomResourceDefinition", name, causes, rt.group)
     if old is not None and (old.get("spec") or {}).get("group") != (crd.get("spec") or {}).get(
@@ -174,7 +176,7 @@ def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None
 
 
 def admit_custom_object(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-    causes = admit_custom(rt.schema, obj)
+    causes = admit_custom(rt.schema, obj, old, rt.rules)
     if causes:
         raise invalid(rt.kind, obj["metadata"].get("name", ""), causes, rt.group)
 

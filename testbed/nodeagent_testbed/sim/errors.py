@@ -75,17 +75,41 @@ def conflict(resource: str, name: str, group: str = "") -> ApiError:
     )
 
 
+# field.ErrorType by how the error's body starts (field.Error.ErrorBody); a wrong type reads
+# "Invalid value" too, told apart by go-openapi's wording
+_CAUSE_TYPES = (
+    ("Required value", "FieldValueRequired"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Internal error", "InternalError"),
+    ("Not found", "FieldValueNotFound"),
+)
+
+
+def cause_type(message: str) -> str:
+    """The StatusCause reason of a field error's message."""
+    for prefix, reason in _CAUSE_TYPES:
+        if message.startswith(prefix):
+            return reason
+    if " in body must be of type " in message:
+        return "FieldValueTypeInvalid"
+    return "FieldValueInvalid"
+
+
 def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = "") -> ApiError:
-    text = ", ".join(f"{f}: {m}" for f, m in causes)
+    # utilerrors.Aggregate: repeated messages once, more than one in brackets
+    texts = list(dict.fromkeys(f"{f}: {m}" for f, m in causes))
+    text = "" if not texts else f": {texts[0]}" if len(texts) == 1 else f": [{', '.join(texts)}]"
     return ApiError(
         422,
-        f'{kind}{"." + group if group else ""} "{name}" is invalid: {text}',
+        f'{kind}{"." + group if group else ""} "{name}" is invalid{text}',
         details={
             "name": name,
             "group": group,
             "kind": kind,
-            "causes": [
-                {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes
-            ],
+            "causes": [{"reason": cause_type(m), "message": m, "field": f} for f, m in causes],
         },
     )

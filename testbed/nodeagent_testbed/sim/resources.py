@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeagent_testbed.sim.cel import Rules, compile_rules
+
 
 @dataclass(frozen=True)
 class ResourceType:
@@ -30,6 +32,8 @@ class ResourceType:
     # CRD data: openAPIV3Schema of this version and additionalPrinterColumns
     schema: dict[str, Any] | None = field(default=None, compare=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    # the schema's x-kubernetes-validations, compiled once per CRD version
+    rules: Rules | None = field(default=None, compare=False)
     # whether unknown fields are kept (built-ins: we do not model their schemas)
     preserve_unknown: bool = True
 
@@ -188,6 +192,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 schema=schema,
                 printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
+                rules=compile_rules(schema)[0],
                 preserve_unknown=bool(
                     schema and schema.get("x-kubernetes-preserve-unknown-fields")
                 ),

@@ -24,8 +24,12 @@ Errors are `(field path, message)` pairs such as
 worded as the API server words them (field.Error bodies built from go-openapi messages), ready for
 `nodeagent_testbed.sim.errors.invalid`.
 
-Not covered: `x-kubernetes-validations` (CEL rules) are NOT evaluated, so transition rules and
-other CEL checks pass silently; validation ratcheting on update; `x-kubernetes-map-type`;
+4. **CEL rules** (`x-kubernetes-validations`, `nodeagent_testbed.sim.cel`), given the CRD's
+   compiled `Rules` and the old object on update, unless a schema error of a kind that blocks them
+   (unsupported value, required, too long, too many, wrong type) was found: then one more error
+   says they were not checked, as kube-apiserver's.
+
+Not covered: validation ratcheting of the schema checks on update; `x-kubernetes-map-type`;
 pruning of unknown `metadata` fields; formats other than `date-time`/`date`. Patterns are Python
 regular expressions (close to RE2 for the patterns CRDs use).
 
@@ -40,17 +44,24 @@ import datetime
 import json
 import math
 import re
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from nodeagent_testbed.sim.errors import cause_type
+
+if TYPE_CHECKING:
+    from nodeagent_testbed.sim.cel import Rules
 
 Schema = dict[str, Any]
 Cause = tuple[str, str]  # (field path, message)
 
 __all__ = [
+    "ROOT_PATH",
     "Cause",
     "Schema",
     "admit_custom",
     "apply_defaults",
     "prune",
+    "render",
     "validate",
     "validate_crd_schema",
     "validate_name",
@@ -75,13 +86,36 @@ _DATE_TIME = re.compile(
     r"(?:[Zz]|[+-]\d{2}:?\d{2})?$"
 )
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+# schema errors after which kube-apiserver does not run the CEL rules (hasBlockingErr)
+_BLOCKING = frozenset(
+    (
+        "FieldValueNotSupported",
+        "FieldValueRequired",
+        "FieldValueTooLong",
+        "FieldValueTooMany",
+        "FieldValueTypeInvalid",
+    )
+)
+# the field of an error about the whole object: field.Path prints a nil path so
+ROOT_PATH = "<nil>"
+_NOT_CHECKED: Cause = (
+    ROOT_PATH,
+    "Invalid value: null: some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation",
+)
 
 
 # --- public API --------------------------------------------------------------------------------
 
 
-def admit_custom(schema: Schema | None, obj: dict[str, Any]) -> list[Cause]:
-    """Prune, default and validate a custom resource in place, as the API server does on write.
+def admit_custom(
+    schema: Schema | None,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    rules: Rules | None = None,
+) -> list[Cause]:
+    """Prune, default and validate a custom resource in place, as the API server does on write;
+    `old` is the stored object on update, `rules` the schema's compiled CEL rules.
 
     Returns the validation errors (empty when the object is valid). With no schema only the name
     is checked and the object is kept as it is.
@@ -91,6 +125,11 @@ def admit_custom(schema: Schema | None, obj: dict[str, Any]) -> list[Cause]:
         prune(schema, obj)
         apply_defaults(schema, obj)
         causes.extend(validate(schema, obj))
+        if rules is not None:
+            if any(cause_type(m) in _BLOCKING for _, m in causes):
+                causes.append(_NOT_CHECKED)
+            else:
+                causes.extend(rules.validate(obj, old))
     return causes
 
 
@@ -122,7 +161,7 @@ def validate_name(obj: dict[str, Any]) -> list[Cause]:
     if not isinstance(name, str) or not name:
         return []  # a missing name is the store's business (generateName, "name is required")
     causes: list[Cause] = []
-    value = _render(name)
+    value = render(name)
     if len(name) > _DNS1123_SUBDOMAIN_MAX:
         causes.append(
             ("metadata.name", f"Invalid value: {value}: must be no more than 253 characters")
@@ -142,7 +181,7 @@ def validate_crd_schema(schema: Any, root: str = "openAPIV3Schema") -> list[str]
     if not t:
         out.append(f"{root}.type: Required value: must not be empty at the root")
     elif t != "object":
-        out.append(f"{root}.type: Invalid value: {_render(t)}: must be object at the root")
+        out.append(f"{root}.type: Invalid value: {render(t)}: must be object at the root")
     if schema.get("nullable") is True:
         out.append(f"{root}.nullable: Forbidden: must be false at the root")
     md = (schema.get("properties") or {}).get("metadata")
@@ -236,7 +275,7 @@ class _Validator:
         self.list_causes: list[Cause] = []  # x-kubernetes-list-type errors come last
 
     def invalid(self, path: str, value: Any, detail: str) -> None:
-        self.causes.append((path, f"Invalid value: {_render(value)}: {detail}"))
+        self.causes.append((path, f"Invalid value: {render(value)}: {detail}"))
 
     def node(self, s: Any, x: Any, path: str, root: bool = False) -> None:
         if not isinstance(s, dict):
@@ -249,7 +288,7 @@ class _Validator:
         if isinstance(enum, list) and not any(_json_equal(x, e) for e in enum):
             values = ", ".join(_quote(e if isinstance(e, str) else _compact(e)) for e in enum)
             detail = f": supported values: {values}" if values else ""
-            self.causes.append((path, f"Unsupported value: {_render(x)}{detail}"))
+            self.causes.append((path, f"Unsupported value: {render(x)}{detail}"))
         if isinstance(x, str):
             self._string(s, x, path)
         elif _is_number(x):
@@ -343,7 +382,7 @@ class _Validator:
                     self.list_causes.append(
                         (
                             f"{path}[{i}]",
-                            f"Invalid value: {_render(v)}: must be an object for an array of "
+                            f"Invalid value: {render(v)}: must be an object for an array of "
                             "list-type map",
                         )
                     )
@@ -360,7 +399,7 @@ class _Validator:
         for i, h in enumerate(hashes):
             seen[h] = seen.get(h, 0) + 1
             if seen[h] == 2:  # each duplicated value is reported once, at its second occurrence
-                self.list_causes.append((f"{path}[{i}]", f"Duplicate value: {_render(shown[i])}"))
+                self.list_causes.append((f"{path}[{i}]", f"Duplicate value: {render(shown[i])}"))
 
     def _object(self, s: Schema, x: dict[str, Any], path: str, root: bool) -> None:
         for k in s.get("required") or []:
@@ -414,25 +453,25 @@ def _passes(s: Any, x: Any, path: str) -> bool:
 
 def _check(s: Any, path: str, out: list[str], needs_type: bool, what: str = "") -> None:
     if not isinstance(s, dict):
-        out.append(f"{path}: Invalid value: {_render(s)}: must be a schema object")
+        out.append(f"{path}: Invalid value: {render(s)}: must be a schema object")
         return
     t = s.get("type")
     int_or_string = s.get("x-kubernetes-int-or-string") is True
     preserve = s.get("x-kubernetes-preserve-unknown-fields")
     if preserve is not None and preserve is not True:
         out.append(
-            f"{path}.x-kubernetes-preserve-unknown-fields: Invalid value: {_render(preserve)}: "
+            f"{path}.x-kubernetes-preserve-unknown-fields: Invalid value: {render(preserve)}: "
             "must be true or undefined"
         )
     if t is not None:
         if t not in _TYPES:
             supported = ", ".join(_quote(x) for x in _TYPES)
             out.append(
-                f"{path}.type: Unsupported value: {_render(t)}: supported values: {supported}"
+                f"{path}.type: Unsupported value: {render(t)}: supported values: {supported}"
             )
         if int_or_string:
             out.append(
-                f"{path}.type: Invalid value: {_render(t)}: must be empty if "
+                f"{path}.type: Invalid value: {render(t)}: must be empty if "
                 "x-kubernetes-int-or-string is true"
             )
     elif needs_type and not int_or_string and preserve is not True:
@@ -463,7 +502,7 @@ def _check(s: Any, path: str, out: list[str], needs_type: bool, what: str = "") 
             re.compile(str(pattern))
         except re.error as e:
             out.append(
-                f"{path}.pattern: Invalid value: {_render(pattern)}: must be a valid regular "
+                f"{path}.pattern: Invalid value: {render(pattern)}: must be a valid regular "
                 f"expression, but isn't: {e}"
             )
     _check_list_type(s, path, out)
@@ -497,20 +536,20 @@ def _check_list_type(s: Schema, path: str, out: list[str]) -> None:
     if lt not in _LIST_TYPES:
         supported = ", ".join(_quote(x) for x in _LIST_TYPES)
         out.append(
-            f"{path}.x-kubernetes-list-type: Unsupported value: {_render(lt)}: supported values: "
+            f"{path}.x-kubernetes-list-type: Unsupported value: {render(lt)}: supported values: "
             f"{supported}"
         )
         return
     if s.get("type") != "array":
         out.append(
-            f"{path}.type: Invalid value: {_render(s.get('type'))}: must be array if "
+            f"{path}.type: Invalid value: {render(s.get('type'))}: must be array if "
             "x-kubernetes-list-type is specified"
         )
     items_schema = s.get("items")
     items: dict[str, Any] = items_schema if isinstance(items_schema, dict) else {}
     if lt == "set" and items.get("type") in ("object", "array"):
         out.append(
-            f"{path}.items.type: Invalid value: {_render(items.get('type'))}: must be a scalar "
+            f"{path}.items.type: Invalid value: {render(items.get('type'))}: must be a scalar "
             "type if parent array's x-kubernetes-list-type is set"
         )
     if lt != "map":
@@ -528,7 +567,7 @@ def _check_list_type(s: Schema, path: str, out: list[str]) -> None:
         return
     if items.get("type") != "object":
         out.append(
-            f"{path}.items.type: Invalid value: {_render(items.get('type'))}: must be object if "
+            f"{path}.items.type: Invalid value: {render(items.get('type'))}: must be object if "
             "parent array's x-kubernetes-list-type is map"
         )
         return
@@ -538,7 +577,7 @@ def _check_list_type(s: Schema, path: str, out: list[str]) -> None:
         sub = item_props.get(k)
         if not isinstance(sub, dict):
             out.append(
-                f"{path}.x-kubernetes-list-map-keys: Invalid value: {_render(k)}: entries must "
+                f"{path}.x-kubernetes-list-map-keys: Invalid value: {render(k)}: entries must "
                 "all be names of item properties"
             )
         elif k not in required and "default" not in sub:
@@ -548,7 +587,7 @@ def _check_list_type(s: Schema, path: str, out: list[str]) -> None:
             )
         elif sub.get("type") in ("object", "array"):
             out.append(
-                f"{path}.items.properties[{k}].type: Invalid value: {_render(sub.get('type'))}: "
+                f"{path}.items.properties[{k}].type: Invalid value: {render(sub.get('type'))}: "
                 "must be a scalar type if parent array's x-kubernetes-list-type is map"
             )
 
@@ -561,7 +600,7 @@ def _check_default(s: Schema, path: str, out: list[str]) -> None:
     for p in dropped:
         field = p[2:] if p.startswith("v.") else p
         out.append(
-            f"{path}.default: Invalid value: {_render(s['default'])}: must not have "
+            f"{path}.default: Invalid value: {render(s['default'])}: must not have "
             f'unknown fields, found "{field}"'
         )
     _default({"properties": {"v": s}}, wrapper)
@@ -672,7 +711,7 @@ def _go_num(x: float) -> str:
     return r
 
 
-def _render(value: Any) -> str:
+def render(value: Any) -> str:
     """A bad value as field.Error prints it."""
     if value is None:
         return '"null"'

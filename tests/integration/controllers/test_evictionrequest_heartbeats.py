@@ -1,7 +1,6 @@
 """A drain through the EvictionRequest controller and the DaemonSet interceptor under the CRDs as
 shipped, whose CEL rule (KEP-4563) refuses an interceptor's heartbeat moved less than 60 s
-forward: none of nodeagent's status writes may be refused. The simulated server does not evaluate
-CEL; the real one does, and is where this test has teeth."""
+forward: none of nodeagent's status writes may be refused. Both servers evaluate the rule."""
 
 from __future__ import annotations
 

@@ -639,9 +639,9 @@ async def test_invalid_specs_touch_nothing(env: Env) -> None:
     assert not cordoned(env, "node-1") and env.requests() == []
 
 
-async def test_a_backward_stage_or_changed_plan_is_refused_or_reported(env: Env) -> None:
-    """kube-apiserver refuses both with the CRD's CEL rules; where a server does not evaluate
-    them (the simulated one), the controller reports them and stops acting."""
+async def test_a_backward_stage_or_changed_plan_is_refused(env: Env) -> None:
+    """The API server refuses both with the CRD's CEL rules (the sim evaluates CEL too); the
+    controller's own report for servers that do not is unit-tested."""
     await env.bare_pod("web", "node-2")
     await env.maintenance("m", ["node-2"])
     await env.until(lambda: cordoned(env, "node-2") and "web" in env.requested())
@@ -649,27 +649,7 @@ async def test_a_backward_stage_or_changed_plan_is_refused_or_reported(env: Env)
     await env.until(lambda: (env.condition("m", "Drained") or {}).get("status") == "True")
     await env.maintenance("p", ["node-3"], stage="Cordon", plan=[entry("Default", 10)])
     await env.until(lambda: (env.condition("p", "Valid") or {}).get("status") == "True")
-    if env.backend.kind == "real":
-        with pytest.raises(Invalid, match="stage may only move forward"):
-            await env.stage("m", "Cordon")
-        with pytest.raises(Invalid, match="drainPlan is immutable"):
-            await env.kube.patch(
-                NODEMAINTENANCES, "p", {"spec": {"drainPlan": [entry("Default", 20)]}}
-            )
-        return
-    await env.stage("m", "Cordon")
-    await env.until(lambda: (env.condition("m", "Valid") or {}).get("status") == "False")
-    valid = env.condition("m", "Valid")
-    assert valid is not None and valid["reason"] == "InvalidStageTransition"
-    assert valid["message"].startswith("spec.stage: cannot go back from Drain to Cordon")
-    assert cordoned(env, "node-2")
-    # fixed again: valid, and Complete works
-    await env.stage("m", "Complete")
-    await env.until(lambda: not cordoned(env, "node-2"))
-    assert (env.condition("m", "Valid") or {}).get("status") == "True"
-
-    await env.kube.patch(NODEMAINTENANCES, "p", {"spec": {"drainPlan": [entry("Default", 20)]}})
-    await env.until(lambda: (env.condition("p", "Valid") or {}).get("status") == "False")
-    assert (env.condition("p", "Valid") or {}).get("message") == (
-        "spec.drainPlan: changed after the maintenance was created; drainPlan is immutable"
-    )
+    with pytest.raises(Invalid, match="stage may only move forward"):
+        await env.stage("m", "Cordon")
+    with pytest.raises(Invalid, match="drainPlan is immutable"):
+        await env.kube.patch(NODEMAINTENANCES, "p", {"spec": {"drainPlan": [entry("Default", 20)]}})

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nodeagent_testbed.sim.cel import compile_rules
 from nodeagent_testbed.sim.errors import invalid
 from nodeagent_testbed.sim.schema import (
     admit_custom,
@@ -30,7 +31,7 @@ SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["nodeSelector"],
             "x-kubernetes-validations": [
-                {"rule": "self.stage != 'Complete'", "message": "never evaluated"}
+                {"rule": "self.stage != 'Complete'", "message": "no Complete"}
             ],
             "properties": {
                 "nodeSelector": {
@@ -489,9 +490,20 @@ def test_enum_of_numbers_and_combinators() -> None:
     ]
 
 
-def test_cel_rules_are_not_evaluated() -> None:
-    # spec.x-kubernetes-validations forbids stage Complete; we do not evaluate CEL (documented)
-    assert causes_of(nm({"stage": "Complete"})) == []
+def test_cel_rules_run_only_with_the_compiled_rules_and_a_valid_schema() -> None:
+    # spec.x-kubernetes-validations forbids stage Complete (sim/cel.py evaluates it)
+    assert causes_of(nm({"stage": "Complete"})) == []  # the schema alone
+    rules, problems = compile_rules(SCHEMA)
+    assert problems == []
+    assert admit_custom(SCHEMA, nm({"stage": "Complete"}), None, rules) == [
+        ("spec", "Invalid value: no Complete")
+    ]
+    # a schema error of a blocking kind (here: unsupported value) keeps the rules from running
+    assert admit_custom(SCHEMA, nm({"stage": "Later"}), None, rules)[-1] == (
+        "<nil>",
+        "Invalid value: null: some validation rules were not checked because the object was "
+        "invalid; correct the existing errors to complete validation",
+    )
 
 
 def test_unknown_fields_are_ignored_by_validate_alone() -> None:
