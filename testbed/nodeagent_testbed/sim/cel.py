@@ -126,7 +126,7 @@ class _MapList(celtypes.ListType):
 
     def __init__(self, items: list[Any], keys: tuple[str, ...]) -> None:
         super().__init__(items)
-        self.keys = keys
+        self.keys = tuple(_escape(k) for k in keys)  # as the items' CEL maps name them
 
     def _key(self, item: Any) -> tuple[Any, ...]:
         return tuple(item.get(k) if isinstance(item, dict) else None for k in self.keys)
@@ -193,6 +193,7 @@ def _to_cel(s: Schema, x: Any, resource_root: bool = False) -> Any:
     """A JSON value as CEL sees it under schema `s` (UnstructuredToVal)."""
     if x is None:
         return None
+    resource_root = resource_root or s.get("x-kubernetes-embedded-resource") is True
     if s.get("x-kubernetes-int-or-string") is True:
         return celtypes.StringType(x) if isinstance(x, str) else celtypes.IntType(x)
     t = s.get("type")
@@ -315,7 +316,8 @@ class Rules:
 
     def _run(self, obj: Any, old: Any, path: str | None, equal: bool, out: list[Cause]) -> None:
         self_val = _to_cel(self.schema, obj, self.resource_root)
-        old_val = _to_cel(self.schema, old, self.resource_root)
+        uses_old_self = any(r.uses_old_self for r in self.rules)
+        old_val = _to_cel(self.schema, old, self.resource_root) if uses_old_self else None
         type_name = self.schema.get("type") or ""
         for r in self.rules:
             if r.uses_old_self and old is None and not r.optional_old_self:

@@ -169,3 +169,12 @@ def test_shipped_crds_compile() -> None:
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         rules, problems = compile_rules(schema)
         assert problems == [] and rules is not None, crd["metadata"]["name"]
+
+
+def test_property_names_are_escaped_as_kubernetes_does() -> None:
+    schema = with_rules(
+        obj_schema(**{"x-y": STR, "in": STR}),
+        {"rule": "self.x__dash__y == self.__in__", "message": "differ"},
+    )
+    assert check(schema, {"x-y": "a", "in": "a"}) == []
+    assert check(schema, {"x-y": "a", "in": "b"}) == [("<nil>", "Invalid value: differ")]
