@@ -23,6 +23,9 @@ from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.drainslots import DrainLimit, InvalidLimit
 from nodeagent.model.interceptors import (
+    DEFAULT_HEARTBEAT_DEADLINE,
+    EVICTION_BACKOFF_BASE,
+    EVICTION_BACKOFF_CAP,
     MIN_HEARTBEAT_INTERVAL,
     heartbeat_interval,
     validate_interceptor_name,
@@ -105,9 +108,9 @@ class AnnotateInterceptor:
 
 @dataclass(frozen=True)
 class EvictionConfig:
-    heartbeat_deadline: float = 20 * 60.0
-    backoff_base: float = 1.0
-    backoff_cap: float = 15 * 60.0
+    heartbeat_deadline: float = DEFAULT_HEARTBEAT_DEADLINE.total_seconds()
+    backoff_base: float = EVICTION_BACKOFF_BASE
+    backoff_cap: float = EVICTION_BACKOFF_CAP
     annotate_interceptors: tuple[AnnotateInterceptor, ...] = ()
 
 

@@ -29,9 +29,9 @@ from watchfiles import awatch
 from nodeagent.kube.client import KubeClient, load_api_client
 from nodeagent.kube.errors import AlreadyExists, Conflict, Forbidden, KubeError, NotFound
 from nodeagent.kube.informer import Informer
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
 from nodeagent.manifests import crd_documents
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.kubeapi import api_client, create_from_dict

@@ -7,12 +7,13 @@ through an injected `random.Random`, so tests are deterministic.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Hashable
 from typing import Protocol
 
-from nodeagent.model.backoff import capped_exponential
+# JitteredBackoff lives in the model; re-exported for the informer, controller and node
+# modules that import it from here
+from nodeagent.model.backoff import JitteredBackoff, capped_exponential
 
 __all__ = [
     "BucketRateLimiter",
@@ -121,32 +122,3 @@ class MaxOfRateLimiter:
 def default_controller_rate_limiter() -> MaxOfRateLimiter:
     """client-go's `DefaultControllerRateLimiter`: per-item exponential and an overall bucket."""
     return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter())
-
-
-class JitteredBackoff:
-    """Delay before retry number `attempt` (1-based): base * factor**(attempt-1), capped, then
-    scaled down by up to `jitter` (a fraction) so a fleet of agents does not retry in lockstep.
-    Jittering downwards keeps `cap` a hard upper bound.
-    """
-
-    def __init__(
-        self,
-        base: float = 0.5,
-        cap: float = 30.0,
-        factor: float = 2.0,
-        jitter: float = 0.5,
-        rng: random.Random | None = None,
-    ) -> None:
-        if base < 0 or cap < base or factor < 1.0 or not 0.0 <= jitter <= 1.0:
-            raise ValueError("need 0 <= base <= cap, factor >= 1 and 0 <= jitter <= 1")
-        self.base = base
-        self.cap = cap
-        self.factor = factor
-        self.jitter = jitter
-        self._rng = rng if rng is not None else random.Random()
-
-    def delay(self, attempt: int) -> float:
-        if attempt < 1:
-            return 0.0
-        ceiling = capped_exponential(self.base, self.factor, attempt - 1, self.cap)
-        return ceiling * (1.0 - self.jitter * self._rng.random())

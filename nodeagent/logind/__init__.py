@@ -9,7 +9,6 @@
 Decisions about when a shutdown may proceed live in `nodeagent.node.shutdown`, not here.
 """
 
-from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusClosed, BusError, CallFailed
 from nodeagent.logind.dropin import DropinFile, DropinResult, ensure_dropin, render_dropin
 from nodeagent.logind.guard import DEFAULT_WHY, ShutdownGuard, ShutdownHandler
@@ -28,7 +27,6 @@ __all__ = [
     "DEFAULT_WHY",
     "KIND_UNKNOWN",
     "SHUTDOWN_KINDS",
-    "Backoff",
     "Bus",
     "BusClosed",
     "BusError",

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusError
 from nodeagent.logind.names import (
     LOGIND_MANAGER,
@@ -35,6 +34,7 @@ from nodeagent.logind.names import (
     SYSTEMD_NAME,
     SYSTEMD_PATH,
 )
+from nodeagent.model.backoff import JitteredBackoff
 
 __all__ = [
     "DropinFile",
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 KEY = "InhibitDelayMaxSec"
 # re-read InhibitDelayMaxUSec after the reload at 50 ms, 100 ms, ... up to 2 s apart
-DROPIN_POLL = Backoff(initial=0.05, cap=2.0, jitter=0.0)
+DROPIN_POLL = JitteredBackoff(base=0.05, cap=2.0, jitter=0.0)
 _DIR_SUFFIX = ("etc", "systemd", "logind.conf.d")
 # below the root, in precedence order (an earlier directory hides the same file name later)
 _SEARCH_DIRS = (
@@ -260,7 +260,7 @@ async def ensure_dropin(
     path: Path,
     *,
     search_dirs: Sequence[Path] | None = None,
-    poll: Backoff = DROPIN_POLL,
+    poll: JitteredBackoff = DROPIN_POLL,
     deadline: float = 10.0,
 ) -> DropinResult:
     """Write the drop-in if needed, have logind reload, and check that the value holds.
@@ -351,6 +351,6 @@ async def ensure_dropin(
         remaining = end - loop.time()
         if remaining <= 0:
             break
-        await asyncio.sleep(min(poll.delay(attempt), remaining))
         attempt += 1
+        await asyncio.sleep(min(poll.delay(attempt), remaining))
     return await report(actual, written=written, reload_requested=True)

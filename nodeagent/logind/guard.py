@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nodeagent.config import ShutdownConfig
-from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusClosed, BusError, CallFailed
 from nodeagent.logind.dropin import DropinResult, ensure_dropin
 from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import InhibitorInfo, Logind, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
+from nodeagent.model.backoff import JitteredBackoff
 
 __all__ = ["DEFAULT_WHY", "ShutdownGuard", "ShutdownHandler"]
 
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WHY = "Draining the node (NodeMaintenance) before it shuts down"
 WHO = "nodeagent"
-RECONNECT = Backoff(initial=0.2, cap=30.0, jitter=0.5)
+RECONNECT = JitteredBackoff(base=0.2, cap=30.0, jitter=0.5)
 
 
 class ShutdownHandler(Protocol):
@@ -80,7 +80,7 @@ class ShutdownGuard:
         handler: ShutdownHandler,
         *,
         why: str = DEFAULT_WHY,
-        reconnect: Backoff = RECONNECT,
+        reconnect: JitteredBackoff = RECONNECT,
         fdstore: FdStore | None = None,
         inherited: Sequence[tuple[int, str]] = (),
     ) -> None:
@@ -168,8 +168,8 @@ class ShutdownGuard:
                     log.exception("shutdown guard: unexpected error on the D-Bus connection")
                 if self.sessions != subscribed_before:
                     attempt = 0
-                delay = self._reconnect.delay(attempt)
                 attempt += 1
+                delay = self._reconnect.delay(attempt)
                 self.reconnects += 1
                 self._changed()
                 log.info(

@@ -33,6 +33,8 @@ __all__ = [
     "DAEMONSET_INTERCEPTOR",
     "DEFAULT_HEARTBEAT_DEADLINE",
     "EVICTED",
+    "EVICTION_BACKOFF_BASE",
+    "EVICTION_BACKOFF_CAP",
     "IMPERATIVE_INTERCEPTOR",
     "INTERCEPTORS_ANNOTATION",
     "KUBELET_INTERCEPTOR",
@@ -80,6 +82,10 @@ RESERVED_INTERCEPTORS = frozenset(
 MAX_INTERCEPTORS = 15
 """At most this many target interceptors, ``imperative-eviction.k8s.io`` included."""
 DEFAULT_HEARTBEAT_DEADLINE = timedelta(minutes=20)
+EVICTION_BACKOFF_BASE = 1.0
+"""Seconds after the first refused eviction (`eviction.backoffBase`'s default)."""
+EVICTION_BACKOFF_CAP = 15 * 60.0
+"""The KEP's "maximum approx. 15 minutes" between evictions (`eviction.backoffCap`'s default)."""
 
 EVICTED = "Evicted"
 CANCELED = "Canceled"
@@ -613,9 +619,10 @@ def next_heartbeat_in(
     return max(0.0, (last + heartbeat_interval(deadline, minimum) - now).total_seconds())
 
 
-def eviction_backoff(retries: int, base: float = 1.0, cap: float = 15 * 60.0) -> float:
+def eviction_backoff(retries: int, base: float, cap: float) -> float:
     """Seconds to wait after ``retries`` refused evictions: base, 2*base, 4*base, ... up to
-    ``cap`` (the KEP's "maximum approx. 15 minutes"). 0 before the first refusal."""
+    ``cap``, without jitter (the retry count is in the request's message for all to see).
+    0 before the first refusal."""
     if retries <= 0:
         return 0.0
     return capped_exponential(base, 2.0, retries - 1, cap)

@@ -25,8 +25,8 @@ from typing import Protocol
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import KubeError
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.tokenfile import TokenFile, write_token
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.token import (
     InvalidToken,
     TokenClaims,

@@ -14,8 +14,8 @@ from nodeagent.controllers.evictionrequest import EvictionRequestController
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODES, PODS, Obj
+from nodeagent.model.backoff import JitteredBackoff
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.conftest import Kubectl
 from tests.integration.controllers.evictionrequest_harness import fast_settings

@@ -8,6 +8,8 @@ from datetime import timedelta
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.model.interceptors import (
     DEFAULT_HEARTBEAT_DEADLINE,
+    EVICTION_BACKOFF_BASE,
+    EVICTION_BACKOFF_CAP,
     MIN_HEARTBEAT_INTERVAL,
     SelectorInterceptor,
     validate_interceptor_name,
@@ -35,8 +37,8 @@ class EvictionSettings:
     heartbeat_deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE
     # the CRD refuses heartbeats closer than 60 s; only tests (with a CRD to match) go below
     heartbeat_min_interval: timedelta = MIN_HEARTBEAT_INTERVAL
-    backoff_base: float = 1.0
-    backoff_cap: float = 15 * 60.0
+    backoff_base: float = EVICTION_BACKOFF_BASE
+    backoff_cap: float = EVICTION_BACKOFF_CAP
     annotate: tuple[AnnotateRule, ...] = ()
 
     @property

@@ -24,7 +24,6 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import Conflict
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import (
     DAEMONSETS,
     EVENTS,
@@ -36,6 +35,7 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.interceptors import CANCELED, EVICTED, IMPERATIVE_INTERCEPTOR
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster

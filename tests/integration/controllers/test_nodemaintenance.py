@@ -29,7 +29,6 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import Invalid
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import (
     DAEMONSETS,
     EVENTS,
@@ -38,6 +37,7 @@ from nodeagent.kube.resources import (
     NODES,
     PODS,
 )
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent_testbed.sim.store import Obj
 from tests.clusters import (
     CONTROLLERS_ACCOUNT,

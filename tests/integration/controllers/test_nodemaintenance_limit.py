@@ -22,7 +22,6 @@ from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceCont
 from nodeagent.controllers.nodemaintenance.reconcile import DEADLINE_CONDITION, NODE_LABEL
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import (
     EVENTS,
     EVICTIONREQUESTS,
@@ -33,6 +32,7 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.model import shutdown as model
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent_testbed.sim.store import Obj

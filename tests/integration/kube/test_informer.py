@@ -21,8 +21,8 @@ import pytest
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import Gone, TooManyRequests
 from nodeagent.kube.informer import Informer
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import PODS, Resource
+from nodeagent.model.backoff import JitteredBackoff
 from tests.clusters import TestCluster
 from tests.netproxy import TcpProxy, kubeconfig_on_port, proxy_to
 from tests.realserver import another_apiserver

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from nodeagent.config import ShutdownConfig
-from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.guard import ShutdownGuard
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind, dbus_daemon_path
 
 if dbus_daemon_path() is None:
@@ -35,7 +35,7 @@ def collect_garbage_between_tests() -> Iterator[None]:
 
 
 # reconnect fast in tests: the production default starts at 0.2 s and grows to 30 s
-FAST_RECONNECT = Backoff(initial=0.02, cap=0.2, jitter=0.5)
+FAST_RECONNECT = JitteredBackoff(base=0.02, cap=0.2, jitter=0.5)
 
 
 @pytest.fixture

@@ -8,10 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from nodeagent.logind.backoff import Backoff
 from nodeagent.logind.bus import Bus, BusClosed, CallFailed
 from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import KIND_UNKNOWN, Logind, LogindUnavailable, ShutdownSignal
@@ -171,32 +168,3 @@ def test_release_error_is_logged_not_hidden(caplog: pytest.LogCaptureFixture) ->
     assert not lock.held
     assert any("failed" in r.getMessage() for r in caplog.records)
     assert lock.release() is False
-
-
-@given(
-    initial=st.floats(0.001, 10),
-    extra=st.floats(0, 100),
-    factor=st.floats(1, 4),
-    jitter=st.floats(0, 1),
-    attempt=st.integers(0, 200),
-)
-def test_backoff_bounds(
-    initial: float, extra: float, factor: float, jitter: float, attempt: int
-) -> None:
-    b = Backoff(initial=initial, cap=initial + extra, factor=factor, jitter=jitter)
-    base = min(b.cap, initial * factor**attempt)
-    d = b.delay(attempt)
-    assert base * (1 - jitter) - 1e-9 <= d <= base + 1e-9
-
-
-def test_backoff_huge_attempt_is_capped() -> None:
-    assert Backoff(initial=1, cap=7, jitter=0).delay(10**6) == 7
-
-
-def test_backoff_validation() -> None:
-    with pytest.raises(ValueError):
-        Backoff(initial=0)
-    with pytest.raises(ValueError):
-        Backoff(initial=2, cap=1)
-    with pytest.raises(ValueError):
-        Backoff(jitter=2)

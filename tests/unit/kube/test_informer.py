@@ -13,9 +13,9 @@ import pytest
 
 from nodeagent.kube.errors import Gone, KubeError, ServerError, Unreachable
 from nodeagent.kube.informer import Informer
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import PODS, Resource
 from nodeagent.kube.store import namespace_index
+from nodeagent.model.backoff import JitteredBackoff
 from tests.narrowing import now
 
 from .waiting import eventually

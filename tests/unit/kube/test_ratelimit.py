@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from nodeagent.kube.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
-    JitteredBackoff,
     MaxOfRateLimiter,
     default_controller_rate_limiter,
 )
+from nodeagent.model.backoff import JitteredBackoff
 
 
 class FakeClock:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.errors import Forbidden, ServerError
-from nodeagent.kube.ratelimit import JitteredBackoff
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.token import read_claims
 from nodeagent.node.token_renewal import RECHECK, TokenRenewer
 from tests.tokens import sa_token
