@@ -1,0 +1,72 @@
+"""Cordon and uncordon.
+
+Ownership of cordons. A node nodeagent cordoned carries the annotation
+``nodeagent.io/cordoned-by: <names>`` naming the maintenances (in Cordon or Drain) that hold
+it. A node that was already unschedulable without that annotation was cordoned by someone else
+and is never uncordoned. A node is uncordoned when the last holder lets go and no other
+maintenance in Cordon or Drain selects it; otherwise the hold passes to those maintenances."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodeagent.model.bodies import (
+    mapping,
+)
+from nodeagent.model.nodemaintenance.actions import NodePatch, RecordedEvent
+from nodeagent.model.nodemaintenance.context import Context
+from nodeagent.model.nodemaintenance.selection import cordoned_by
+
+
+def unschedulable(node: Mapping[str, Any]) -> bool:
+    return mapping(node, "spec").get("unschedulable") is True
+
+
+def _cordon_value(names: Iterable[str]) -> str:
+    return ",".join(sorted(set(names)))
+
+
+def cordons(ctx: Context, waiting: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+    """Cordon the selected nodes (in Cordon and Drain) but ``waiting`` ones, naming every
+    holder on each."""
+    cordon: list[NodePatch] = []
+    events: list[RecordedEvent] = []
+    for node_name in sorted(ctx.mine.selected - waiting):
+        node = ctx.inp.nodes[node_name]
+        annotation = cordoned_by(node)
+        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        holders = {o.name for o in ctx.others.values() if o.holds(node_name, annotation or ())}
+        holders.add(ctx.me)
+        if not unschedulable(node):
+            cordon.append(NodePatch(node_name, rv, True, _cordon_value(holders)))
+            events.append(RecordedEvent("Normal", "Cordoned", f"Cordoned node {node_name}"))
+        elif annotation is not None and _cordon_value(annotation) != _cordon_value(holders):
+            cordon.append(NodePatch(node_name, rv, None, _cordon_value(holders)))
+    return cordon, events
+
+
+def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+    """Let go of the cordons this maintenance holds outside ``keep``: the hold passes to the
+    other holders, or the node is uncordoned when none is left."""
+    uncordon: list[NodePatch] = []
+    events: list[RecordedEvent] = []
+    for node_name in sorted(ctx.inp.nodes):
+        node = ctx.inp.nodes[node_name]
+        annotation = cordoned_by(node)
+        if annotation is None or ctx.me not in annotation or node_name in keep:
+            continue
+        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        remaining = {
+            o.name
+            for o in ctx.others.values()
+            if o.name != ctx.me and o.holds(node_name, annotation)
+        }
+        if remaining:
+            uncordon.append(NodePatch(node_name, rv, None, _cordon_value(remaining)))
+        elif unschedulable(node):
+            uncordon.append(NodePatch(node_name, rv, False, None))
+            events.append(RecordedEvent("Normal", "Uncordoned", f"Uncordoned node {node_name}"))
+        else:
+            uncordon.append(NodePatch(node_name, rv, None, None))
+    return uncordon, events

@@ -1,0 +1,108 @@
+"""The NodeMaintenance decision put together: each step from its own module, in order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodeagent.model.bodies import (
+    deleting,
+    mapping,
+    name_of,
+)
+from nodeagent.model.maintenance import (
+    FINALIZER,
+    Stage,
+    effective_stage,
+    validate,
+)
+from nodeagent.model.memo import Recall
+from nodeagent.model.nodemaintenance.actions import Actions, NodePatch
+from nodeagent.model.nodemaintenance.context import Context, read_maintenances
+from nodeagent.model.nodemaintenance.cordon import cordons, uncordons
+from nodeagent.model.nodemaintenance.deadline import deadline_requeue
+from nodeagent.model.nodemaintenance.evictions import escalation, eviction_actions
+from nodeagent.model.nodemaintenance.inputs import Inputs
+from nodeagent.model.nodemaintenance.limits import drain_slots, shutdowns_over
+from nodeagent.model.nodemaintenance.pods import PodReader
+from nodeagent.model.nodemaintenance.requests import RequestReader
+from nodeagent.model.nodemaintenance.status import maintenance_status, neighbour_statuses
+from nodeagent.model.nodemaintenance.targets import resolve_drain
+
+
+def _has_finalizer(obj: Mapping[str, Any]) -> bool:
+    return FINALIZER in (mapping(obj, "metadata").get("finalizers") or ())
+
+
+def decide(inp: Inputs) -> Actions:
+    """Decide what to do for ``inp.maintenance``."""
+    nm = inp.maintenance
+    me = name_of(nm)
+    stage = effective_stage(nm)
+    is_deleting = deleting(nm)
+    validity = validate(nm)
+
+    if is_deleting and not _has_finalizer(nm):
+        # Idle (or never handled): nothing was touched, nothing to undo; the API server
+        # removes the object once the other finalizers (if any) are gone.
+        return Actions(stage=stage, validity=validity)
+
+    recall = inp.recall if inp.recall is not None else Recall()
+    bound = PodReader(inp, recall)
+    ctx = Context(
+        inp=inp,
+        me=me,
+        stage=stage,
+        deleting=is_deleting,
+        validity=validity,
+        others=read_maintenances(inp, me, validity, recall),
+        acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
+        recall=recall,
+        bound=bound,
+        requests=RequestReader(inp, recall, bound),
+    )
+    act_stage = ctx.act_stage
+    holds_now = act_stage is not None and act_stage.holds_cordon
+    over = shutdowns_over(inp, ctx.others)
+    slots = drain_slots(inp, ctx.others, ctx.bound.pods, over) if ctx.acting else None
+    waiting = frozenset(slots.waiting) if slots is not None else frozenset()
+    uncordoned = frozenset() if inp.cordon_while_waiting else waiting
+    cordon, cordon_events = cordons(ctx, uncordoned) if holds_now else ([], [])
+    uncordon: list[NodePatch] = []
+    if ctx.acting:
+        uncordon, uncordon_events = uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
+        cordon_events.extend(uncordon_events)
+
+    resolution = resolve_drain(ctx.others, ctx.bound.pods, slots, over)
+    my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None
+    status, events = maintenance_status(ctx, cordon_events, my_drain)
+    neighbours = (
+        neighbour_statuses(ctx.others, resolution, me, inp.now, ctx.requests, inp.drain_deadline)
+        if resolution is not None and ctx.acting
+        else []
+    )
+    evictions = eviction_actions(ctx, my_drain, resolution)
+    add_finalizer = (
+        ctx.acting
+        and not is_deleting
+        and stage is not None
+        and stage != Stage.IDLE
+        and not _has_finalizer(nm)
+    )
+    return Actions(
+        stage=stage,
+        validity=validity,
+        add_finalizer=add_finalizer,
+        cordon=tuple(cordon),
+        status=status,
+        events=tuple(events),
+        neighbours=tuple(neighbours),
+        delete_evictions=tuple(evictions.deletes),
+        create_evictions=tuple(evictions.creates),
+        requester_patches=tuple(evictions.requester_patches),
+        uncordon=tuple(uncordon),
+        remove_finalizer=is_deleting and _has_finalizer(nm),
+        admitted=frozenset(slots.newly) if slots is not None else frozenset(),
+        requeue_after=deadline_requeue(ctx, status, my_drain),
+        delete_pods=tuple(escalation(ctx, status, my_drain)),
+    )

@@ -1,0 +1,64 @@
+"""What one NodeMaintenance decision reads, as the shell gathers it from its informers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from nodeagent.model.bodies import (
+    EvictionRequest,
+    NodeMaintenance,
+)
+from nodeagent.model.draintargets import (
+    PodInfo,
+    PodInfoOf,
+)
+from nodeagent.model.interceptors import (
+    EvictionRequestView,
+)
+from nodeagent.model.memo import Recall
+
+RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
+"""How a decision reads an EvictionRequest: :meth:`EvictionRequestView.from_obj`, or an
+:class:`~nodeagent.model.memo.ObjectMemo` of it."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one reconcile of ``maintenance`` looks at.
+
+    ``maintenances`` holds at least every maintenance connected to this one through shared
+    nodes (it may hold all of them), ``maintenance`` included. ``nodes`` holds every node.
+    ``pods`` holds the pods bound to each node of those maintenances (a missing node has none).
+    ``eviction_requests`` maps pod UID (the request's name) to the EvictionRequest, for at
+    least the pods on those nodes and the requests labelled with one of them.
+    """
+
+    maintenance: NodeMaintenance
+    maintenances: Sequence[NodeMaintenance]
+    nodes: Mapping[str, Mapping[str, Any]]
+    pods: Mapping[str, Sequence[Mapping[str, Any]]]
+    eviction_requests: Mapping[str, EvictionRequest]
+    now: datetime
+    max_draining: int | None = None
+    """How many nodes may drain at once (None: no limit). With a limit, ``maintenances``
+    holds every maintenance in Drain too, and the other fields cover their nodes."""
+    cordon_while_waiting: bool = False
+    """Cordon a node in Drain while it waits for a drain slot."""
+    admitting: frozenset[str] = frozenset()
+    """Nodes admitted to drain whose admission the caches do not show yet."""
+    drain_deadline: float | None = None
+    """Seconds from the start of Drain, for maintenances without spec.drainDeadlineSeconds."""
+    deadline_escalation: str = "None"
+    """For maintenances without spec.drainDeadlineEscalation (see ESCALATIONS)."""
+    pod_info: PodInfoOf = PodInfo.from_pod
+    """A pod's PodInfo: the controller passes a memo of it (PodInfoMemo)."""
+    request_view: RequestViewOf = EvictionRequestView.from_obj
+    """An EvictionRequest as the decision reads it: the controller passes a memo of it."""
+    recall: Recall | None = None
+    """What decisions derive per node (its pods as the drain reads them, what their requests
+    call for) and per maintenance (its selected nodes, its stored progress; group
+    :func:`recall_group`), kept from one decision to the next: the controller passes one, so a
+    decision derives again only what changed. None: derived afresh."""

@@ -1,0 +1,204 @@
+"""The EvictionRequests of the targeted pods as one decision reads them: for each node, which
+requests to create, start anew or add our requester to, and which pod's eviction the imperative
+interceptor reports refused. Kept in ``Inputs.recall`` per node, derived again only when the
+node's pods, its targeted pods or their requests changed."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodeagent.model.bodies import (
+    deleting,
+    mapping,
+)
+from nodeagent.model.draintargets import (
+    NodeDrainStatus,
+    PodRef,
+)
+from nodeagent.model.interceptors import (
+    IMPERATIVE_INTERCEPTOR,
+    EvictionRequestView,
+    imperative_refusal_cause,
+)
+from nodeagent.model.maintenance import (
+    NODE_LABEL,
+    REQUESTER,
+)
+from nodeagent.model.memo import Recall
+from nodeagent.model.nodemaintenance.actions import (
+    EvictionRequestCreate,
+    EvictionRequestDelete,
+    RequesterPatch,
+)
+from nodeagent.model.nodemaintenance.inputs import Inputs, RequestViewOf
+from nodeagent.model.nodemaintenance.pods import BoundPods, PodReader
+
+
+class _RequestViews(Mapping[str, EvictionRequestView]):
+    """EvictionRequests by pod UID, each read when it is first looked up (a decision looks up
+    each several times)."""
+
+    def __init__(self, requests: Mapping[str, Mapping[str, Any]], view: RequestViewOf) -> None:
+        self._requests = requests
+        self._view = view
+        self._read: dict[str, EvictionRequestView] = {}
+
+    def __getitem__(self, uid: str) -> EvictionRequestView:
+        found = self._read.get(uid)
+        if found is None:
+            found = self._read[uid] = self._view(self._requests[uid])
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._requests)
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+
+# --- inputs and actions ------------------------------------------------------------------------
+
+_Refused = tuple[str, str, str, str]
+"""A targeted pod whose eviction is refused: namespace, name, UID, the refusal's cause."""
+
+
+@dataclass(frozen=True)
+class NodeRequests:
+    """What the EvictionRequests of a node's targeted pods call for."""
+
+    uids: frozenset[str]
+    """The targeted pods'."""
+    creates: tuple[EvictionRequestCreate, ...]
+    deletes: tuple[EvictionRequestDelete, ...]
+    requester_patches: tuple[RequesterPatch, ...]
+    refused: _Refused | None
+    """The first (by namespace and name) whose eviction the imperative interceptor reports
+    refused."""
+
+
+def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
+    md = mapping(pod, "metadata")
+    labels = {k: v for k, v in mapping(md, "labels").items() if isinstance(v, str)}
+    labels[NODE_LABEL] = node
+    return {
+        "apiVersion": "nodeagent.io/v1alpha1",
+        "kind": "EvictionRequest",
+        "metadata": {
+            "name": str(md.get("uid")),
+            "namespace": str(md.get("namespace") or "default"),
+            "labels": labels,
+            # the garbage collector deletes the request with its pod: no delete of ours
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": str(md.get("name")),
+                    "uid": str(md.get("uid")),
+                }
+            ],
+        },
+        "spec": {
+            "target": {"pod": {"name": str(md.get("name")), "uid": str(md.get("uid"))}},
+            "requesters": [{"name": REQUESTER}],
+        },
+    }
+
+
+def refusal(er: EvictionRequestView) -> str | None:
+    """Why the imperative interceptor's evictions of a request's pod are refused (briefly, as
+    ``status.summary.blockedBy`` shows it), or None. The shell reconciles the maintenances of
+    a request's node when this changes."""
+    entry = er.interceptors.get(IMPERATIVE_INTERCEPTOR)
+    if er.finished or entry is None:
+        return None
+    return imperative_refusal_cause(entry.message)
+
+
+_UID = operator.attrgetter("uid")
+
+
+def node_requests(
+    node: str,
+    on: BoundPods,
+    refs: Sequence[PodRef],
+    views: Mapping[str, EvictionRequestView],
+) -> NodeRequests:
+    """Ask for the eviction of every targeted pod of ``node`` (``refs``): create its request,
+    start a canceled one anew, or add our requester to someone else's; and which one's
+    eviction is refused."""
+    creates: list[EvictionRequestCreate] = []
+    deletes: list[EvictionRequestDelete] = []
+    patches: list[RequesterPatch] = []
+    refused: list[_Refused] = []
+    for ref in refs:
+        er = views.get(ref.uid)
+        if er is not None and (cause := refusal(er)) is not None:
+            refused.append((ref.namespace, ref.name, ref.uid, cause))
+        pod = on.by_uid.get(ref.uid)
+        if pod is None:
+            continue
+        if er is None:
+            # A terminating pod is leaving already; its request (if it had one) may be
+            # gone with it before the pod informer shows the pod gone.
+            if not deleting(pod):
+                creates.append(
+                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                )
+            continue
+        if er.canceled:
+            # A canceled request for a pod that is targeted again: start anew.
+            if not er.deleting:
+                deletes.append(
+                    EvictionRequestDelete(
+                        ref.namespace, ref.uid, er.uid, er.resource_version, "recreate"
+                    )
+                )
+                creates.append(
+                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                )
+            continue
+        if REQUESTER not in er.requesters and not er.deleting:
+            patches.append(
+                RequesterPatch(
+                    ref.namespace, ref.uid, er.resource_version, (*er.requesters, REQUESTER)
+                )
+            )
+    return NodeRequests(
+        frozenset(ref.uid for ref in refs),
+        tuple(creates),
+        tuple(deletes),
+        tuple(patches),
+        min(refused, default=None),
+    )
+
+
+class RequestReader:
+    """The EvictionRequests as one decision reads them: by pod UID (each read once), and what
+    they call for on each node, derived again only when the node's pods, its targeted pods or
+    their requests changed."""
+
+    def __init__(self, inp: Inputs, recall: Recall, bound: PodReader) -> None:
+        self._objects = inp.eviction_requests
+        self.views: Mapping[str, EvictionRequestView] = _RequestViews(
+            inp.eviction_requests, inp.request_view
+        )
+        self._recall = recall
+        self._bound = bound
+        # node -> (its targeted pods, what they call for) in this decision: asked for twice
+        self._decided: dict[str, tuple[tuple[PodRef, ...], NodeRequests]] = {}
+
+    def on(self, ns: NodeDrainStatus) -> NodeRequests:
+        refs = ns.targeted_pods
+        decided = self._decided.get(ns.node)
+        if decided is not None and decided[0] is refs:
+            return decided[1]
+        on = self._bound.on(ns.node)
+        key = (on, refs, tuple(map(self._objects.get, map(_UID, refs))))
+        found = self._recall(
+            ns.node, "requests", key, lambda: node_requests(ns.node, on, refs, self.views)
+        )
+        self._decided[ns.node] = (refs, found)
+        return found

@@ -1,0 +1,114 @@
+"""Which nodes a maintenance has to do with, and which maintenances intersect through shared nodes.
+
+A maintenance selects the nodes its nodeSelector matches; it has to do with those, the nodes its
+status reports and the nodes it holds a cordon on (annotation ``nodeagent.io/cordoned-by``).
+Maintenances sharing such nodes are decided together."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from nodeagent.model.bodies import (
+    mapping,
+    name_of,
+)
+from nodeagent.model.maintenance import (
+    CORDONED_BY_ANNOTATION,
+    selected_nodes,
+    selects,
+    status_nodes,
+)
+from nodeagent.model.memo import Recall
+from nodeagent.model.nodemaintenance.inputs import Inputs
+
+
+def cordoned_by(node: Mapping[str, Any]) -> list[str] | None:
+    """The maintenances holding nodeagent's cordon of `node`; None when nodeagent holds none."""
+    raw = mapping(mapping(node, "metadata"), "annotations").get(CORDONED_BY_ANNOTATION)
+    if not isinstance(raw, str):
+        return None
+    return [n for n in (part.strip() for part in raw.split(",")) if n]
+
+
+def involves(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the maintenance selects ``node`` or holds a cordon on it."""
+    return name_of(nm) in (cordoned_by(node) or ()) or selects(nm, node)
+
+
+def maintenance_nodes(
+    nm: Mapping[str, Any],
+    nodes: Mapping[str, Mapping[str, Any]],
+    selected: frozenset[str] | None = None,
+) -> frozenset[str]:
+    """Every node the maintenance has to do with: selected now (``selected``, if the caller
+    has it), reported in its status, or cordoned on its behalf."""
+    name = name_of(nm)
+    cordoned = (n for n, node in nodes.items() if name in (cordoned_by(node) or ()))
+    if selected is None:
+        selected = selected_nodes(nm, nodes)
+    return selected.union(cordoned, status_nodes(nm))
+
+
+def recall_group(maintenance: str) -> str:
+    """The Recall group of what decisions derive for a maintenance (a node's is its name; no
+    node name has a "/")."""
+    return f"nodemaintenance/{maintenance}"
+
+
+def selection(inp: Inputs, recall: Recall, nm: Mapping[str, Any]) -> frozenset[str]:
+    """:func:`selected_nodes` of ``nm``, derived again only when its selector or a node
+    changed."""
+    key = (mapping(nm, "spec").get("nodeSelector"), tuple(inp.nodes), tuple(inp.nodes.values()))
+    group = recall_group(name_of(nm))
+    return recall(group, "selection", key, lambda: selected_nodes(nm, inp.nodes))
+
+
+def connected(
+    start: Iterable[str],
+    node_sets: Mapping[str, AbstractSet[str]],
+    by_node: Mapping[str, Iterable[str]] | None = None,
+) -> tuple[set[str], set[str]]:
+    """The maintenances (by name) transitively sharing nodes with ``start``, and their nodes.
+
+    ``node_sets`` maps every maintenance to its nodes (:func:`maintenance_nodes`); ``by_node``
+    is its reverse, if the caller keeps one."""
+    if by_node is None:
+        reverse: dict[str, list[str]] = {}
+        for name, ns in node_sets.items():
+            for n in ns:
+                reverse.setdefault(n, []).append(name)
+        by_node = reverse
+    seen = {s for s in start if s in node_sets}
+    frontier = list(seen)
+    nodes: set[str] = set()
+    while frontier:
+        current = frontier.pop()
+        for n in node_sets[current]:
+            if n in nodes:
+                continue
+            nodes.add(n)
+            for other in by_node.get(n, ()):
+                if other not in seen:
+                    seen.add(other)
+                    frontier.append(other)
+    return seen, nodes
+
+
+def creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
+    md = mapping(nm, "metadata")
+    return (str(md.get("creationTimestamp") or ""), str(md.get("name") or ""))
+
+
+def selects_every_node(
+    selected: frozenset[str], nodes: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """KEP-4212 asks for a warning when a maintenance selects every node of the cluster (a
+    cordon of all of them leaves nowhere to go); the message, or None."""
+    if len(nodes) > 1 and selected >= set(nodes):
+        return (
+            f"The maintenance selects every node of the cluster ({len(nodes)}): pods it drains "
+            "have nowhere to go until nodes come back"
+        )
+    return None
