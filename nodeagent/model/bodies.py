@@ -11,6 +11,7 @@ its type where it enters a decision.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict, cast
 
@@ -19,6 +20,7 @@ from nodeagent.model.times import format_time
 __all__ = [
     "Condition",
     "ConditionStatus",
+    "Event",
     "EventType",
     "EvictionRequest",
     "EvictionRequestSpec",
@@ -48,6 +50,17 @@ __all__ = [
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """An Event a decision asks to record, about the object it decided on, or (``on_pod``) about
+    the pod that object concerns: what the pod's owner should see in ``kubectl describe pod``."""
+
+    type: EventType
+    reason: str
+    message: str
+    on_pod: bool = False
 
 
 class ObjectMeta(TypedDict, total=False):

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from nodeagent.model.bodies import (
     ConditionStatus,
-    EventType,
+    Event,
     as_map,
     condition_true,
     items,
@@ -56,7 +56,6 @@ __all__ = [
     "MAINTENANCE_PLANNED",
     "Decision",
     "NodeCondition",
-    "NodeEvent",
     "Phase",
     "Shutdown",
     "decide",
@@ -92,13 +91,6 @@ class NodeCondition:
 
 
 @dataclass(frozen=True)
-class NodeEvent:
-    type: EventType
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class Shutdown:
     """logind's state as the shutdown guard last learnt it."""
 
@@ -121,7 +113,7 @@ class Decision:
     shutdown state is known)."""
     changed: tuple[NodeCondition, ...]
     """Those of `conditions` the Node does not already say (an absent one says False)."""
-    events: tuple[NodeEvent, ...]
+    events: tuple[Event, ...]
 
 
 # --- reading the Node ----------------------------------------------------------------------------
@@ -363,23 +355,23 @@ def _events(
     drained: Sequence[Mapping[str, Any]],
     ended: Sequence[Mapping[str, Any]],
     unschedulable: bool,
-) -> tuple[NodeEvent, ...]:
+) -> tuple[Event, ...]:
     if before == after:
         return ()
-    out: list[NodeEvent] = []
+    out: list[Event] = []
     if before == Phase.NONE:
-        out.append(NodeEvent("Normal", "Cordoned", f"Cordoned for {_describe(active)}"))
+        out.append(Event("Normal", "Cordoned", f"Cordoned for {_describe(active)}"))
     if after == Phase.DRAINING:
-        out.append(NodeEvent("Normal", "Draining", f"Draining for {_names(draining)}"))
+        out.append(Event("Normal", "Draining", f"Draining for {_names(draining)}"))
     elif after == Phase.DRAINED:
-        out.append(NodeEvent("Normal", "Drained", f"Every pod {_names(drained)} drains is gone"))
+        out.append(Event("Normal", "Drained", f"Every pod {_names(drained)} drains is gone"))
     elif after == Phase.NONE:
         over = f"{_names(ended)} completed" if ended else "No NodeMaintenance holds this node"
         if unschedulable:
             message = f"{over}; the node stays unschedulable (cordoned outside nodeagent)"
         else:
             message = f"{over}; the node is schedulable again"
-        out.append(NodeEvent("Normal", "Restored", message))
+        out.append(Event("Normal", "Restored", message))
     return tuple(out)
 
 

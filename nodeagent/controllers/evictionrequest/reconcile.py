@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
-from nodeagent.model.bodies import EventType, uid_of
+from nodeagent.model.bodies import Event, EventType, uid_of
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import (
@@ -46,7 +46,6 @@ from nodeagent.model.interceptors import (
 
 __all__ = [
     "HELD_AT_MOST",
-    "EventNote",
     "EventType",
     "EvictionOutcome",
     "ImperativeState",
@@ -83,17 +82,6 @@ class EvictionOutcome:
 
 
 @dataclass(frozen=True)
-class EventNote:
-    """An Event to record about the EvictionRequest, or about its pod (``on_pod``: what the
-    pod's owner should see in ``kubectl describe pod``)."""
-
-    type: EventType
-    reason: str
-    message: str
-    on_pod: bool = False
-
-
-@dataclass(frozen=True)
 class Plan:
     status: dict[str, Any] | None = None
     """The whole new status, or None when it does not change."""
@@ -103,7 +91,7 @@ class Plan:
     """Call the Eviction API for the target pod (with its UID as precondition), then plan again
     with the outcome."""
     requeue_after: float | None = None
-    events: tuple[EventNote, ...] = ()
+    events: tuple[Event, ...] = ()
     imperative: ImperativeState | None = None
     """The retry state to keep (None: forget it)."""
     activation: tuple[str, datetime] | None = None
@@ -120,7 +108,7 @@ class _Builder:
         self.old: dict[str, Any] = dict(raw) if isinstance(raw, Mapping) else {}
         self.status: dict[str, Any] = copy.deepcopy(self.old)
         self.labels: dict[str, str] = {}
-        self.events: list[EventNote] = []
+        self.events: list[Event] = []
         self.requeue: float | None = None
         self.evict = False
         self.imperative: ImperativeState | None = None
@@ -160,7 +148,7 @@ class _Builder:
         self.condition(CANCELED, reason, message)
         self.retire_active()
         kind: EventType = "Warning" if reason == "ValidationFailed" else "Normal"
-        self.events.append(EventNote(kind, "Canceled" if kind == "Normal" else reason, message))
+        self.events.append(Event(kind, "Canceled" if kind == "Normal" else reason, message))
 
     def evicted(self, reason: str, message: str) -> None:
         """Evicted. Our own imperative interceptor completes with it; another active interceptor
@@ -312,7 +300,7 @@ def plan_request(
             # again by its requester, over and over): the defaults take its place, once, said.
             targets = default_interceptors(target, settings.configured)
             b.events.append(
-                EventNote(
+                Event(
                     "Warning",
                     "InvalidInterceptors",
                     f"Pod {b.pod_ref}: {exc}; the annotation is ignored and the default "
@@ -340,7 +328,7 @@ def plan_request(
     b.status["processedInterceptors"] = list(selection.processed)
     for handover in selection.handovers:
         b.events.append(
-            EventNote(
+            Event(
                 "Normal" if handover.reason == "Completed" else "Warning",
                 "InterceptorCompleted" if handover.reason == "Completed" else "InterceptorTimedOut",
                 handover.describe(settings.heartbeat_deadline),
@@ -484,7 +472,7 @@ def _imperative(
         # On the pod: its owner learns what holds it (a budget, say). Said once per request:
         # held back by a budget first, a pod is refused only after waiting a heartbeat interval.
         b.events.append(
-            EventNote(
+            Event(
                 "Warning",
                 "EvictionRefused",
                 f"Eviction of pod {b.pod_ref} refused; retrying with backoff: {outcome.detail}",
