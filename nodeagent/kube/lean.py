@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent.kube.resources import PODS, Obj
+from nodeagent.model.bodies import items
 
 __all__ = [
     "LAST_APPLIED",
@@ -94,12 +95,9 @@ def _share(part: object, keys: tuple[str, ...]) -> None:
 
 
 def _read_conditions(status: object) -> list[dict[str, Any]]:
-    raw = status.get("conditions") if isinstance(status, Mapping) else None
-    if not isinstance(raw, list):
-        return []
     return [
         {"type": c["type"], "status": c.get("status")}
-        for c in raw
+        for c in items(status, "conditions")
         if isinstance(c, Mapping) and c.get("type") in POD_CONDITIONS_READ
     ]
 

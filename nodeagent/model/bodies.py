@@ -32,6 +32,7 @@ __all__ = [
     "NodeStatus",
     "ObjectMeta",
     "StageStatus",
+    "annotations_of",
     "as_eviction_request",
     "as_maintenance",
     "as_map",
@@ -39,8 +40,11 @@ __all__ = [
     "condition_true",
     "deleting",
     "describe",
+    "find_condition",
     "generation",
+    "is_true",
     "items",
+    "labels_of",
     "mapping",
     "metadata_of",
     "name_of",
@@ -193,6 +197,16 @@ def metadata_of(obj: object) -> Mapping[str, Any]:
     return mapping(obj, "metadata")
 
 
+def labels_of(obj: object) -> Mapping[str, Any]:
+    """``obj.metadata.labels`` if it is a mapping, else an empty one."""
+    return mapping(metadata_of(obj), "labels")
+
+
+def annotations_of(obj: object) -> Mapping[str, Any]:
+    """``obj.metadata.annotations`` if it is a mapping, else an empty one."""
+    return mapping(metadata_of(obj), "annotations")
+
+
 def uid_of(obj: object) -> str:
     """``obj.metadata.uid``, or "" (also for no object)."""
     return str(mapping(obj, "metadata").get("uid") or "")
@@ -225,18 +239,28 @@ def generation(obj: Mapping[str, Any]) -> int | None:
 # --- meta/v1 Conditions ---------------------------------------------------------------------------
 
 
-def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    """The condition of ``type_`` in ``status.conditions``, if any."""
-    for cond in items(status, "conditions"):
+def find_condition(conditions: Iterable[object], type_: str) -> Mapping[str, Any] | None:
+    """The first condition of ``type_`` among ``conditions`` (entries not mappings skipped)."""
+    for cond in conditions:
         if isinstance(cond, Mapping) and cond.get("type") == type_:
             return cond
     return None
 
 
-def condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    """Whether ``obj``'s condition ``type_`` has status True."""
-    cond = condition(mapping(obj, "status"), type_)
+def condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The condition of ``type_`` in ``status.conditions``, if any."""
+    return find_condition(items(status, "conditions"), type_)
+
+
+def is_true(cond: Mapping[str, Any] | None) -> bool:
+    """Whether a condition is there with status True."""
     return cond is not None and cond.get("status") == "True"
+
+
+def condition_true(obj: Mapping[str, Any], type_: str) -> bool:
+    """Whether ``obj``'s condition ``type_`` has status True (a Pod's Ready, a NodeMaintenance's
+    Drained, a Node's managed conditions)."""
+    return is_true(condition(mapping(obj, "status"), type_))
 
 
 def set_condition(

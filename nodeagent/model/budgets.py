@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodeagent.model.bodies import condition_true, mapping
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 
 __all__ = ["WAITING_PREFIX", "BudgetGate", "Spent", "budget_gate", "pod_ready"]
@@ -58,17 +59,8 @@ class BudgetGate:
         )
 
 
-def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
 def pod_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = _map(pod, "status").get("conditions")
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, Mapping) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
+    return condition_true(pod, "Ready")
 
 
 def budget_gate(
@@ -80,12 +72,12 @@ def budget_gate(
 
     ``budgets``: the PodDisruptionBudgets of the pod's namespace. ``spent``: evictions let
     through per budget key (see :class:`Spent`)."""
-    md = _map(pod, "metadata")
+    md = mapping(pod, "metadata")
     labels = md.get("labels")
     labels = labels if isinstance(labels, Mapping) else {}
     selecting: list[Mapping[str, Any]] = []
     for pdb in budgets:
-        raw = _map(pdb, "spec").get("selector")
+        raw = mapping(pdb, "spec").get("selector")
         if not isinstance(raw, Mapping):
             continue  # policy/v1: no selector selects no pod (an empty one selects all)
         try:
@@ -97,8 +89,8 @@ def budget_gate(
     if len(selecting) != 1 or not pod_ready(pod):
         return None
     pdb = selecting[0]
-    pdb_md = _map(pdb, "metadata")
-    status = _map(pdb, "status")
+    pdb_md = mapping(pdb, "metadata")
+    status = mapping(pdb, "status")
     allowed = status.get("disruptionsAllowed")
     generation = pdb_md.get("generation")
     if not isinstance(allowed, int) or status.get("observedGeneration") != generation:

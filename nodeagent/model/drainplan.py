@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from nodeagent.model.bodies import mapping
 from nodeagent.model.selectors import (
     LabelSelector,
     Operator,
@@ -295,11 +296,6 @@ class PodClass:
     skip: bool = False
 
 
-def _mapping(obj: object, key: str) -> Mapping[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def _is_daemonset_controller(ref: object) -> bool:
     return (
         isinstance(ref, Mapping)
@@ -312,22 +308,22 @@ def classify(pod: Mapping[str, Any]) -> PodClass:
     """Static for mirror pods (annotation ``kubernetes.io/config.mirror``), DaemonSet when the
     controlling ownerReference is a DaemonSet, else Default; ``spec.priority`` (0 when unset);
     ``skip`` for ``nodeagent.io/drain: skip``."""
-    metadata = _mapping(pod, "metadata")
-    annotations = _mapping(metadata, "annotations")
+    metadata = mapping(pod, "metadata")
+    annotations = mapping(metadata, "annotations")
     if MIRROR_ANNOTATION in annotations:
         pod_type = PodType.STATIC
     elif any(_is_daemonset_controller(ref) for ref in metadata.get("ownerReferences") or ()):
         pod_type = PodType.DAEMONSET
     else:
         pod_type = PodType.DEFAULT
-    priority = _mapping(pod, "spec").get("priority")
+    priority = mapping(pod, "spec").get("priority")
     if isinstance(priority, bool) or not isinstance(priority, int):
         priority = 0
     return PodClass(pod_type, priority, annotations.get(DRAIN_ANNOTATION) == DRAIN_SKIP)
 
 
 def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = _mapping(_mapping(pod, "metadata"), "labels")
+    labels = mapping(mapping(pod, "metadata"), "labels")
     return {k: v for k, v in labels.items() if isinstance(v, str)}
 
 

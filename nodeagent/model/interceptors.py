@@ -21,7 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.model.backoff import capped_exponential
-from nodeagent.model.bodies import set_condition
+from nodeagent.model.bodies import (
+    annotations_of,
+    find_condition,
+    is_true,
+    metadata_of,
+    set_condition,
+)
 from nodeagent.model.budgets import WAITING_PREFIX
 from nodeagent.model.drainplan import PodType, classify, pod_labels
 from nodeagent.model.maintenance import NODE_LABEL
@@ -162,22 +168,12 @@ class SelectorInterceptor:
     selector: LabelSelector
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    md = obj.get("metadata")
-    return md if isinstance(md, Mapping) else {}
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    annotations = _metadata(obj).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
 def target_interceptors(
     pod: Mapping[str, Any], configured: Sequence[SelectorInterceptor] = ()
 ) -> tuple[str, ...]:
     """The pod's interceptors in order, ``imperative-eviction.k8s.io`` last (KEP "Interceptor
     Selection"). Raises :class:`InvalidInterceptors` naming the annotation when it is malformed."""
-    raw = _annotations(pod).get(INTERCEPTORS_ANNOTATION)
+    raw = annotations_of(pod).get(INTERCEPTORS_ANNOTATION)
     if raw is not None:
         if not isinstance(raw, str):
             raise InvalidInterceptors(f"annotation {INTERCEPTORS_ANNOTATION}: must be a string")
@@ -223,7 +219,7 @@ def pod_terminal(pod: Mapping[str, Any]) -> bool:
 
 
 def pod_terminating(pod: Mapping[str, Any]) -> bool:
-    return _metadata(pod).get("deletionTimestamp") is not None
+    return metadata_of(pod).get("deletionTimestamp") is not None
 
 
 # --- EvictionRequest status ---------------------------------------------------------------------
@@ -330,7 +326,7 @@ class EvictionRequestView:
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> EvictionRequestView:
-        md = _metadata(obj)
+        md = metadata_of(obj)
         spec = obj.get("spec")
         spec = spec if isinstance(spec, Mapping) else {}
         status = obj.get("status")
@@ -375,14 +371,10 @@ class EvictionRequestView:
         )
 
     def condition(self, type_: str) -> Mapping[str, Any] | None:
-        for c in self.conditions:
-            if c.get("type") == type_:
-                return c
-        return None
+        return find_condition(self.conditions, type_)
 
     def is_true(self, type_: str) -> bool:
-        c = self.condition(type_)
-        return c is not None and c.get("status") == "True"
+        return is_true(self.condition(type_))
 
     @property
     def evicted(self) -> bool:

@@ -6,14 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar, cast
 
+from nodeagent.model.bodies import uid_of
+
 __all__ = ["ObjectMemo", "Recall"]
 
 T = TypeVar("T")
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata")
-    return str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
 
 
 class ObjectMemo(Generic[T]):
@@ -27,7 +24,7 @@ class ObjectMemo(Generic[T]):
         self._by_uid: dict[str, tuple[Mapping[str, Any], T]] = {}
 
     def __call__(self, obj: Mapping[str, Any]) -> T:
-        uid = _uid(obj)
+        uid = uid_of(obj)
         hit = self._by_uid.get(uid)
         if hit is not None and hit[0] is obj:
             return hit[1]
@@ -37,7 +34,7 @@ class ObjectMemo(Generic[T]):
 
     def forget(self, obj: Mapping[str, Any]) -> None:
         """``obj`` is gone (an informer's delete handler): drop its entry."""
-        self._by_uid.pop(_uid(obj), None)
+        self._by_uid.pop(uid_of(obj), None)
 
     def __len__(self) -> int:
         return len(self._by_uid)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nodeagent.model.bodies import condition_true
 from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
 
 LABEL_TRIGGER = "nodeagent.io/trigger"
@@ -101,10 +102,7 @@ def stage(nm: Mapping[str, Any]) -> str:
 
 
 def is_drained(nm: Mapping[str, Any]) -> bool:
-    for c in (nm.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Drained":
-            return bool(c.get("status") == "True")
-    return False
+    return condition_true(nm, "Drained")
 
 
 def shutdown_over(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> bool:
