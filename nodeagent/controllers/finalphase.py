@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from nodeagent.controllers.nodemaintenance.controller import pod_node_index
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.informer import ListWatcher
@@ -88,27 +88,27 @@ class FinalPhaseController(Controller):
             return []
         return self._maintenances.store.index_keys(_NODE_INDEX, str(node))
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         nm = self._maintenances.store.get(key)
         if nm is None or metadata_of(nm).get("deletionTimestamp") or stage(nm) != "Drain":
             self._asked.pop(key, None)
             self._said.pop(key, None)
-            return
+            return None
         try:
             phase = model.requested(nm)
         except model.InvalidFinalPhase as e:
             await self._report(nm, "FinalPhaseInvalid", str(e))
-            return
+            return None
         node = shutdown_node(nm)
         if phase is None:
-            return
+            return None
         if node is None:
             message = (
                 f"NodeMaintenance {key}: annotation {model.ANNOTATION} is honoured only on a "
                 "node's shutdown maintenance (labelled for its node, selecting it alone)"
             )
             await self._report(nm, "FinalPhaseInvalid", message)
-            return
+            return None
         asked = self._asked.setdefault(key, set())
         now = self._clock()
         step = model.plan(
@@ -127,8 +127,9 @@ class FinalPhaseController(Controller):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(1.0, until - now)):
                     await self._delete(step, asked)
-        if step.next_at is not None:
-            self.enqueue_after(key, max(0.0, step.next_at - now))
+        if step.next_at is None:
+            return None
+        return Result(requeue_after=max(0.0, step.next_at - now))
 
     async def _delete(self, step: model.Step, asked: set[str]) -> None:
         async def one(d: model.Deletion) -> None:

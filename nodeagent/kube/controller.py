@@ -7,8 +7,9 @@ Usage::
     pods = informers.informer(PODS, indexers={"node": pod_node_index})
 
     class MyController(Controller):
-        async def reconcile(self, key: str) -> None:
+        async def reconcile(self, key: str) -> Result | None:
             ...  # raise to retry with rate limiting; return to forget the key's failures
+            return Result(requeue_after=30.0)  # and look again in 30 s
 
     ctl = MyController("my-controller", informers=[nodes, pods], workers=4)
     ctl.enqueue_on(nodes, lambda node: [key_of(node)])
@@ -37,12 +38,20 @@ from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Indexer, Store
 from nodeagent.kube.workqueue import ShutDown, WorkQueue, WorkQueueMetrics
 
-__all__ = ["Controller", "KeyMapper", "SharedInformers"]
+__all__ = ["Controller", "KeyMapper", "Result", "SharedInformers"]
 
 log = logging.getLogger(__name__)
 
 KeyMapper = Callable[[Obj], Iterable[str]]
 """Maps an object an informer saw to the keys of the objects to reconcile because of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a successful reconcile asks of the runtime (controller-runtime's Result):
+    `requeue_after` seconds, to look at the key again then (an event may bring it back sooner)."""
+
+    requeue_after: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +147,8 @@ class Controller(ABC):
     """A named work queue of string keys (usually `namespace/name`) served by `workers`
     concurrent workers calling `reconcile`.
 
-    `reconcile(key)` returning means success: the key's failure history is forgotten. Raising
+    `reconcile(key)` returning means success: the key's failure history is forgotten, and a
+    `Result` with `requeue_after` queues the key again after that delay. Raising
     re-queues the key with the rate limiter's delay (client-go's default controller rate
     limiter unless another is given). A key is never reconciled twice at the same time; a key
     enqueued while it is being reconciled is reconciled again afterwards.
@@ -167,8 +177,9 @@ class Controller(ABC):
         self._log = logging.getLogger(f"{__name__}.{name}")
 
     @abstractmethod
-    async def reconcile(self, key: str) -> None:
-        """Bring the object under `key` to its desired state; raise to retry later."""
+    async def reconcile(self, key: str) -> Result | None:
+        """Bring the object under `key` to its desired state; raise to retry later, return a
+        `Result` to look again after a delay."""
 
     def enqueue(self, key: str) -> None:
         self.queue.add(key)
@@ -214,7 +225,7 @@ class Controller(ABC):
             except ShutDown:
                 return
             try:
-                await self.reconcile(key)
+                result = await self.reconcile(key)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -233,5 +244,7 @@ class Controller(ABC):
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)
+                if result is not None and result.requeue_after is not None:
+                    self.queue.add_after(key, result.requeue_after)
             finally:
                 self.queue.done(key)

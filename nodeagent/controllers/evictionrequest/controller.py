@@ -17,7 +17,7 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     plan_request,
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
@@ -166,14 +166,13 @@ class EvictionRequestController(Controller):
 
     # -- reconcile ----------------------------------------------------------------------------
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         request = self.requests.store.get(key)
         if request is None:
             self._forget(key)
-            return
+            return None
         if (left := self._write_unseen(key, request)) is not None:
-            self.enqueue_after(key, left)  # its watch event brings us back sooner
-            return
+            return Result(requeue_after=left)  # its watch event brings us back sooner
         # Read here only, before any await: a request deleted meanwhile is not read again after
         # its delete event made the memo forget it.
         view = self._view(request)
@@ -189,7 +188,7 @@ class EvictionRequestController(Controller):
             if gate is not None and outcome.kind != "evicted":
                 self._let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, view, pod, state, outcome, gate)
-        await self._apply(key, request, view, plan, pod)
+        return await self._apply(key, request, view, plan, pod)
 
     def _write_unseen(self, key: str, request: Obj) -> float | None:
         """Seconds left to wait while the cache still shows a version our last writes to the
@@ -297,7 +296,7 @@ class EvictionRequestController(Controller):
 
     async def _apply(
         self, key: str, request: Obj, view: EvictionRequestView, plan: Plan, pod: Obj | None
-    ) -> None:
+    ) -> Result | None:
         if plan.imperative is not None:
             self._imperative[key] = (view.uid, plan.imperative)
         else:
@@ -328,11 +327,10 @@ class EvictionRequestController(Controller):
             # Someone (an interceptor, a requester) wrote meanwhile; look again at the new state.
             # Its watch event brings us back; the delayed add is only a safety net.
             log.debug("eviction request %s changed while reconciling; again", key)
-            self.enqueue_after(key, 1.0)
-            return
+            return Result(requeue_after=1.0)
         except NotFound:
             self._forget(key)
-            return
+            return None
         if current is not request:
             self._written[key] = (frozenset(replaced), asyncio.get_running_loop().time())
         if plan.activation is not None:
@@ -343,8 +341,9 @@ class EvictionRequestController(Controller):
             subject = pod if note.on_pod and pod is not None else current
             if self._events is not None:
                 await self._events.record(subject, note.type, note.reason, note.message)
-        if plan.requeue_after is not None and not plan.finished:
-            self.enqueue_after(key, plan.requeue_after)
+        if plan.finished:
+            return None
+        return Result(requeue_after=plan.requeue_after)
 
     def _observe(self, request: Obj, view: EvictionRequestView | None, plan: Plan) -> None:
         """`view`: the request's, when known (not that of a version our write returned)."""

@@ -29,13 +29,13 @@ from nodeagent.controllers.interceptors.common import (
     utcnow,
 )
 from nodeagent.controllers.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.interceptors import EvictionRequestView, next_heartbeat_in
+from nodeagent.model.interceptors import EvictionRequestView
 
 __all__ = ["AnnotateInterceptors"]
 
@@ -79,17 +79,17 @@ class AnnotateInterceptors(Controller):
     def _keys_for_request(self, request: Obj) -> list[str]:
         return [key_of(request)] if self._rules else []
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         request = self.requests.store.get(key)
         if request is None:
-            return
+            return None
         view = EvictionRequestView.from_obj(request)
         if view.canceled:
             await self._withdraw(view)
-            return
+            return None
         rule = annotate_rule(view, self._rules)
         if rule is None:
-            return
+            return None
         now = self._clock()
         pod = await target_pod(self._client, self.pods.store, view)
         plan = plan_annotate(rule, pod)
@@ -97,7 +97,7 @@ class AnnotateInterceptors(Controller):
             done = await complete(self._client, request, rule.name, now)
             if done is not None and self._events is not None:
                 await self._events.record(request, "Normal", "InterceptorCompleted", done.message)
-            return
+            return None
         if plan.annotate:
             await self._annotate(pod, rule, rule.annotation_value)
             if self._events is not None:
@@ -108,13 +108,9 @@ class AnnotateInterceptors(Controller):
                     f"{rule.name} annotated pod {view.target_name} with "
                     f"{rule.annotation_key}={rule.annotation_value} so its operator moves it.",
                 )
-        stored = await progress(
+        return await progress(
             self._client, request, rule.name, plan.message, now, self._deadline, self._min_interval
         )
-        if stored is not None:
-            self.enqueue_after(
-                key, next_heartbeat_in(stored, now, self._deadline, self._min_interval)
-            )
 
     async def _annotate(self, pod: Obj, rule: AnnotateRule, value: str | None) -> None:
         md = pod.get("metadata") or {}

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from nodeagent.kube.controller import Result
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
@@ -15,6 +16,7 @@ from nodeagent.kube.store import Store
 from nodeagent.model.interceptors import (
     EvictionRequestView,
     InterceptorStatus,
+    next_heartbeat_in,
     report_progress,
     with_interceptor_status,
 )
@@ -157,16 +159,19 @@ async def progress(
     now: datetime,
     deadline: timedelta,
     minimum: timedelta,
-) -> InterceptorStatus | None:
-    """Report ``message`` (heartbeating when due, see `report_progress`). Returns the entry as
-    stored now, or None when the request moved on (its watch event brings the caller back)."""
-    current = EvictionRequestView.from_obj(request).entry(name)
-    if report_progress(current, message, now, deadline, minimum) is None:
-        return current
-    written = await report(
-        client,
-        request,
-        name,
-        lambda entry: report_progress(entry, message, now, deadline, minimum),
-    )
-    return EvictionRequestView.from_obj(written).entry(name) if written is not None else None
+) -> Result | None:
+    """Report ``message`` (heartbeating when due, see `report_progress`). Returns when to look
+    again (the entry's next heartbeat), or None when the request moved on (its watch event
+    brings the caller back)."""
+    stored = EvictionRequestView.from_obj(request).entry(name)
+    if report_progress(stored, message, now, deadline, minimum) is not None:
+        written = await report(
+            client,
+            request,
+            name,
+            lambda entry: report_progress(entry, message, now, deadline, minimum),
+        )
+        if written is None:
+            return None
+        stored = EvictionRequestView.from_obj(written).entry(name)
+    return Result(requeue_after=next_heartbeat_in(stored, now, deadline, minimum))

@@ -41,7 +41,7 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
@@ -50,7 +50,6 @@ from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors import (
     DAEMONSET_INTERCEPTOR,
     EvictionRequestView,
-    next_heartbeat_in,
 )
 from nodeagent.model.memo import ObjectMemo
 
@@ -107,21 +106,22 @@ class DaemonSetInterceptor(Controller):
     def _tainted_nodes(self) -> Iterable[str]:
         return [_NODE + key_of(n) for n in self.nodes.store.list() if has_taint(n)]
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         if key.startswith(_REQUEST):
-            await self._request(key.removeprefix(_REQUEST))
-        elif key.startswith(_NODE):
+            return await self._request(key.removeprefix(_REQUEST))
+        if key.startswith(_NODE):
             await self._node(key.removeprefix(_NODE))
+        return None
 
     # -- the interceptor ------------------------------------------------------------------------
 
-    async def _request(self, key: str) -> None:
+    async def _request(self, key: str) -> Result | None:
         request = self.requests.store.get(key)
         if request is None:
-            return
+            return None
         view = self._view(request)  # before any await, as a request deleted since is forgotten
         if not daemonset_turn(view):
-            return
+            return None
         now = self._clock()
         pod = await target_pod(self._client, self.pods.store, view)
         plan = plan_daemonset(pod, self.maintenances.store.list())
@@ -131,18 +131,18 @@ class DaemonSetInterceptor(Controller):
             plan = plan_daemonset(pod, listed.get("items") or [])
         if plan.action == "complete" or pod is None:
             await complete(self._client, request, DAEMONSET_INTERCEPTOR, now)
-            return
+            return None
         if plan.action != "evict":
             message = plan.message
             await report(
                 self._client, request, DAEMONSET_INTERCEPTOR, lambda e: e.complete(now, message)
             )
-            return
+            return None
         if plan.taint_node:
             await self._taint(plan.taint_node)
         if plan.delete:
             await self._delete(pod)
-        stored = await progress(
+        return await progress(
             self._client,
             request,
             DAEMONSET_INTERCEPTOR,
@@ -151,10 +151,6 @@ class DaemonSetInterceptor(Controller):
             self._deadline,
             self._min_interval,
         )
-        if stored is not None:
-            self.enqueue_after(
-                _REQUEST + key, next_heartbeat_in(stored, now, self._deadline, self._min_interval)
-            )
 
     async def _taint(self, node_name: str) -> None:
         node = self.nodes.store.get(node_name)

@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from watchfiles import awatch
 
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventClient, EventRecorder
 from nodeagent.kube.informer import ListWatcher
@@ -199,12 +199,12 @@ class StaticPodInterceptor(Controller):
                 )
             await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         try:
             if key == _SWEEP:
                 await self._sweep()
-            else:
-                await self._reconcile_eviction(key.removeprefix(_EVR))
+                return None
+            return await self._reconcile_eviction(key.removeprefix(_EVR))
         except StashUnavailable:
             # e.g. a directory was replaced: open the stash afresh next time
             self._stash.close()
@@ -369,13 +369,13 @@ class StaticPodInterceptor(Controller):
 
     # --- EvictionRequests --------------------------------------------------------------------
 
-    async def _reconcile_eviction(self, key: str) -> None:
+    async def _reconcile_eviction(self, key: str) -> Result | None:
         """Carry out the plans of `plan.py`: read the cache, the manifest directory, the stash
         and (when the cache may lag) the maintenances from the API; move the manifest aside and
         write our entry."""
         evr = self._evrs.store.get(key)
         if evr is None:
-            return
+            return None
         view = EvictionView.of(evr)
         pod = view.pod_ref
         now = self._now()
@@ -386,12 +386,11 @@ class StaticPodInterceptor(Controller):
         if plan.action == "finish" and plan.entry is not None:
             await self._write(view, plan.entry)
         if plan.action != "stop_pod":
-            return
+            return None
         if not await self._open_stash():
-            await self._progress(
+            return await self._progress(
                 view, None, now, f"cannot move manifests: {self._warned.get('stash')}"
             )
-            return
         scan = await self._fs(self._scan)
         manifest = find_manifest(scan, view, self._node_name)
         if manifest is None:
@@ -405,15 +404,13 @@ class StaticPodInterceptor(Controller):
             )
             if missing.warn and self._warn_once("evr:" + key, missing.message):
                 await self._events.warning(pod, "StaticPodNotStopped", missing.message)
-            await self._progress(view, None, now, missing.message)
-            return
+            return await self._progress(view, None, now, missing.message)
         priority = manifest_priority(manifest.pod, self._priority_class_map())
         if priority is None:
             message = unknown_priority_message(manifest.path)
             if self._warn_once("evr:" + key, message):
                 await self._events.warning(pod, "StaticPodNotStopped", message)
-            await self._progress(view, None, now, message)
-            return
+            return await self._progress(view, None, now, message)
         static_pod = manifest_pod(manifest.pod, priority)
         stash = plan_stash(
             view,
@@ -445,28 +442,29 @@ class StaticPodInterceptor(Controller):
         if stash.action == "decline" and stash.entry is not None:
             await self._events.normal(pod, "StaticPodEvictionDeclined", stash.message)
             await self._write(view, stash.entry)
-            return
+            return None
         owner = stash.owner
         if owner is None:
-            return
+            return None
         try:
             entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
         except ManifestChanged as e:
             log.info("static pods: %s; looking again", e)
-            self.enqueue(_EVR + key)
-            return
+            return Result(requeue_after=0.0)  # now
         except StashError as e:
             message = not_moved_message(manifest.path, e)
             if self._warn_once("evr:" + key, message):
                 await self._events.warning(pod, "StaticPodNotStopped", message)
-            await self._progress(view, None, now, message)
+            heartbeat = await self._progress(view, None, now, message)
+            if heartbeat.requeue_after is not None:  # the raise backs off; a heartbeat does not
+                self.enqueue_after(_EVR + key, heartbeat.requeue_after)
             raise
         self._warned.pop("evr:" + key, None)
         if self._known is not None:
             self._known.pop(manifest.path.name, None)
         stopping = plan_stopping(manifest.path, self._stash.stash_dir / entry.payload_name, owner)
         await self._events.normal(pod, "StaticPodStopping", stopping.event)
-        await self._progress(view, manifest.pod, now, stopping.progress, start=True)
+        return await self._progress(view, manifest.pod, now, stopping.progress, start=True)
 
     async def _progress(
         self,
@@ -476,7 +474,7 @@ class StaticPodInterceptor(Controller):
         message: str,
         *,
         start: bool = False,
-    ) -> None:
+    ) -> Result:
         """Heartbeat: write our entry (if anything changed or a heartbeat is due), then look
         again after the heartbeat interval. `pod`: the manifest's pod, whose grace period
         starts when `start`."""
@@ -485,7 +483,7 @@ class StaticPodInterceptor(Controller):
         )
         if progress.write:
             await self._write(view, progress.entry)
-        self.enqueue_after(_EVR + view.key, progress.recheck_in)
+        return Result(requeue_after=progress.recheck_in)
 
     async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
         try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict
 from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.resources import NODES, PODS, Obj, Resource
@@ -140,8 +140,9 @@ class Recording(Controller):
         self.overlap = False
         self.release = asyncio.Event()
         self.release.set()
+        self.results: dict[str, list[Result | None]] = {}  # what the next calls return, per key
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         if key in self.active:
             self.overlap = True
         self.active.add(key)
@@ -151,6 +152,8 @@ class Recording(Controller):
             if self.failures.get(key, 0) > 0:
                 self.failures[key] -= 1
                 raise Conflict("try again", status=409)
+            results = self.results.get(key)
+            return results.pop(0) if results else None
         finally:
             self.active.discard(key)
 
@@ -219,6 +222,45 @@ async def test_enqueue_after_delays_the_key() -> None:
         ctl.enqueue_after("later", 0.05)
         await wait_for(lambda: ctl.calls == ["later"])
         assert loop.time() - start >= 0.045
+
+
+async def test_a_result_requeues_the_key_after_its_delay() -> None:
+    ctl = Recording()
+    ctl.results["k"] = [Result(requeue_after=0.05), Result(requeue_after=None)]
+    async with running(ctl.run()):
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        ctl.enqueue("k")
+        await wait_for(lambda: ctl.calls == ["k", "k"])
+        assert loop.time() - start >= 0.045
+        await asyncio.sleep(1)
+        assert ctl.calls == ["k", "k"]  # neither a result without a delay nor None requeues
+
+
+async def test_an_error_is_retried_after_the_rate_limiters_delay() -> None:
+    limiter = ItemExponentialFailureRateLimiter(0.1, 10.0)
+    ctl = Recording(rate_limiter=limiter)
+    ctl.failures["k"] = 2
+    async with running(ctl.run()):
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        ctl.enqueue("k")
+        # fails twice (retried after 0.1 s, then 0.2 s), then succeeds
+        await wait_for(lambda: ctl.calls == ["k"] * 3)
+        assert loop.time() - start >= 0.29
+        await wait_for(lambda: ctl.queue.num_requeues("k") == 0)
+
+
+async def test_a_result_forgets_the_keys_failures() -> None:
+    ctl = Recording(rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01))
+    ctl.failures["k"] = 2
+    ctl.results["k"] = [Result(requeue_after=0.05), Result()]
+    async with running(ctl.run()):
+        ctl.enqueue("k")
+        # forgotten on the success that asked for more
+        await wait_for(lambda: len(ctl.calls) == 3 and ctl.queue.num_requeues("k") == 0)
+        await wait_for(lambda: ctl.calls == ["k"] * 4)
+        assert ctl.queue.num_requeues("k") == 0
 
 
 async def test_cancelling_run_shuts_the_queue_down() -> None:
