@@ -1,6 +1,8 @@
 """The NodeMaintenance controller (KEP-4212, DESIGN 2.1).
 
-`reconcile.decide` is the pure decision; `controller.NodeMaintenanceController` the shell.
+The pure decision is :mod:`nodeagent.model.nodemaintenance` (``reconcile`` re-exports it);
+`controller.NodeMaintenanceController` is the shell, `signatures` what it reads of the watched
+objects, `membership` which maintenances share nodes.
 """
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController

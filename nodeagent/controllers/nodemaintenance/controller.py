@@ -1,4 +1,5 @@
-"""The NodeMaintenance controller shell: informers in, `reconcile.decide`, API calls out.
+"""The NodeMaintenance controller shell: informers in, the pure decision
+(:func:`nodeagent.model.nodemaintenance.decide.decide`) in between, API calls out.
 
 Watches NodeMaintenances, Nodes, Pods (indexed by node) and EvictionRequests (indexed by the
 ``nodeagent.io/node`` label). Any change enqueues every maintenance connected to it through
@@ -33,9 +34,7 @@ from prometheus_client import Histogram
 from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.controllers.nodemaintenance.membership import Membership
 from nodeagent.controllers.nodemaintenance.reconcile import (
-    CORDONED_BY_ANNOTATION,
     FINALIZER,
-    NODE_LABEL,
     Actions,
     EvictionRequestCreate,
     EvictionRequestDelete,
@@ -51,6 +50,16 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     recall_group,
     refusal,
 )
+from nodeagent.controllers.nodemaintenance.signatures import (
+    drain_started,
+    eviction_request_node_index,
+    node_signature,
+    pod_node_index,
+    pod_signature,
+    progress_only,
+    request_keys,
+    requests_by_name,
+)
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
@@ -58,15 +67,15 @@ from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPa
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import EvictionRequest, as_maintenance, metadata_of, name_of
+from nodeagent.model.bodies import EvictionRequest, as_maintenance, as_map, metadata_of, name_of
 from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo, Recall
-from nodeagent.model.times import parse_time
 
 __all__ = [
     "NodeMaintenanceClient",
     "NodeMaintenanceController",
+    "drain_started",
     "eviction_request_node_index",
     "pod_node_index",
 ]
@@ -101,90 +110,6 @@ WRITE_SEEN_TIMEOUT = 5.0
 
 class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the controller writes with."""
-
-
-def pod_node_index(pod: Obj) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [node] if isinstance(node, str) and node else []
-
-
-def eviction_request_node_index(er: Obj) -> list[str]:
-    node = ((er.get("metadata") or {}).get("labels") or {}).get(NODE_LABEL)
-    return [node] if isinstance(node, str) and node else []
-
-
-def _pod_signature(pod: Obj) -> tuple[object, ...]:
-    """What of a pod the decision depends on; other updates (status churn) are ignored."""
-    meta = metadata_of(pod)
-    spec = pod.get("spec") or {}
-    annotations = meta.get("annotations") or {}
-    return (
-        meta.get("uid"),
-        spec.get("nodeName"),
-        spec.get("priority"),
-        (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"),
-        meta.get("deletionTimestamp") is not None,
-        tuple(sorted((meta.get("labels") or {}).items())),
-        tuple(sorted(annotations.items())),
-        tuple(
-            (r.get("kind"), r.get("controller"))
-            for r in meta.get("ownerReferences") or ()
-            if isinstance(r, Mapping)
-        ),
-    )
-
-
-def _by_name(objs: Iterable[Obj]) -> dict[str, Obj]:
-    return {str(metadata_of(o).get("name")): o for o in objs}
-
-
-def _request_keys(pods: Iterable[Obj]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The pods' UIDs, and the store keys of the EvictionRequests named after them."""
-    metas = [metadata_of(p) for p in pods]
-    uids = tuple(str(m.get("uid")) for m in metas)
-    return uids, tuple(f"{m.get('namespace')}/{uid}" for m, uid in zip(metas, uids, strict=True))
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _without_progress(status: Mapping[str, Any]) -> dict[str, Any]:
-    """`status` minus what changes with every pod that leaves: the pod counters (the summary's
-    podsLeft among them) and the message of a Drained condition that is not True yet ("N pods
-    left ...")."""
-    out = dict(status)
-    out["summary"] = {k: v for k, v in _map(status.get("summary")).items() if k != "podsLeft"}
-    out["nodeStatuses"] = [
-        {k: v for k, v in ns.items() if k not in ("podsPendingEvacuation", "podsEvacuating")}
-        for ns in status.get("nodeStatuses") or ()
-        if isinstance(ns, Mapping)
-    ]
-    out["conditions"] = [
-        {
-            k: v
-            for k, v in c.items()
-            if not (k == "message" and c.get("type") == "Drained" and c.get("status") != "True")
-        }
-        for c in status.get("conditions") or ()
-        if isinstance(c, Mapping)
-    ]
-    return out
-
-
-def _progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    return bool(old) and _without_progress(old) == _without_progress(new)
-
-
-def _node_signature(node: Obj) -> tuple[object, ...]:
-    meta = metadata_of(node)
-    return (
-        tuple(sorted((meta.get("labels") or {}).items())),
-        (meta.get("annotations") or {}).get(CORDONED_BY_ANNOTATION),
-        (node.get("spec") or {}).get("unschedulable"),
-        # a new boot ends the drain slot of the node's shutdown maintenance of the boot before
-        _map(_map(node.get("status")).get("nodeInfo")).get("bootID"),
-    )
 
 
 class NodeMaintenanceController(Controller):
@@ -276,7 +201,7 @@ class NodeMaintenanceController(Controller):
             self._in_drain.discard(name)
         for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
             if isinstance(ns, Mapping) and ns.get("drainTargets"):
-                self._admitting.pop(str(_map(ns.get("nodeRef")).get("name")), None)
+                self._admitting.pop(str(as_map(ns.get("nodeRef")).get("name")), None)
         self._enqueue_all(self._members.component([name])[0] | {name})
 
     def _on_maintenance_update(self, old: Obj, new: Obj) -> None:
@@ -300,7 +225,7 @@ class NodeMaintenanceController(Controller):
         self._enqueue_all(before | self._members.around_node(name))
 
     def _on_node_update(self, old: Obj, new: Obj) -> None:
-        if _node_signature(old) != _node_signature(new):
+        if node_signature(old) != node_signature(new):
             self._on_node(new)
 
     def _on_node_delete(self, node: Obj) -> None:
@@ -314,7 +239,7 @@ class NodeMaintenanceController(Controller):
             self._enqueue_all(self._members.around_node(node))
 
     def _on_pod_update(self, old: Obj, new: Obj) -> None:
-        if _pod_signature(old) != _pod_signature(new):
+        if pod_signature(old) != pod_signature(new):
             self._on_pod(old)
             self._on_pod(new)
 
@@ -428,10 +353,12 @@ class NodeMaintenanceController(Controller):
         requests: dict[str, Obj] = {}
         for n in node_names:
             labelled = self._requests.store.by_index("node", n)
-            by_name = self._recall(n, "labelled requests", labelled, partial(_by_name, labelled))
+            by_name = self._recall(
+                n, "labelled requests", labelled, partial(requests_by_name, labelled)
+            )
             requests.update(by_name)
             on_node = pods[n]
-            uids, keys = self._recall(n, "request keys", on_node, partial(_request_keys, on_node))
+            uids, keys = self._recall(n, "request keys", on_node, partial(request_keys, on_node))
             for uid, found in zip(uids, map(self._requests.store.get, keys), strict=True):
                 if found is not None:
                     requests[uid] = found
@@ -500,8 +427,8 @@ class NodeMaintenanceController(Controller):
         if actions.requeue_after is not None:
             self.enqueue_after(key, actions.requeue_after)
         self._not_before[key] = now + (now - started) * PACING
-        if actions.status is not None and _progress_only(
-            _map(inputs.maintenance.get("status")), actions.status
+        if actions.status is not None and progress_only(
+            as_map(inputs.maintenance.get("status")), actions.status
         ):
             written = self._progress_written.get(key)
             if written is not None and now - written < PROGRESS_INTERVAL:
@@ -731,11 +658,3 @@ class NodeMaintenanceController(Controller):
         cached = self._requests.store.get(f"{d.namespace}/{d.name}")
         if d.uid and cached is not None and metadata_of(cached).get("uid") == d.uid:
             self._deleted[d.uid] = asyncio.get_running_loop().time()
-
-
-def drain_started(nm: Mapping[str, Any]) -> datetime | None:
-    """When the maintenance's Drain stage started (status.stageStatuses), if it says."""
-    for entry in (nm.get("status") or {}).get("stageStatuses") or ():
-        if isinstance(entry, Mapping) and entry.get("name") == "Drain":
-            return parse_time(entry.get("startTimestamp"))
-    return None

@@ -1,7 +1,7 @@
 """Which nodes each maintenance has to do with, kept current from informer events.
 
 A maintenance has to do with a node it selects, cordons, or reports in its status
-(:func:`~nodeagent.controllers.nodemaintenance.reconcile.maintenance_nodes`). Maintenances that
+(:func:`~nodeagent.model.nodemaintenance.selection.maintenance_nodes`). Maintenances that
 share nodes are decided together, so every pod event asks which maintenances are connected to
 its node. Walking the component costs as much as the maintenances' nodes, and a 500-node
 maintenance answers it for every one of its pods' events; so the index also counts, per

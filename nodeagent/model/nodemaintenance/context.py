@@ -12,6 +12,7 @@ from typing import Any
 from nodeagent.model.bodies import (
     NodeMaintenance,
     as_map,
+    deleting,
     items,
     mapping,
     name_of,
@@ -124,3 +125,26 @@ def read_maintenances(
             )
         others[name] = MaintenanceState(obj, name, stage, v, selected, progress)
     return others
+
+
+def read_context(inp: Inputs, validity: Validity) -> Context:
+    """What the steps of one decision read, built once before them (``validity`` is the
+    maintenance's own, already checked)."""
+    nm = inp.maintenance
+    me = name_of(nm)
+    stage = effective_stage(nm)
+    is_deleting = deleting(nm)
+    recall = inp.recall if inp.recall is not None else Recall()
+    bound = PodReader(inp, recall)
+    return Context(
+        inp=inp,
+        me=me,
+        stage=stage,
+        deleting=is_deleting,
+        validity=validity,
+        others=read_maintenances(inp, me, validity, recall),
+        acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
+        recall=recall,
+        bound=bound,
+        requests=RequestReader(inp, recall, bound),
+    )

@@ -14,6 +14,7 @@ from typing import Any
 from nodeagent.model.bodies import (
     mapping,
 )
+from nodeagent.model.drainslots import Slots
 from nodeagent.model.nodemaintenance.actions import NodePatch, RecordedEvent
 from nodeagent.model.nodemaintenance.context import Context
 from nodeagent.model.nodemaintenance.selection import cordoned_by
@@ -70,3 +71,21 @@ def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list
         else:
             uncordon.append(NodePatch(node_name, rv, None, None))
     return uncordon, events
+
+
+def cordon_actions(
+    ctx: Context, slots: Slots | None
+) -> tuple[list[NodePatch], list[NodePatch], list[RecordedEvent]]:
+    """The cordons and uncordons of one decision, and their events: while the stage holds a
+    cordon, cordon the selected nodes (those waiting for a drain slot only with
+    ``cordon_while_waiting``) and let go of the others; otherwise let go of every node."""
+    act_stage = ctx.act_stage
+    holds_now = act_stage is not None and act_stage.holds_cordon
+    waiting = frozenset(slots.waiting) if slots is not None else frozenset()
+    uncordoned = frozenset() if ctx.inp.cordon_while_waiting else waiting
+    cordon, events = cordons(ctx, uncordoned) if holds_now else ([], [])
+    uncordon: list[NodePatch] = []
+    if ctx.acting:
+        uncordon, uncordon_events = uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
+        events.extend(uncordon_events)
+    return cordon, uncordon, events

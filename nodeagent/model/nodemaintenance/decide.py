@@ -16,16 +16,13 @@ from nodeagent.model.maintenance import (
     effective_stage,
     validate,
 )
-from nodeagent.model.memo import Recall
-from nodeagent.model.nodemaintenance.actions import Actions, NodePatch
-from nodeagent.model.nodemaintenance.context import Context, read_maintenances
-from nodeagent.model.nodemaintenance.cordon import cordons, uncordons
+from nodeagent.model.nodemaintenance.actions import Actions
+from nodeagent.model.nodemaintenance.context import read_context
+from nodeagent.model.nodemaintenance.cordon import cordon_actions
 from nodeagent.model.nodemaintenance.deadline import deadline_requeue
 from nodeagent.model.nodemaintenance.evictions import escalation, eviction_actions
 from nodeagent.model.nodemaintenance.inputs import Inputs
 from nodeagent.model.nodemaintenance.limits import drain_slots, shutdowns_over
-from nodeagent.model.nodemaintenance.pods import PodReader
-from nodeagent.model.nodemaintenance.requests import RequestReader
 from nodeagent.model.nodemaintenance.status import maintenance_status, neighbour_statuses
 from nodeagent.model.nodemaintenance.targets import resolve_drain
 
@@ -47,31 +44,10 @@ def decide(inp: Inputs) -> Actions:
         # removes the object once the other finalizers (if any) are gone.
         return Actions(stage=stage, validity=validity)
 
-    recall = inp.recall if inp.recall is not None else Recall()
-    bound = PodReader(inp, recall)
-    ctx = Context(
-        inp=inp,
-        me=me,
-        stage=stage,
-        deleting=is_deleting,
-        validity=validity,
-        others=read_maintenances(inp, me, validity, recall),
-        acting=validity.valid or is_deleting or stage == Stage.COMPLETE,
-        recall=recall,
-        bound=bound,
-        requests=RequestReader(inp, recall, bound),
-    )
-    act_stage = ctx.act_stage
-    holds_now = act_stage is not None and act_stage.holds_cordon
+    ctx = read_context(inp, validity)
     over = shutdowns_over(inp, ctx.others)
     slots = drain_slots(inp, ctx.others, ctx.bound.pods, over) if ctx.acting else None
-    waiting = frozenset(slots.waiting) if slots is not None else frozenset()
-    uncordoned = frozenset() if inp.cordon_while_waiting else waiting
-    cordon, cordon_events = cordons(ctx, uncordoned) if holds_now else ([], [])
-    uncordon: list[NodePatch] = []
-    if ctx.acting:
-        uncordon, uncordon_events = uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
-        cordon_events.extend(uncordon_events)
+    cordon, uncordon, cordon_events = cordon_actions(ctx, slots)
 
     resolution = resolve_drain(ctx.others, ctx.bound.pods, slots, over)
     my_drain = resolution.maintenances.get(me) if resolution is not None and ctx.acting else None

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.controllers.nodemaintenance.controller import _progress_only
 from nodeagent.controllers.nodemaintenance.reconcile import (
     CORDONED_BY_ANNOTATION,
     FINALIZER,
@@ -34,6 +33,7 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     maintenance_nodes,
     validate,
 )
+from nodeagent.controllers.nodemaintenance.signatures import progress_only
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
 from nodeagent.model.drainplan import (
     INT32_MAX,
@@ -1167,9 +1167,9 @@ def test_complete_drops_blocked_by_and_invalid_says_why() -> None:
 
 def test_only_pods_left_is_progress() -> None:
     old = {"summary": {"nodes": "0/1 drained", "podsLeft": 3, "blockedBy": "x"}}
-    assert _progress_only(old, {"summary": {**old["summary"], "podsLeft": 2}})
-    assert not _progress_only(old, {"summary": {**old["summary"], "nodes": "1/1 drained"}})
-    assert not _progress_only(old, {"summary": {"nodes": "0/1 drained", "podsLeft": 2}})
+    assert progress_only(old, {"summary": {**old["summary"], "podsLeft": 2}})
+    assert not progress_only(old, {"summary": {**old["summary"], "nodes": "1/1 drained"}})
+    assert not progress_only(old, {"summary": {"nodes": "0/1 drained", "podsLeft": 2}})
 
 
 def test_a_terminating_pod_gets_no_new_request() -> None:
