@@ -33,6 +33,7 @@ from nodeagent.kube.tokenfile import installed
 from nodeagent.logind.fdstore import FdStore, inherited_fds
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.model.kubelet_shutdown import GnsState, Verdict
+from nodeagent.model.names import AGENT
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.conditions import NodeConditions
 from nodeagent.node.identity import resolve_node_name
@@ -111,7 +112,7 @@ class Agent:
             api,
             max_workers=cfg.kube.max_concurrent_requests,
             request_timeout=cfg.kube.request_timeout,
-            field_manager="nodeagent",
+            field_manager=AGENT,
         ) as client:
             listeners = await serve(cfg.observability, self.health, self.registry)
             try:
@@ -206,7 +207,7 @@ class Agent:
         # the node's informers (its EvictionRequests, pods, Node, the maintenances), apart
         # from the leader's, shared by the node's controllers
         informers = SharedInformers(client)
-        events = EventRecorder(client, component="nodeagent", host=self.node_name)
+        events = EventRecorder(client, component=AGENT, host=self.node_name)
         if static is not None:
             interceptor = StaticPodInterceptor(
                 client,

@@ -20,6 +20,7 @@ from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
 from nodeagent.kube.resources import EVENTS, NODES, Obj, format_time
 from nodeagent.model.bodies import EventType, describe
+from nodeagent.model.names import AGENT
 from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
 __all__ = ["EventClient", "EventRecorder", "EventSink", "EventType"]
@@ -85,7 +86,7 @@ class EventRecorder:
     def __init__(
         self,
         client: EventClient,
-        component: str = "nodeagent",
+        component: str = AGENT,
         *,
         host: str | None = None,
         instance: str | None = None,

@@ -18,6 +18,7 @@ from typing import Any
 
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.model.bodies import items
+from nodeagent.model.names import LAST_APPLIED
 
 __all__ = [
     "LAST_APPLIED",
@@ -35,8 +36,6 @@ POD_STATUS_READ = frozenset({"phase"})
 # of status.conditions, only whether the pod is Ready (an eviction of an unready pod may pass a
 # budget that allows no disruption: `nodeagent.model.budgets`)
 POD_CONDITIONS_READ = frozenset({"Ready"})
-# kubectl apply's copy of the whole object, in an annotation
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _INTERN_MAX = 64  # names, label values, enums; not long free text
 
 

@@ -40,13 +40,13 @@ from nodeagent.logind.inhibitor import InhibitorLock
 from nodeagent.logind.manager import InhibitorInfo, Logind, ShutdownSignal
 from nodeagent.logind.names import ERROR_OPERATION_IN_PROGRESS
 from nodeagent.model.backoff import JitteredBackoff
+from nodeagent.model.names import AGENT
 
 __all__ = ["DEFAULT_WHY", "ShutdownGuard", "ShutdownHandler"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WHY = "Draining the node (NodeMaintenance) before it shuts down"
-WHO = "nodeagent"
 RECONNECT = JitteredBackoff(base=0.2, cap=30.0, jitter=0.5)
 
 
@@ -350,7 +350,7 @@ class ShutdownGuard:
 
     async def _acquire(self, logind: Logind) -> None:
         try:
-            new = await logind.inhibit(self._why, who=WHO)
+            new = await logind.inhibit(self._why, who=AGENT)
         except CallFailed as e:
             if e.name == ERROR_OPERATION_IN_PROGRESS:
                 log.warning(

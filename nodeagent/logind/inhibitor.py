@@ -14,6 +14,7 @@ import time
 from nodeagent.logind.bus import Bus, BusError
 from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.names import LOGIND_MANAGER, LOGIND_NAME, LOGIND_PATH
+from nodeagent.model.names import AGENT
 
 __all__ = ["InhibitorLock", "take_inhibitor"]
 
@@ -48,7 +49,7 @@ class InhibitorLock:
         """A lock an earlier run of the agent left in the fd store (what it inhibits is not
         known here: we only ever store our shutdown delay locks)."""
         log.info("took back inhibitor fd %d (%s) from the service manager's fd store", fd, name)
-        return cls(fd, "shutdown", "nodeagent", "adopted from the fd store", "delay", store, name)
+        return cls(fd, "shutdown", AGENT, "adopted from the fd store", "delay", store, name)
 
     def keep_in_store(self, store: FdStore) -> bool:
         """Hand a copy of the fd to the service manager, so the lock outlives this process."""

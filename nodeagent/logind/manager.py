@@ -25,6 +25,7 @@ from dbus_next.signature import Variant
 from nodeagent.logind.bus import DBUS_INTERFACE, DBUS_NAME, DBUS_PATH, Bus, BusError
 from nodeagent.logind.inhibitor import InhibitorLock, take_inhibitor
 from nodeagent.logind.names import LOGIND_MANAGER, LOGIND_NAME, LOGIND_PATH
+from nodeagent.model.names import AGENT
 
 __all__ = [
     "KIND_UNKNOWN",
@@ -219,7 +220,7 @@ class Logind:
     # -- calls
 
     async def inhibit(
-        self, why: str, who: str = "nodeagent", what: str = "shutdown", mode: str = "delay"
+        self, why: str, who: str = AGENT, what: str = "shutdown", mode: str = "delay"
     ) -> InhibitorLock:
         return await take_inhibitor(self.bus, what, who, why, mode)
 

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from nodeagent.model.bodies import mapping
+from nodeagent.model.names import BUILTIN_PRIORITIES, DRAIN_ANNOTATION, MIRROR_ANNOTATION
 from nodeagent.model.selectors import (
     LabelSelector,
     Operator,
@@ -23,12 +24,9 @@ from nodeagent.model.selectors import (
 
 __all__ = [
     "DEFAULT_ENTRIES",
-    "DRAIN_ANNOTATION",
     "DRAIN_SKIP",
     "INT32_MAX",
     "INT32_MIN",
-    "MIRROR_ANNOTATION",
-    "SYSTEM_CRITICAL_PRIORITY",
     "DrainPlanEntry",
     "InvalidPlan",
     "PodClass",
@@ -45,9 +43,6 @@ __all__ = [
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-"""Set by the kubelet on the mirror pod of every static pod."""
-DRAIN_ANNOTATION = "nodeagent.io/drain"
 DRAIN_SKIP = "skip"
 """``nodeagent.io/drain: skip``: the pod is never targeted and never blocks a drain (DESIGN 2.1)."""
 
@@ -211,14 +206,10 @@ def format_entries(entries: Iterable[DrainPlanEntry]) -> str:
     return "[" + ", ".join(e.describe() for e in entries) + "]"
 
 
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
-"""system-cluster-critical: the kubelet's (and so the final phase's) line between critical pods
-and the rest."""
-
 _DEFAULT_PRIORITIES = (
     1_000_000_000,  # highest priority for user defined priority classes
-    SYSTEM_CRITICAL_PRIORITY,  # system-cluster-critical
-    2_000_001_000,  # system-node-critical
+    BUILTIN_PRIORITIES["system-cluster-critical"],
+    BUILTIN_PRIORITIES["system-node-critical"],
     INT32_MAX,  # maximum value
 )
 

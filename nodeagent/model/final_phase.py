@@ -27,8 +27,12 @@ from datetime import datetime
 from typing import Any
 
 from nodeagent.model.bodies import deleting, mapping, metadata_of, uid_of
-from nodeagent.model.drainplan import SYSTEM_CRITICAL_PRIORITY, PodType, classify
+from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import pod_terminal
+
+# ANNOTATION re-exported for the final-phase controller and node/shutdown.py, which read it here
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION as ANNOTATION
+from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -44,7 +48,6 @@ __all__ = [
 ]
 
 DEFAULT_TERMINATION_GRACE = 30  # the API server's default terminationGracePeriodSeconds
-ANNOTATION = "nodeagent.io/final-phase"
 _DEADLINE, _GRACE, _CRITICAL = "deadline", "gracePeriodSeconds", "criticalPodsGracePeriodSeconds"
 
 

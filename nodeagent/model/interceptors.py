@@ -30,7 +30,16 @@ from nodeagent.model.bodies import (
 )
 from nodeagent.model.budgets import WAITING_PREFIX
 from nodeagent.model.drainplan import PodType, classify, pod_labels
-from nodeagent.model.maintenance import NODE_LABEL
+
+# DAEMONSET_ and IMPERATIVE_INTERCEPTOR re-exported for the DaemonSet interceptor, the
+# NodeMaintenance decision and the test bed's demo, which import them from here
+from nodeagent.model.names import (
+    DAEMONSET_INTERCEPTOR,
+    IMPERATIVE_INTERCEPTOR,
+    INTERCEPTORS_ANNOTATION,
+    KUBELET_INTERCEPTOR,
+    NODE_LABEL,
+)
 from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, LabelSelector
 from nodeagent.model.times import format_micro_time, parse_time
 
@@ -42,11 +51,8 @@ __all__ = [
     "EVICTION_BACKOFF_BASE",
     "EVICTION_BACKOFF_CAP",
     "IMPERATIVE_INTERCEPTOR",
-    "INTERCEPTORS_ANNOTATION",
-    "KUBELET_INTERCEPTOR",
     "MAX_INTERCEPTORS",
     "MIN_HEARTBEAT_INTERVAL",
-    "NODE_LABEL",
     "RESERVED_INTERCEPTORS",
     "EvictionRequestView",
     "Handover",
@@ -75,12 +81,7 @@ __all__ = [
     "with_interceptor_status",
 ]
 
-INTERCEPTORS_ANNOTATION = "nodeagent.io/eviction-interceptors"
-"""Pod annotation: comma-separated, ordered interceptor names (index 0 goes first)."""
 
-KUBELET_INTERCEPTOR = "kubelet.k8s.io"
-DAEMONSET_INTERCEPTOR = "daemonset.apps.k8s.io"
-IMPERATIVE_INTERCEPTOR = "imperative-eviction.k8s.io"
 RESERVED_INTERCEPTORS = frozenset(
     {KUBELET_INTERCEPTOR, DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR}
 )

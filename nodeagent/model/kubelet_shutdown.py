@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.model.drainplan import SYSTEM_CRITICAL_PRIORITY
+from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
 
 __all__ = [
     "EVENT_OFF",

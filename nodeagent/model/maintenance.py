@@ -23,6 +23,9 @@ from typing import Any
 
 from nodeagent.model.bodies import as_map, deleting, items, mapping
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
+
+# re-exported for the NodeMaintenance controller and decision modules that import them from here
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 from nodeagent.model.selectors import node_selector_matches, validate_node_selector
 
 __all__ = [
@@ -46,15 +49,6 @@ __all__ = [
     "status_nodes",
     "validate",
 ]
-
-NODE_LABEL = "nodeagent.io/node"
-"""Label on EvictionRequests (the target pod's node) and on the shutdown maintenance (its node)."""
-FINALIZER = "nodeagent.io/maintenance-completion"
-"""The NodeMaintenance controller's finalizer: Complete runs before the object goes."""
-REQUESTER = "nodemaintenance.k8s.io"
-"""The one requester name every maintenance asks for evictions with."""
-CORDONED_BY_ANNOTATION = "nodeagent.io/cordoned-by"
-"""Node annotation: the maintenances holding nodeagent's cordon of the node."""
 
 ESCALATIONS = ("None", "DeletePods")
 """What may happen once a drain deadline has passed (spec.drainDeadlineEscalation)."""

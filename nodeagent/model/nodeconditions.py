@@ -39,13 +39,8 @@ from nodeagent.model.bodies import (
     mapping,
     name_of,
 )
-from nodeagent.model.maintenance import (
-    CORDONED_BY_ANNOTATION,
-    Stage,
-    covers,
-    effective_stage,
-    validate,
-)
+from nodeagent.model.maintenance import Stage, covers, effective_stage, validate
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 
 __all__ = [
     "CONDITION_TYPES",

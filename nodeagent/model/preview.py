@@ -23,16 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.bodies import describe, mapping, metadata_of, name_of
-from nodeagent.model.drainplan import (
-    DRAIN_ANNOTATION,
-    DRAIN_SKIP,
-    DrainPlanEntry,
-    PodType,
-    targets_cover_class,
-)
+from nodeagent.model.drainplan import DRAIN_SKIP, DrainPlanEntry, PodType, targets_cover_class
 from nodeagent.model.draintargets import PodInfo, plan_targets
 from nodeagent.model.interceptors import pod_phase
 from nodeagent.model.maintenance import selects, spec_stage, validate
+from nodeagent.model.names import DRAIN_ANNOTATION
 from nodeagent.model.selectors import LabelSelector, SelectorError, label_selector_from_dict
 
 __all__ = [

@@ -12,14 +12,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodeagent.model.bodies import condition_true
-from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
+from nodeagent.model.names import (
+    AGENT,
+    ANNOTATION_SHUTDOWN_TYPE,
+    LABEL_BOOT_ID,
+    LABEL_MANAGED_BY,
+    LABEL_TRIGGER,
+)
+from nodeagent.model.names import NODE_LABEL as LABEL_NODE
 
-LABEL_TRIGGER = "nodeagent.io/trigger"
-LABEL_BOOT_ID = "nodeagent.io/boot-id"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-ANNOTATION_SHUTDOWN_TYPE = "nodeagent.io/shutdown-type"
 TRIGGER_SHUTDOWN = "shutdown"
-MANAGER = "nodeagent"
 
 
 def maintenance_name(node: str, boot_id: str) -> str:
@@ -32,7 +34,7 @@ def maintenance_name(node: str, boot_id: str) -> str:
 
 def shutdown_selector(node: str, boot_id: str | None = None) -> str:
     """Label selector of the agent's shutdown maintenances for `node` (and boot)."""
-    sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}={TRIGGER_SHUTDOWN},{LABEL_MANAGED_BY}={MANAGER}"
+    sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}={TRIGGER_SHUTDOWN},{LABEL_MANAGED_BY}={AGENT}"
     return f"{sel},{LABEL_BOOT_ID}={boot_id}" if boot_id else sel
 
 
@@ -51,7 +53,7 @@ def shutdown_maintenance(
                 LABEL_NODE: node,
                 LABEL_TRIGGER: TRIGGER_SHUTDOWN,
                 LABEL_BOOT_ID: boot_id,
-                LABEL_MANAGED_BY: MANAGER,
+                LABEL_MANAGED_BY: AGENT,
             },
             "annotations": {ANNOTATION_SHUTDOWN_TYPE: kind},
         },
@@ -87,7 +89,7 @@ def is_ours(nm: Mapping[str, Any], node: str) -> bool:
     return (
         labels.get(LABEL_NODE) == node
         and labels.get(LABEL_TRIGGER) == TRIGGER_SHUTDOWN
-        and labels.get(LABEL_MANAGED_BY) == MANAGER
+        and labels.get(LABEL_MANAGED_BY) == AGENT
     )
 
 

@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from nodeagent.controllers.interceptors import MAINTENANCE_TAINT
 from nodeagent.kube.client import KubeClient, PatchType
 from nodeagent.kube.errors import Forbidden
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS
 from nodeagent.model import shutdown as model
-from nodeagent.model.maintenance import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, MAINTENANCE_TAINT, NODE_LABEL
 from tests.clusters import CONTROLLERS_ACCOUNT, CONTROLLERS_POLICY, REPO, TestCluster, create_pod
 
 pytestmark = pytest.mark.backends("real")

@@ -30,6 +30,7 @@ from nodeagent.kube.resources import (
     PODS,
     format_time,
 )
+from nodeagent.model import names
 from nodeagent.model import shutdown as model
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
@@ -169,7 +170,7 @@ async def test_shutdown_maintenance_carries_only_what_a_shutdown_needs(env: Env)
         "a finalizer": shutdown_with(metadata={"finalizers": ["example.com/hold"]}),
         "another name": shutdown_with(metadata={"name": name + "-2"}),
         "no boot label": shutdown_with(
-            metadata={"labels": {k: v for k, v in labels.items() if k != model.LABEL_BOOT_ID}}
+            metadata={"labels": {k: v for k, v in labels.items() if k != names.LABEL_BOOT_ID}}
         ),
         "another label": shutdown_with(metadata={"labels": {**labels, "team": "a"}}),
         "another annotation": shutdown_with(metadata={"annotations": {"team": "a"}}),

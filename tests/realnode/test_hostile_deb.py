@@ -14,7 +14,7 @@ import pytest
 from watchfiles import awatch
 
 from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Resource
-from nodeagent.model.maintenance import NODE_LABEL
+from nodeagent.model.names import NODE_LABEL
 from tests.e2e.container import REBOOT_EXIT
 from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode

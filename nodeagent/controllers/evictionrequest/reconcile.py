@@ -21,11 +21,7 @@ from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import (
     CANCELED,
-    DAEMONSET_INTERCEPTOR,
     EVICTED,
-    IMPERATIVE_INTERCEPTOR,
-    KUBELET_INTERCEPTOR,
-    NODE_LABEL,
     EvictionRequestView,
     InterceptorStatus,
     InvalidInterceptors,
@@ -42,6 +38,12 @@ from nodeagent.model.interceptors import (
     set_condition,
     target_interceptors,
     with_interceptor_status,
+)
+from nodeagent.model.names import (
+    DAEMONSET_INTERCEPTOR,
+    IMPERATIVE_INTERCEPTOR,
+    KUBELET_INTERCEPTOR,
+    NODE_LABEL,
 )
 
 __all__ = [

@@ -4,10 +4,8 @@ request controller; ``kubelet.k8s.io`` runs in every node agent."""
 
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
-from nodeagent.controllers.interceptors.plans import MAINTENANCE_TAINT
 
 __all__ = [
-    "MAINTENANCE_TAINT",
     "AnnotateInterceptors",
     "DaemonSetInterceptor",
 ]

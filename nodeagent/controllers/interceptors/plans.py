@@ -19,17 +19,14 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
-from nodeagent.model.interceptors import (
-    DAEMONSET_INTERCEPTOR,
-    EvictionRequestView,
-    pod_terminal,
-    pod_terminating,
-)
+from nodeagent.model.interceptors import EvictionRequestView, pod_terminal, pod_terminating
 from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off
+
+# TAINT_TEXT re-exported for the DaemonSet interceptor, which imports it from here
+from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.selectors import tolerates
 
 __all__ = [
-    "MAINTENANCE_TAINT",
     "TAINT_TEXT",
     "AnnotatePlan",
     "DaemonSetPlan",
@@ -109,9 +106,6 @@ def plan_withdraw(
 
 
 # -- the DaemonSet interceptor ------------------------------------------------------------------
-
-MAINTENANCE_TAINT: Mapping[str, str] = {"key": "nodeagent.io/maintenance", "effect": "NoSchedule"}
-TAINT_TEXT = "nodeagent.io/maintenance:NoSchedule"
 
 
 def _is_ours(taint: object) -> bool:

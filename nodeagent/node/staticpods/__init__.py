@@ -27,7 +27,6 @@ from nodeagent.node.staticpods.manifests import (
     mirror_pod_name,
     scan_manifest_dir,
 )
-from nodeagent.node.staticpods.policy import INTERCEPTOR
 from nodeagent.node.staticpods.restore import RestoreReport, restore_after_reboot, restore_by_hand
 from nodeagent.node.staticpods.stash import (
     ManifestChanged,
@@ -41,7 +40,6 @@ from nodeagent.node.staticpods.stash import (
 
 __all__ = [
     "DEFAULT_MANIFEST_DIR",
-    "INTERCEPTOR",
     "JournalEntry",
     "Manifest",
     "ManifestChanged",

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import format_time
 from nodeagent.node.staticpods.journal import State
 from nodeagent.node.staticpods.manifests import Manifest, ScanResult
 from nodeagent.node.staticpods.policy import (
-    INTERCEPTOR,
     Coverage,
     EvictionView,
     expected_finish,
@@ -81,7 +81,7 @@ def plan_eviction(
     elif not is_mirror_name(view.pod_name, node_name):
         message = (
             f"declined: {pod} is not a static (mirror) pod of node {node_name}; "
-            f"{INTERCEPTOR} only stops static pods"
+            f"{KUBELET_INTERCEPTOR} only stops static pods"
         )
     else:
         return EvictionPlan("stop_pod")

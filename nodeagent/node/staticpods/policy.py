@@ -22,20 +22,25 @@ from typing import Any
 
 from nodeagent.model.bodies import mapping, name_of
 from nodeagent.model.drainplan import (
-    MIRROR_ANNOTATION,
     DrainPlanEntry,
     InvalidPlan,
     entries_from_dicts,
     targets_cover,
 )
 from nodeagent.model.interceptors import CANCELED, EVICTED, MIN_HEARTBEAT_INTERVAL
-from nodeagent.model.maintenance import NODE_LABEL, holds_pods_off
+from nodeagent.model.maintenance import holds_pods_off
+
+# NODE_LABEL re-exported for the static pod interceptor, which imports it from here
+from nodeagent.model.names import (
+    BUILTIN_PRIORITIES,
+    KUBELET_INTERCEPTOR,
+    MIRROR_ANNOTATION,
+    NODE_LABEL,
+)
 from nodeagent.model.shutdown import boot_of, is_ours
 from nodeagent.model.times import parse_time
 
 __all__ = [
-    "BUILTIN_PRIORITIES",
-    "INTERCEPTOR",
     "NODE_LABEL",
     "Coverage",
     "EvictionView",
@@ -52,11 +57,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-INTERCEPTOR = "kubelet.k8s.io"
-BUILTIN_PRIORITIES = {
-    "system-node-critical": 2_000_001_000,
-    "system-cluster-critical": 2_000_000_000,
-}
 DEFAULT_GRACE_SECONDS = 30
 
 
@@ -225,7 +225,7 @@ class EvictionView:
         conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
         true = {str(c.get("type")) for c in conditions if c.get("status") == "True"}
         interceptors = tuple(i for i in status.get("interceptors") or () if isinstance(i, Mapping))
-        entry = next((i for i in interceptors if i.get("name") == INTERCEPTOR), None)
+        entry = next((i for i in interceptors if i.get("name") == KUBELET_INTERCEPTOR), None)
         active = status.get("activeInterceptors") or ()
         return cls(
             namespace=str(meta.get("namespace") or ""),
@@ -233,7 +233,7 @@ class EvictionView:
             resource_version=str(meta.get("resourceVersion") or ""),
             pod_name=str(pod.get("name") or ""),
             pod_uid=str(pod.get("uid") or ""),
-            active=isinstance(active, Sequence) and INTERCEPTOR in active,
+            active=isinstance(active, Sequence) and KUBELET_INTERCEPTOR in active,
             finished=bool(true & {EVICTED, CANCELED}),
             evicted=EVICTED in true,
             entry=entry,
@@ -265,7 +265,7 @@ def interceptor_entry(
     """Our `status.interceptors[]` entry: startTime is kept once set, and heartbeatTime until
     it is `heartbeat_every` old, or for good once we complete (the CRD refuses heartbeats closer
     than 60 s and from an interceptor whose turn is over, as the KEP asks)."""
-    entry: dict[str, Any] = {"name": INTERCEPTOR}
+    entry: dict[str, Any] = {"name": KUBELET_INTERCEPTOR}
     entry["startTime"] = (previous or {}).get("startTime") or now
     last = (previous or {}).get("heartbeatTime")
     due = heartbeat_left(last, now, heartbeat_every) <= 0

@@ -15,7 +15,7 @@ from nodeagent.kube.resources import (
     PDBS,
     PODS,
 )
-from nodeagent.model.interceptors import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR
+from nodeagent.model.names import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR
 from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS
 from tests.integration.controllers.evictionrequest_harness import Env, shipped_env
 from tests.integration.controllers.test_evictionrequest import (

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from nodeagent.controllers.evictionrequest import AnnotateRule
-from nodeagent.controllers.interceptors import MAINTENANCE_TAINT
 from nodeagent.kube.resources import (
     DAEMONSETS,
     EVICTIONREQUESTS,
@@ -17,12 +16,8 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
-from nodeagent.model.interceptors import (
-    DAEMONSET_INTERCEPTOR,
-    IMPERATIVE_INTERCEPTOR,
-    SelectorInterceptor,
-    parse_time,
-)
+from nodeagent.model.interceptors import SelectorInterceptor, parse_time
+from nodeagent.model.names import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR, MAINTENANCE_TAINT
 from nodeagent.model.selectors import label_selector_from_dict
 from tests.integration.controllers.evictionrequest_harness import Env, env, fast_settings
 

@@ -19,12 +19,6 @@ import pytest
 import yaml
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    CORDONED_BY_ANNOTATION,
-    FINALIZER,
-    NODE_LABEL,
-    REQUESTER,
-)
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import Invalid
@@ -38,6 +32,7 @@ from nodeagent.kube.resources import (
     PODS,
 )
 from nodeagent.model.backoff import JitteredBackoff
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 from nodeagent_testbed.sim.store import Obj
 from tests.clusters import (
     CONTROLLERS_ACCOUNT,

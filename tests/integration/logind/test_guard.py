@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from nodeagent.logind.guard import WHO
+from nodeagent.model.names import AGENT
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import Handler, RunGuard
 from tests.narrowing import now
@@ -16,14 +16,14 @@ async def test_lock_held_after_startup(fake: FakeLogind, run_guard: RunGuard) ->
     guard = await run_guard()
     await asyncio.wait_for(guard.wait_lock(), 5)
     inh = await fake.lock_taken()
-    assert (inh.what, inh.who, inh.mode) == ("shutdown", WHO, "delay")
+    assert (inh.what, inh.who, inh.mode) == ("shutdown", AGENT, "delay")
     assert inh.why
     assert guard.lock_held and guard.lock_held_event.is_set()
     assert not guard.lock_free_event.is_set()
     # logind's own view, through the guard's diagnostics call
     await asyncio.wait_for(guard.connected_event.wait(), 5)
     listed = await guard.list_inhibitors()
-    assert [(i.what, i.who, i.mode) for i in listed] == [("shutdown", WHO, "delay")]
+    assert [(i.what, i.who, i.mode) for i in listed] == [("shutdown", AGENT, "delay")]
     assert guard.inhibit_delay_max == 5.0
     assert len(fake.active()) == 1
 

@@ -21,7 +21,8 @@ import yaml
 
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
-from nodeagent.model.drainplan import DRAIN_ANNOTATION, DRAIN_SKIP, PodType, classify
+from nodeagent.model.drainplan import DRAIN_SKIP, PodType, classify
+from nodeagent.model.names import DRAIN_ANNOTATION
 from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.resources import ResourceType
 from tests.conftest import Kubectl
@@ -585,8 +586,7 @@ def test_client_certificate_agents_get_the_node_role_only() -> None:
 
 
 def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
-    from nodeagent.model.interceptors import KUBELET_INTERCEPTOR
-    from nodeagent.model.maintenance import NODE_LABEL
+    from nodeagent.model.names import KUBELET_INTERCEPTOR, NODE_LABEL
 
     policy = one("ValidatingAdmissionPolicy", "nodeagent-node-restriction")
     binding = one("ValidatingAdmissionPolicyBinding", "nodeagent-node-restriction")
@@ -604,7 +604,7 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     assert f"substring({len(CERT_USER_PREFIX)})" in variables["nodeName"]
     assert "'authentication.kubernetes.io/node-name'" in variables["nodeName"]
-    # the names it checks are the code's (the node label: one constant, model.maintenance's)
+    # the names it checks are the code's (model.names)
     rules = yaml.safe_dump(policy["spec"]["validations"]) + yaml.safe_dump(variables)
     assert f"'{NODE_LABEL}'" in rules and f"'{KUBELET_INTERCEPTOR}'" in rules
     # the Node conditions it lets a node's agent write are the code's
@@ -622,7 +622,7 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     }
     assert node_writes <= resources
     # what it lets a shutdown maintenance carry is what the code writes
-    from nodeagent.model import final_phase, shutdown
+    from nodeagent.model import names, shutdown
 
     body = shutdown.shutdown_maintenance("node-1", "b00t", "reboot", [{"podPriority": 1}])
     listed = {
@@ -631,14 +631,14 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     }
     assert listed["shutdownLabels"] == set(body["metadata"]["labels"])
     assert listed["shutdownAnnotations"] == {
-        shutdown.ANNOTATION_SHUTDOWN_TYPE,
-        final_phase.ANNOTATION,
+        names.ANNOTATION_SHUTDOWN_TYPE,
+        names.FINAL_PHASE_ANNOTATION,
     }
     assert listed["shutdownSpec"] == set(body["spec"])
     # the name the policy builds from the node and the boot-id label is the code's
     named = "'nodeagent-shutdown-' + variables.nodeName + '-' + variables.bootId"
     assert any(named in v["expression"] for v in policy["spec"]["validations"])
-    boot = body["metadata"]["labels"][shutdown.LABEL_BOOT_ID]
+    boot = body["metadata"]["labels"][names.LABEL_BOOT_ID]
     assert body["metadata"]["name"] == "nodeagent-shutdown-" + "node-1" + "-" + boot
 
 

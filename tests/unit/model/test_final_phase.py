@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.drainplan import SYSTEM_CRITICAL_PRIORITY
 from nodeagent.model.final_phase import (
     ANNOTATION,
     FinalPhase,
@@ -16,6 +15,7 @@ from nodeagent.model.final_phase import (
     plan,
     requested,
 )
+from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
 
 Obj = dict[str, Any]
 NODE = "node-1"

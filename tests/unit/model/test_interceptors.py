@@ -10,10 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model.interceptors import (
-    DAEMONSET_INTERCEPTOR,
-    IMPERATIVE_INTERCEPTOR,
-    INTERCEPTORS_ANNOTATION,
-    KUBELET_INTERCEPTOR,
     MAX_INTERCEPTORS,
     EvictionRequestView,
     InterceptorStatus,
@@ -33,6 +29,12 @@ from nodeagent.model.interceptors import (
     target_interceptors,
     validate_interceptor_name,
     with_interceptor_status,
+)
+from nodeagent.model.names import (
+    DAEMONSET_INTERCEPTOR,
+    IMPERATIVE_INTERCEPTOR,
+    INTERCEPTORS_ANNOTATION,
+    KUBELET_INTERCEPTOR,
 )
 from nodeagent.model.selectors import label_selector_from_dict
 from nodeagent.model.times import format_micro_time

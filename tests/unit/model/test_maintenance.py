@@ -9,14 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.controllers.nodemaintenance.reconcile import involves
-from nodeagent.model.maintenance import (
-    CORDONED_BY_ANNOTATION,
-    Stage,
-    covers,
-    effective_stage,
-    holds_pods_off,
-    selects,
-)
+from nodeagent.model.maintenance import Stage, covers, effective_stage, holds_pods_off, selects
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.node.staticpods.policy import maintenance_holds_node
 
 NODE = "node-1"

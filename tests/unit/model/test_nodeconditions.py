@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.maintenance import CORDONED_BY_ANNOTATION
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.model.nodeconditions import (
     CONDITION_TYPES,
     DRAIN_IN_PROGRESS,

@@ -11,15 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeagent.model.drainplan import (
-    DRAIN_ANNOTATION,
-    INT32_MAX,
-    MIRROR_ANNOTATION,
-    PodType,
-    classify,
-    entry_covers,
-    pod_labels,
-)
+from nodeagent.model.drainplan import INT32_MAX, PodType, classify, entry_covers, pod_labels
+from nodeagent.model.names import DRAIN_ANNOTATION, MIRROR_ANNOTATION
 from nodeagent.model.preview import (
     MULTIPLE_BUDGETS,
     NO_DISRUPTION_ALLOWED,

@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model import shutdown as model
-from nodeagent.model.maintenance import NODE_LABEL
+from nodeagent.model.names import NODE_LABEL
 
 times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 

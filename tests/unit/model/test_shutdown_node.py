@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from nodeagent.model.maintenance import NODE_LABEL as LABEL_NODE
+from nodeagent.model.names import NODE_LABEL as LABEL_NODE
 from nodeagent.model.shutdown import node_selector, shutdown_maintenance, shutdown_node
 
 

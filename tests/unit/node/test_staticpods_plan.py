@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.drainplan import MIRROR_ANNOTATION
+from nodeagent.model.names import KUBELET_INTERCEPTOR, MIRROR_ANNOTATION
 from nodeagent.model.times import parse_time
 from nodeagent.node.staticpods.journal import JournalEntry, State
 from nodeagent.node.staticpods.manifests import FileId, Manifest, ManifestProblem, ScanResult
@@ -23,7 +23,7 @@ from nodeagent.node.staticpods.plan import (
     plan_stopping,
     stashed_payload,
 )
-from nodeagent.node.staticpods.policy import INTERCEPTOR, EvictionView, coverage
+from nodeagent.node.staticpods.policy import EvictionView, coverage
 from nodeagent.node.staticpods.stash import Owner, Stashed, StashListing
 
 NOW = "2030-01-01T12:00:00Z"
@@ -38,7 +38,7 @@ def request(
     canceled: bool = False,
 ) -> EvictionView:
     status: dict[str, Any] = {
-        "activeInterceptors": [INTERCEPTOR] if active else [],
+        "activeInterceptors": [KUBELET_INTERCEPTOR] if active else [],
         "interceptors": [entry] if entry else [],
     }
     if finished:
@@ -64,7 +64,7 @@ def test_a_static_pod_in_its_turn_is_stopped() -> None:
 
 
 def test_not_our_turn_or_done_is_skipped() -> None:
-    done = {"name": INTERCEPTOR, "startTime": NOW, "completionTime": NOW}
+    done = {"name": KUBELET_INTERCEPTOR, "startTime": NOW, "completionTime": NOW}
     for view in (request(active=False), request(finished=True), request(entry=done)):
         plan = plan_eviction(view, node_name="node-1", now=NOW, heartbeat_every=MINUTE)
         assert plan.action == "skip"
@@ -89,7 +89,7 @@ def test_a_started_request_keeps_its_recent_heartbeat_when_it_finishes(
     """Once started, the interceptor answers even after its turn, and completes without moving
     a heartbeat (KEP-4563's CEL rule refuses one from an interceptor whose turn is over)."""
     beat = f"2030-01-01T11:{59 - beat_age // 60:02d}:{59 - beat_age % 60:02d}Z"
-    entry = {"name": INTERCEPTOR, "startTime": beat, "heartbeatTime": beat}
+    entry = {"name": KUBELET_INTERCEPTOR, "startTime": beat, "heartbeatTime": beat}
     view = request(active=active, finished=True, entry=entry, canceled=not evicted)
     plan = plan_eviction(view, node_name="node-1", now=NOW, heartbeat_every=MINUTE)
     assert plan.action == "finish" and plan.entry is not None
@@ -100,7 +100,7 @@ def test_a_started_request_keeps_its_recent_heartbeat_when_it_finishes(
 
 
 def test_a_started_request_heartbeats_until_the_pod_is_gone() -> None:
-    entry = {"name": INTERCEPTOR, "startTime": NOW, "heartbeatTime": NOW}
+    entry = {"name": KUBELET_INTERCEPTOR, "startTime": NOW, "heartbeatTime": NOW}
     plan = plan_eviction(request(entry=entry), node_name="node-1", now=NOW, heartbeat_every=MINUTE)
     assert plan.action == "stop_pod"
 
@@ -267,7 +267,7 @@ def test_progress_starts_the_grace_period_and_writes_once() -> None:
     first = plan_progress(request(), target, T0, "moving", heartbeat_every=MINUTE, start=True)
     assert first.write and first.recheck_in == 61.0
     assert first.entry == {
-        "name": INTERCEPTOR,
+        "name": KUBELET_INTERCEPTOR,
         "startTime": NOW,
         "heartbeatTime": NOW,
         "expectedFinishTime": "2030-01-01T12:00:45Z",
@@ -294,7 +294,7 @@ def test_progress_heartbeats_no_closer_than_a_minute(
     """The CRD refuses heartbeats closer than 60 s: the heartbeat moves only once the last is a
     minute old, and the next look comes when it may move again (a second more)."""
     beat = T0 - timedelta(seconds=beat_age)
-    entry = {"name": INTERCEPTOR, "startTime": "2030-01-01T11:00:00Z",
+    entry = {"name": KUBELET_INTERCEPTOR, "startTime": "2030-01-01T11:00:00Z",
              "heartbeatTime": beat.strftime("%Y-%m-%dT%H:%M:%SZ"),
              "expectedFinishTime": "2030-01-01T11:00:30Z", "message": "m"}  # fmt: skip
     now = T0 + timedelta(seconds=step)

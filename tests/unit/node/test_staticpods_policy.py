@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.policy import (
-    INTERCEPTOR,
     EvictionView,
     coverage,
     expected_finish,
@@ -194,7 +194,7 @@ def evr(**status: Any) -> dict[str, Any]:
 
 
 def test_eviction_view() -> None:
-    v = EvictionView.of(evr(activeInterceptors=[INTERCEPTOR]))
+    v = EvictionView.of(evr(activeInterceptors=[KUBELET_INTERCEPTOR]))
     assert (v.key, v.pod_name, v.pod_uid, v.resource_version) == (
         "kube-system/uid-1",
         "etcd-node-1",
@@ -209,7 +209,7 @@ def test_eviction_view() -> None:
     )
     assert evicted.finished
     done = EvictionView.of(
-        evr(interceptors=[{"name": INTERCEPTOR, "completionTime": "2025-01-01T00:00:00Z"}])
+        evr(interceptors=[{"name": KUBELET_INTERCEPTOR, "completionTime": "2025-01-01T00:00:00Z"}])
     )
     assert done.completed
 
@@ -222,7 +222,7 @@ def test_status_entries_keep_start_and_other_interceptors() -> None:
     assert (expected_finish(start, {"spec": {}}) - start).total_seconds() == 30
     first = interceptor_entry(None, now="T1", message="moving", expected_finish_time="T9")
     assert first == {
-        "name": INTERCEPTOR,
+        "name": KUBELET_INTERCEPTOR,
         "startTime": "T1",
         "heartbeatTime": "T1",
         "expectedFinishTime": "T9",
@@ -238,7 +238,7 @@ def test_status_entries_keep_start_and_other_interceptors() -> None:
     assert patch["metadata"] == {"resourceVersion": "7"}
     assert [i["name"] for i in patch["status"]["interceptors"]] == [
         "a.example.com",
-        INTERCEPTOR,
+        KUBELET_INTERCEPTOR,
         "z.io",
     ]
     assert patch["status"]["interceptors"][1] == later

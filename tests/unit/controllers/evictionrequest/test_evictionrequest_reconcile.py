@@ -20,13 +20,12 @@ from nodeagent.controllers.evictionrequest.reconcile import (
 )
 from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors import (
+from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_cause
+from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
     INTERCEPTORS_ANNOTATION,
     NODE_LABEL,
-    EvictionRequestView,
-    imperative_refusal_cause,
 )
 from nodeagent.model.times import format_micro_time
 

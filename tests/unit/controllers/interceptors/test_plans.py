@@ -10,8 +10,6 @@ from hypothesis import strategies as st
 from nodeagent.controllers.evictionrequest.settings import AnnotateRule
 from nodeagent.controllers.interceptors.common import WAITING
 from nodeagent.controllers.interceptors.plans import (
-    MAINTENANCE_TAINT,
-    TAINT_TEXT,
     annotate_rule,
     daemonset_turn,
     has_taint,
@@ -22,13 +20,9 @@ from nodeagent.controllers.interceptors.plans import (
     untaint_patch,
 )
 from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
-from nodeagent.model.interceptors import (
-    CANCELED,
-    DAEMONSET_INTERCEPTOR,
-    EvictionRequestView,
-    SelectorInterceptor,
-)
+from nodeagent.model.interceptors import CANCELED, EvictionRequestView, SelectorInterceptor
 from nodeagent.model.maintenance import Stage, holds_pods_off
+from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.selectors import LabelSelector
 
 RULES = {

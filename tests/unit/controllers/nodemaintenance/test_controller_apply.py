@@ -27,7 +27,7 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
-from nodeagent.model.maintenance import FINALIZER
+from nodeagent.model.names import FINALIZER
 from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import World
 
 

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from nodeagent.controllers.nodemaintenance.reconcile import (
     DEADLINE_CONDITION,
-    REQUESTER,
     Inputs,
     PodDelete,
     decide,
 )
 from nodeagent.model.drainplan import classify
 from nodeagent.model.drainslots import Candidate, DrainLimit, InvalidLimit, allot
+from nodeagent.model.names import REQUESTER
 from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import (
     PDB_REFUSAL,
     World,

@@ -9,6 +9,7 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodeagent.model import names
 from nodeagent.model import shutdown as model
 from nodeagent.model.drainplan import classify
 from tests.unit.controllers.nodemaintenance.test_drain_limit import LimitedWorld, message
@@ -46,7 +47,7 @@ def test_a_shutdown_is_over_once_the_node_reports_another_boot() -> None:
     assert not model.shutdown_over(admin, w.nodes)
     wider = {**nm, "spec": {**nm["spec"], "nodeSelector": model.node_selector("two")}}
     assert not model.shutdown_over(wider, w.nodes)
-    labels = {k: v for k, v in nm["metadata"]["labels"].items() if k != model.LABEL_BOOT_ID}
+    labels = {k: v for k, v in nm["metadata"]["labels"].items() if k != names.LABEL_BOOT_ID}
     bootless = {**nm, "metadata": {**nm["metadata"], "labels": labels}}
     assert not model.shutdown_over(bootless, w.nodes)
 

@@ -19,10 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeagent.controllers.nodemaintenance.reconcile import (
-    CORDONED_BY_ANNOTATION,
-    FINALIZER,
-    NODE_LABEL,
-    REQUESTER,
     Actions,
     Inputs,
     NodePatch,
@@ -45,6 +41,7 @@ from nodeagent.model.drainplan import (
 from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
 from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
 from nodeagent.model.memo import ObjectMemo, Recall
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)

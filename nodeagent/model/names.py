@@ -1,0 +1,87 @@
+"""Every label, annotation, finalizer, taint, interceptor and actor name the node agent uses,
+and the built-in priority classes, defined once (Kubernetes' `well_known_labels.go`). Modules
+import them from here; the manifests and the admission policy are checked against them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "AGENT",
+    "ANNOTATION_SHUTDOWN_TYPE",
+    "BUILTIN_PRIORITIES",
+    "CORDONED_BY_ANNOTATION",
+    "DAEMONSET_INTERCEPTOR",
+    "DRAIN_ANNOTATION",
+    "FINALIZER",
+    "FINAL_PHASE_ANNOTATION",
+    "IMPERATIVE_INTERCEPTOR",
+    "INTERCEPTORS_ANNOTATION",
+    "KUBELET_INTERCEPTOR",
+    "LABEL_BOOT_ID",
+    "LABEL_MANAGED_BY",
+    "LABEL_TRIGGER",
+    "LAST_APPLIED",
+    "MAINTENANCE_TAINT",
+    "MIRROR_ANNOTATION",
+    "NODE_LABEL",
+    "REQUESTER",
+    "SYSTEM_CRITICAL_PRIORITY",
+    "TAINT_TEXT",
+]
+
+# --- actors ---------------------------------------------------------------------------------------
+
+AGENT = "nodeagent"
+"""The agent as an actor: field manager, Events' reporting component, logind inhibitor owner,
+and the managed-by value of the maintenances it makes."""
+REQUESTER = "nodemaintenance.k8s.io"
+"""The one requester name every maintenance asks for evictions with."""
+
+# --- interceptors (KEP-4563) ----------------------------------------------------------------------
+
+KUBELET_INTERCEPTOR = "kubelet.k8s.io"
+"""Mirror pods' interceptor: the node agent stops their static pods (`node.staticpods`)."""
+DAEMONSET_INTERCEPTOR = "daemonset.apps.k8s.io"
+IMPERATIVE_INTERCEPTOR = "imperative-eviction.k8s.io"
+
+# --- labels ---------------------------------------------------------------------------------------
+
+NODE_LABEL = "nodeagent.io/node"
+"""Label on EvictionRequests (the target pod's node) and on the shutdown maintenance (its node)."""
+LABEL_TRIGGER = "nodeagent.io/trigger"
+LABEL_BOOT_ID = "nodeagent.io/boot-id"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+
+# --- annotations ----------------------------------------------------------------------------------
+
+CORDONED_BY_ANNOTATION = "nodeagent.io/cordoned-by"
+"""Node annotation: the maintenances holding nodeagent's cordon of the node."""
+INTERCEPTORS_ANNOTATION = "nodeagent.io/eviction-interceptors"
+"""Pod annotation: comma-separated, ordered interceptor names (index 0 goes first)."""
+DRAIN_ANNOTATION = "nodeagent.io/drain"
+"""Pod annotation; ``skip``: the pod is never targeted and never blocks a drain (DESIGN 2.1)."""
+FINAL_PHASE_ANNOTATION = "nodeagent.io/final-phase"
+ANNOTATION_SHUTDOWN_TYPE = "nodeagent.io/shutdown-type"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+"""Set by the kubelet on the mirror pod of every static pod."""
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""kubectl apply's copy of the whole object."""
+
+# --- finalizers and taints ------------------------------------------------------------------------
+
+FINALIZER = "nodeagent.io/maintenance-completion"
+"""The NodeMaintenance controller's finalizer: Complete runs before the object goes."""
+MAINTENANCE_TAINT: Mapping[str, str] = {"key": "nodeagent.io/maintenance", "effect": "NoSchedule"}
+"""The DaemonSet interceptor's taint, so a DaemonSet does not recreate the pods it evicts."""
+TAINT_TEXT = f"{MAINTENANCE_TAINT['key']}:{MAINTENANCE_TAINT['effect']}"
+
+# --- built-in priority classes --------------------------------------------------------------------
+
+BUILTIN_PRIORITIES: Mapping[str, int] = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+}
+"""The API server's built-in PriorityClasses (a static pod may name one without it existing)."""
+SYSTEM_CRITICAL_PRIORITY = BUILTIN_PRIORITIES["system-cluster-critical"]
+"""The kubelet's (and so the final phase's) line between critical pods and the rest."""
