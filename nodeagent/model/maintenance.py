@@ -1,6 +1,16 @@
 """What a NodeMaintenance means (KEP-4212), defined once for the controllers and the node side:
-its names, its stage, whether its spec is valid, which nodes it selects or covers, and whether
-it keeps evicted pods off a node.
+its stage, whether its spec is valid, and how it relates to a node. That relation, from the
+narrowest to the widest where they differ:
+
+- :func:`selects`: its valid ``spec.nodeSelector`` matches the node now.
+- :func:`covers`: it selects the node or reports on it in ``status.nodeStatuses`` (what the
+  node's conditions and the pods-off rule go by: a drain stands even once a node is relabelled).
+- :func:`involves`: it selects the node or holds nodeagent's cordon on it (the controller's
+  grouping; a status entry alone does not count, as there is no node object to look at);
+  :func:`maintenance_nodes` is the set form over all nodes, status entries included.
+- :func:`holds_pods_off`: it covers the node, in Drain, not being deleted;
+  :func:`holds_pods_off_this_boot` adds, for static pods, that a shutdown maintenance of an
+  earlier boot holds nothing.
 
 Which maintenance keeps evicted pods off a node. The DaemonSet interceptor's taint (DaemonSet
 pods) and the static-pod interceptor's stash (static pods) follow the one rule
@@ -21,12 +31,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from nodeagent.model.bodies import as_map, deleting, items, mapping
+from nodeagent.model.bodies import annotations_of, as_map, deleting, items, mapping, name_of
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
 
 # re-exported for the NodeMaintenance controller and decision modules that import them from here
 from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 from nodeagent.model.selectors import node_selector_matches, validate_node_selector
+from nodeagent.model.shutdown import boot_of, is_ours
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",
@@ -37,11 +48,15 @@ __all__ = [
     "REQUESTER",
     "Stage",
     "Validity",
+    "cordoned_by",
     "covers",
     "deadline_escalation",
     "drain_plan_hash",
     "effective_stage",
     "holds_pods_off",
+    "holds_pods_off_this_boot",
+    "involves",
+    "maintenance_nodes",
     "selected_nodes",
     "selects",
     "spec_stage",
@@ -224,3 +239,41 @@ def holds_pods_off(nm: Mapping[str, Any], node_name: str, node: Mapping[str, Any
     taint, the stashed static pods): it is in Drain, not being deleted, and covers the node
     (see the module docstring for why)."""
     return effective_stage(nm) == Stage.DRAIN and covers(nm, node_name, node)
+
+
+def holds_pods_off_this_boot(
+    nm: Mapping[str, Any], node_name: str, node: Mapping[str, Any] | None, boot_id: str
+) -> bool:
+    """:func:`holds_pods_off`, except that nodeagent's shutdown maintenance of an earlier boot of
+    the node holds nothing: the static pods' rule, as their manifests are put back at start-up,
+    before the kubelet runs, so that the node can come back."""
+    if is_ours(nm, node_name) and boot_of(nm) not in (None, boot_id):
+        return False
+    return holds_pods_off(nm, node_name, node)
+
+
+def cordoned_by(node: Mapping[str, Any]) -> list[str] | None:
+    """The maintenances holding nodeagent's cordon of `node`; None when nodeagent holds none."""
+    raw = annotations_of(node).get(CORDONED_BY_ANNOTATION)
+    if not isinstance(raw, str):
+        return None
+    return [n for n in (part.strip() for part in raw.split(",")) if n]
+
+
+def involves(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the maintenance selects ``node`` or holds a cordon on it."""
+    return name_of(nm) in (cordoned_by(node) or ()) or selects(nm, node)
+
+
+def maintenance_nodes(
+    nm: Mapping[str, Any],
+    nodes: Mapping[str, Mapping[str, Any]],
+    selected: frozenset[str] | None = None,
+) -> frozenset[str]:
+    """Every node the maintenance has to do with: selected now (``selected``, if the caller
+    has it), reported in its status, or cordoned on its behalf."""
+    name = name_of(nm)
+    cordoned = (n for n, node in nodes.items() if name in (cordoned_by(node) or ()))
+    if selected is None:
+        selected = selected_nodes(nm, nodes)
+    return selected.union(cordoned, status_nodes(nm))

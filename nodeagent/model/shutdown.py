@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.model.bodies import condition_true
+from nodeagent.model.bodies import condition_true, labels_of
 from nodeagent.model.names import (
     AGENT,
     ANNOTATION_SHUTDOWN_TYPE,
@@ -85,7 +85,7 @@ def shutdown_node(nm: Mapping[str, Any]) -> str | None:
 
 def is_ours(nm: Mapping[str, Any], node: str) -> bool:
     """Created by nodeagent as the shutdown maintenance of `node` (never touch any other)."""
-    labels = (nm.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(nm)
     return (
         labels.get(LABEL_NODE) == node
         and labels.get(LABEL_TRIGGER) == TRIGGER_SHUTDOWN
@@ -94,7 +94,7 @@ def is_ours(nm: Mapping[str, Any], node: str) -> bool:
 
 
 def boot_of(nm: Mapping[str, Any]) -> str | None:
-    labels = (nm.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(nm)
     value = labels.get(LABEL_BOOT_ID)
     return value if isinstance(value, str) else None
 

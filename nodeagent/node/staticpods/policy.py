@@ -1,7 +1,8 @@
 """What the `kubelet.k8s.io` interceptor decides, as pure functions of API objects.
 
-- Which NodeMaintenances hold this node's static pods down: those that hold the node's evicted
-  pods off it (`nodeagent.model.maintenance.holds_pods_off`: in stage `Drain`, not being
+- Which NodeMaintenances hold this node's static pods down
+  (`nodeagent.model.maintenance.holds_pods_off_this_boot`): those that hold the node's evicted
+  pods off it (`holds_pods_off`: in stage `Drain`, not being
   deleted, selecting the node by `spec.nodeSelector` or naming it in `status.nodeStatuses` - the
   rule the DaemonSet taint follows too), except the agent's shutdown maintenance of an earlier
   boot (whose manifests are put back at start-up, before the kubelet runs, so that the node can
@@ -28,7 +29,7 @@ from nodeagent.model.drainplan import (
     targets_cover,
 )
 from nodeagent.model.interceptors import CANCELED, EVICTED, MIN_HEARTBEAT_INTERVAL
-from nodeagent.model.maintenance import holds_pods_off
+from nodeagent.model.maintenance import holds_pods_off_this_boot
 
 # NODE_LABEL re-exported for the static pod interceptor, which imports it from here
 from nodeagent.model.names import (
@@ -37,7 +38,6 @@ from nodeagent.model.names import (
     MIRROR_ANNOTATION,
     NODE_LABEL,
 )
-from nodeagent.model.shutdown import boot_of, is_ours
 from nodeagent.model.times import parse_time
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "expected_finish",
     "grace_period",
     "interceptor_entry",
-    "maintenance_holds_node",
     "manifest_pod",
     "manifest_priority",
     "progress_status",
@@ -65,15 +64,6 @@ def _node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | N
         if isinstance(status, Mapping) and mapping(status, "nodeRef").get("name") == node_name:
             return status
     return None
-
-
-def maintenance_holds_node(
-    nm: Mapping[str, Any], node: Mapping[str, Any] | None, node_name: str, boot_id: str
-) -> bool:
-    """Whether `nm` keeps the static pods of `node_name` down (see the module docstring)."""
-    if is_ours(nm, node_name) and boot_of(nm) not in (None, boot_id):
-        return False
-    return holds_pods_off(nm, node_name, node)
 
 
 @dataclass(frozen=True)
@@ -119,7 +109,7 @@ def coverage(
     boot_id: str,
 ) -> Coverage:
     holding = sorted(
-        (nm for nm in maintenances if maintenance_holds_node(nm, node, node_name, boot_id)),
+        (nm for nm in maintenances if holds_pods_off_this_boot(nm, node_name, node, boot_id)),
         key=_age_key,
     )
     targets: list[tuple[str, tuple[DrainPlanEntry, ...]]] = []

@@ -8,10 +8,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.controllers.nodemaintenance.reconcile import involves
-from nodeagent.model.maintenance import Stage, covers, effective_stage, holds_pods_off, selects
+from nodeagent.model.maintenance import (
+    Stage,
+    covers,
+    effective_stage,
+    holds_pods_off,
+    holds_pods_off_this_boot,
+    involves,
+    selects,
+)
 from nodeagent.model.names import CORDONED_BY_ANNOTATION
-from nodeagent.node.staticpods.policy import maintenance_holds_node
 
 NODE = "node-1"
 NODE_OBJ = {"metadata": {"name": NODE, "labels": {"pool": "cp"}}}
@@ -51,7 +57,7 @@ def test_the_daemonset_taint_and_static_pods_follow_one_rule(
     node = NODE_OBJ if node_known else None
     holds = holds_pods_off(nm, NODE, node)
     # the static pods (not a shutdown maintenance: no boot to compare) follow it exactly
-    assert maintenance_holds_node(nm, node, NODE, "boot") is holds
+    assert holds_pods_off_this_boot(nm, NODE, node, "boot") is holds
     # the rule: Drain, not being deleted, selecting the node or reporting on it
     listed = bool(nm.get("status"))
     selected = node is not None and nm["spec"].get("nodeSelector") == _selector("cp")

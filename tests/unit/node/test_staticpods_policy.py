@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nodeagent.model.maintenance import holds_pods_off_this_boot
 from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.policy import (
@@ -16,7 +17,6 @@ from nodeagent.node.staticpods.policy import (
     expected_finish,
     heartbeat_left,
     interceptor_entry,
-    maintenance_holds_node,
     manifest_pod,
     manifest_priority,
     progress_status,
@@ -107,7 +107,7 @@ def mirror(
     ],
 )
 def test_which_maintenances_hold_the_node(obj: dict[str, Any], holds: bool) -> None:
-    assert maintenance_holds_node(obj, NODE_OBJ, NODE, BOOT) is holds
+    assert holds_pods_off_this_boot(obj, NODE, NODE_OBJ, BOOT) is holds
 
 
 def test_shutdown_maintenances_hold_only_in_their_boot() -> None:
@@ -115,8 +115,8 @@ def test_shutdown_maintenances_hold_only_in_their_boot() -> None:
     this_boot["status"] = {"nodeStatuses": [{"nodeRef": {"name": NODE}}]}
     earlier = shutdown_maintenance(NODE, "boot-before", "reboot")
     earlier["status"] = this_boot["status"]
-    assert maintenance_holds_node(this_boot, NODE_OBJ, NODE, BOOT)
-    assert not maintenance_holds_node(earlier, NODE_OBJ, NODE, BOOT)
+    assert holds_pods_off_this_boot(this_boot, NODE, NODE_OBJ, BOOT)
+    assert not holds_pods_off_this_boot(earlier, NODE, NODE_OBJ, BOOT)
 
 
 def test_coverage_finds_the_oldest_covering_maintenance() -> None:
