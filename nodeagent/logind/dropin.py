@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodeagent.logind.bus import Bus, BusError
+from nodeagent.logind.manager import Logind
 from nodeagent.logind.names import (
-    LOGIND_MANAGER,
-    LOGIND_NAME,
-    LOGIND_PATH,
     LOGIND_UNIT,
     SYSTEMD_MANAGER,
     SYSTEMD_NAME,
@@ -247,13 +245,6 @@ def _suspects(ours: Path, files: Sequence[DropinFile]) -> tuple[DropinFile, ...]
     return tuple(out)
 
 
-async def _delay_max(bus: Bus) -> int:
-    value = await bus.get_property(LOGIND_NAME, LOGIND_PATH, LOGIND_MANAGER, "InhibitDelayMaxUSec")
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise BusError(f"InhibitDelayMaxUSec is {value!r}, not an integer")
-    return value
-
-
 async def ensure_dropin(
     bus: Bus,
     budget: float,
@@ -306,7 +297,7 @@ async def ensure_dropin(
     else:
         error = None
     try:
-        actual = await _delay_max(bus)
+        actual = await Logind(bus).inhibit_delay_max_usec()
     except BusError as e:
         return await report(None, written=written, error=f"cannot read InhibitDelayMaxUSec: {e}")
     if actual == expected or error is not None:
@@ -338,7 +329,7 @@ async def ensure_dropin(
     attempt = 0
     while True:
         try:
-            actual = await _delay_max(bus)
+            actual = await Logind(bus).inhibit_delay_max_usec()
         except BusError as e:
             return await report(
                 None,
