@@ -39,8 +39,7 @@ from nodeagent.model.bodies import (
     mapping,
     name_of,
 )
-from nodeagent.model.maintenance import Stage, covers, effective_stage, validate
-from nodeagent.model.names import CORDONED_BY_ANNOTATION
+from nodeagent.model.maintenance import Stage, cordoned_by, covers, effective_stage, validate
 
 __all__ = [
     "CONDITION_TYPES",
@@ -153,8 +152,7 @@ def _unschedulable(node: Mapping[str, Any]) -> bool:
 def _cordon_held(node: Mapping[str, Any]) -> bool:
     """Whether nodeagent's cordon is still on the node (the controller lifts it, annotation
     and all, once no maintenance holds it)."""
-    raw = mapping(mapping(node, "metadata"), "annotations").get(CORDONED_BY_ANNOTATION)
-    return isinstance(raw, str) and any(part.strip() for part in raw.split(","))
+    return bool(cordoned_by(node))
 
 
 # --- reading the maintenances --------------------------------------------------------------------
