@@ -21,30 +21,20 @@ than, say, storing drainTargets behind the ones already stored.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, cast
 
 from prometheus_client import Histogram
 
 from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.controllers.nodemaintenance.membership import Membership
 from nodeagent.controllers.nodemaintenance.reconcile import (
-    FINALIZER,
     Actions,
-    EvictionRequestCreate,
-    EvictionRequestDelete,
     Inputs,
-    NodePatch,
-    PodDelete,
-    RecordedEvent,
-    RequesterPatch,
     Stage,
-    StatusUpdate,
     decide,
     effective_stage,
     recall_group,
@@ -60,10 +50,13 @@ from nodeagent.controllers.nodemaintenance.signatures import (
     request_keys,
     requests_by_name,
 )
+from nodeagent.controllers.nodemaintenance.writes import (
+    NodeMaintenanceClient,
+    Writes,
+    expecting,
+)
 from nodeagent.kube.controller import Controller, SharedInformers
-from nodeagent.kube.errors import AlreadyExists, NotFound
-from nodeagent.kube.events import EventSink, EventType
-from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
+from nodeagent.kube.events import EventSink
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
@@ -80,9 +73,6 @@ __all__ = [
     "pod_node_index",
 ]
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 # A decision reads every pod of every node involved: with thousands of pods it takes
 # milliseconds, and during a drain the events that ask for the next one arrive faster than
@@ -97,19 +87,6 @@ PACING = 8.0
 # event to every client of the maintenance: 5 s keeps a 110-pod drain at ~3 writes of
 # progress, and `kubectl get nm -w` still moves visibly.
 PROGRESS_INTERVAL = 5.0
-# An EvictionRequest we created or deleted, whose informer event has not come back yet, is not
-# created or deleted again by decisions taken meanwhile on the older cache (they would only get
-# AlreadyExists or NotFound), for at most this long.
-EXPECTATION_TIMEOUT = 30.0
-# A maintenance we wrote (its status, a neighbour's, a finalizer) is decided on, or its
-# neighbours are, only once the informer has brought that write back, for at most this long:
-# one resolution spans every intersecting maintenance, and taken on a cache that misses our
-# own last write it would store progress out of step with it (the watch brings it in ms).
-WRITE_SEEN_TIMEOUT = 5.0
-
-
-class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
-    """The part of `KubeClient` the controller writes with."""
 
 
 class NodeMaintenanceController(Controller):
@@ -128,7 +105,6 @@ class NodeMaintenanceController(Controller):
         drain_duration: Histogram | None = None,
         settings: NodeMaintenanceConfig | None = None,
     ) -> None:
-        self._drain_duration = drain_duration
         self._settings = settings or NodeMaintenanceConfig()
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES)
@@ -142,10 +118,17 @@ class NodeMaintenanceController(Controller):
             workers=workers,
             metrics=metrics,
         )
-        self._client = client
-        self._recorder = recorder
         self._clock = clock
-        self._writes = max(1, max_concurrent_writes)
+        self._writes = Writes(
+            client,
+            recorder,
+            maintenances=self._maintenances.store,
+            requests=self._requests.store,
+            enqueue_after=self.enqueue_after,
+            clock=clock,
+            max_concurrent_writes=max_concurrent_writes,
+            drain_duration=drain_duration,
+        )
         # what decisions derive per node and maintenance, while it stays the same (Inputs.recall);
         # a node no maintenance has is read by no decision: its values (pod objects) go
         self._recall = Recall()
@@ -154,13 +137,6 @@ class NodeMaintenanceController(Controller):
         self._pod_info = PodInfoMemo()
         self._request_view = ObjectMemo(EvictionRequestView.from_obj)
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
-        self._progress_written: dict[str, float] = {}  # maintenance -> loop time
-        self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
-        self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
-        self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
-        self._deleted: dict[str, float] = {}  # uid of a request -> loop time
-        self._gone: dict[str, float] = {}  # "namespace/name" of an owned request seen deleted
-        self._deleted_pods: dict[str, float] = {}  # uid of a pod deleted by escalation
         self._in_drain: set[str] = set()  # maintenances in stage Drain
         self._admitting: dict[str, float] = {}  # node admitted to drain, cache lags -> loop time
         self._maintenances.add_handler(
@@ -187,9 +163,7 @@ class NodeMaintenanceController(Controller):
 
     def _on_maintenance(self, nm: Obj) -> None:
         name = key_of(nm)
-        written = self._written.get(name)
-        if written is not None and written[0] == metadata_of(nm).get("resourceVersion"):
-            del self._written[name]
+        self._writes.maintenance_seen(nm)
         before = self._members.component([name])[0]
         if name in self._in_drain:
             before.add(name)  # it may leave Drain: the others are woken as it was
@@ -209,7 +183,7 @@ class NodeMaintenanceController(Controller):
 
     def _on_maintenance_delete(self, nm: Obj) -> None:
         name = key_of(nm)
-        self._written.pop(name, None)
+        self._writes.maintenance_gone(name)
         self._recall.forget(recall_group(name))
         before = self._members.component([name])[0]
         self._members.maintenance_deleted(name)
@@ -272,41 +246,23 @@ class NodeMaintenanceController(Controller):
         ):
             self._on_request(new)
 
-    def _created_seen(self, key: str) -> None:
-        """The create of request `key` needs no more waiting for."""
-        self._created.pop(key, None)
-        self._created_by.pop(key, None)
-
     def _request_seen(self, er: Obj) -> None:
-        self._created_seen(key_of(er))
+        self._writes.created_seen(key_of(er))
 
     def _request_gone(self, er: Obj) -> None:
-        self._created_seen(key_of(er))
         view = self._request_view(er)
         self._request_view.forget(er)
-        self._deleted.pop(str(metadata_of(er).get("uid")), None)
         pod = self._cached_target(er)  # a request is named after its pod's UID
-        if view.owned_by_target and pod is not None and metadata_of(pod).get("uid") == name_of(er):
-            # most likely garbage-collected with its pod, whose own deletion the pod informer
-            # has not brought yet (kept only until it does): see _create_request
-            self._gone[key_of(er)] = asyncio.get_running_loop().time()
+        self._writes.request_gone(
+            er,
+            with_its_pod=view.owned_by_target
+            and pod is not None
+            and metadata_of(pod).get("uid") == name_of(er),
+        )
 
     def _pod_gone(self, pod: Obj) -> None:
-        uid = str(metadata_of(pod).get("uid"))
-        self._gone.pop(f"{metadata_of(pod).get('namespace')}/{uid}", None)
-        self._deleted_pods.pop(uid, None)
+        self._writes.pod_gone(pod)
         self._pod_info.forget(pod)
-
-    def _expecting(self, expectations: dict[str, float], key: str) -> float | None:
-        """Seconds left of the expectation on `key`, or None."""
-        since = expectations.get(key)
-        if since is None:
-            return None
-        left = since + EXPECTATION_TIMEOUT - asyncio.get_running_loop().time()
-        if left <= 0:
-            del expectations[key]
-            return None
-        return left
 
     # -- reconcile ---------------------------------------------------------------------------------
 
@@ -316,29 +272,6 @@ class NodeMaintenanceController(Controller):
         if self._settings.max_draining_nodes is not None and key in self._in_drain:
             start |= self._in_drain
         return self._members.component(start)
-
-    def _wrote(self, nm: Obj) -> None:
-        """We wrote `nm` (the server's answer): expect the informer to bring it."""
-        name = key_of(nm)
-        rv = str(metadata_of(nm).get("resourceVersion") or "")
-        cached = self._maintenances.store.get(name)
-        if cached is None or metadata_of(cached).get("resourceVersion") != rv:
-            self._written[name] = (rv, asyncio.get_running_loop().time())
-
-    def _writes_unseen(self, names: Iterable[str]) -> float | None:
-        """Seconds left of the longest wait for a write of ours to `names` to come back."""
-        now = asyncio.get_running_loop().time()
-        waits = []
-        for name in names:
-            written = self._written.get(name)
-            if written is None:
-                continue
-            left = written[1] + WRITE_SEEN_TIMEOUT - now
-            if left <= 0:
-                del self._written[name]
-            else:
-                waits.append(left)
-        return max(waits, default=None)
 
     def inputs(self, key: str) -> Inputs | None:
         """The decision's inputs for maintenance `key` from the caches; None if it is gone."""
@@ -380,7 +313,7 @@ class NodeMaintenanceController(Controller):
         )
 
     def _still_admitting(self, node: str) -> bool:
-        return self._expecting(self._admitting, node) is not None
+        return expecting(self._admitting, node) is not None
 
     def enqueue(self, key: str) -> None:
         not_before = self._not_before.get(key)
@@ -403,14 +336,14 @@ class NodeMaintenanceController(Controller):
             async with self._joint:
                 decided = await self._decide_and_store(key)
         if decided is not None:
-            await self._act(*decided)
+            await self._writes.act(*decided)
 
     async def _decide_and_store(self, key: str) -> tuple[Mapping[str, Any], Actions] | None:
         """Decide on `key` and store the resolution (the maintenances' writes); the stored
         maintenance and the decision's actions, if there is more to do."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        unseen = self._writes_unseen(self._scope(key)[0] | {key})
+        unseen = self._writes.writes_unseen(self._scope(key)[0] | {key})
         if unseen is not None:
             # its informer event enqueues us again; the timeout, should it never come
             self.enqueue_after(key, unseen)
@@ -418,7 +351,7 @@ class NodeMaintenanceController(Controller):
         inputs = self.inputs(key)
         if inputs is None:
             self._not_before.pop(key, None)
-            self._progress_written.pop(key, None)
+            self._writes.progress_written.pop(key, None)
             return None
         actions = decide(inputs)
         now = loop.time()
@@ -430,231 +363,15 @@ class NodeMaintenanceController(Controller):
         if actions.status is not None and progress_only(
             as_map(inputs.maintenance.get("status")), actions.status
         ):
-            written = self._progress_written.get(key)
+            written = self._writes.progress_written.get(key)
             if written is not None and now - written < PROGRESS_INTERVAL:
                 actions = dataclasses.replace(actions, status=None)
                 self.enqueue_after(key, written + PROGRESS_INTERVAL - now)
         if actions.idle:
             return None
         try:
-            return await self._store(inputs.maintenance, actions), actions
+            return await self._writes.store(inputs.maintenance, actions), actions
         except BaseException:
             for node in actions.admitted:  # not stored: the next decision admits afresh
                 self._admitting.pop(node, None)
             raise
-
-    async def _apply(self, nm: Mapping[str, Any], a: Actions) -> None:
-        """All of a decision's actions, in order."""
-        await self._act(await self._store(nm, a), a)
-
-    async def _store(self, nm: Mapping[str, Any], a: Actions) -> Mapping[str, Any]:
-        """The maintenances' writes of a decision, up to its own status; the maintenance as
-        stored."""
-        name = key_of(nm)
-        current: Mapping[str, Any] = nm
-        if a.add_finalizer:
-            finalizers = [*(metadata_of(current).get("finalizers") or []), FINALIZER]
-            current = await self._client.patch(
-                NODEMAINTENANCES,
-                name,
-                {
-                    "metadata": {
-                        "finalizers": finalizers,
-                        "resourceVersion": metadata_of(current).get("resourceVersion"),
-                    }
-                },
-            )
-            self._wrote(current)
-        await self._each(a.cordon, self._patch_node)
-        if a.cordon:
-            log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
-        # The neighbours' share of the one resolution first, our own status last: a neighbour
-        # write refused (someone wrote it since our cache saw it) fails this decision before
-        # our own progress is stored ahead of theirs, where the others would read it as a
-        # floor (targets never go back) that the lagging neighbour has to wait out
-        await self._each(a.neighbours, self._write_neighbour)
-        if a.status is not None:
-            self._progress_written[name] = asyncio.get_running_loop().time()
-            current = await self._client.patch_status(
-                NODEMAINTENANCES,
-                name,
-                {
-                    "metadata": {"resourceVersion": metadata_of(current).get("resourceVersion")},
-                    "status": a.status,
-                },
-            )
-            self._wrote(current)
-        return current
-
-    async def _act(self, current: Mapping[str, Any], a: Actions) -> None:
-        """What a decision does once its resolution is stored: events, EvictionRequests,
-        deletions past the deadline, uncordons, the finalizer."""
-        name = key_of(current)
-        await self._record(current, a.events)
-        if self._drain_duration is not None and any(e.reason == "Drained" for e in a.events):
-            started = drain_started(current)
-            if started is not None:
-                self._drain_duration.observe(max(0.0, (self._clock() - started).total_seconds()))
-        await self._each(a.delete_evictions, lambda d: self._delete_request(name, d))
-        await self._each(a.create_evictions, lambda c: self._create_request(name, c))
-        await self._each(a.requester_patches, self._patch_requesters)
-        if a.create_evictions:
-            log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
-        await self._escalate(current, a.delete_pods)
-        await self._each(a.uncordon, self._patch_node)
-        if a.remove_finalizer and (left := self._creates_unseen(name)) is not None:
-            # A request we created is not in the cache yet, so this decision could not
-            # withdraw it; its informer event decides again (the timeout, should it never come).
-            self.enqueue_after(name, left)
-        elif a.remove_finalizer:
-            finalizers = [f for f in metadata_of(current).get("finalizers") or [] if f != FINALIZER]
-            await self._client.patch(
-                NODEMAINTENANCES,
-                name,
-                {
-                    "metadata": {
-                        "finalizers": finalizers,
-                        "resourceVersion": metadata_of(current).get("resourceVersion"),
-                    }
-                },
-            )
-            log.info("%s: completed; finalizer removed", name)
-
-    def _creates_unseen(self, maintenance: str) -> float | None:
-        """Seconds left of the longest expectation on requests `maintenance` created and the
-        informer has not brought in yet, or None when there are none."""
-        waits = []
-        for key, by in list(self._created_by.items()):
-            if by != maintenance:
-                continue
-            left = self._expecting(self._created, key)
-            if left is None:
-                del self._created_by[key]
-            else:
-                waits.append(left)
-        return max(waits, default=None)
-
-    async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
-        """Run `fn` over `items`, at most `max_concurrent_writes` at a time; raise the first
-        failure once all have finished."""
-        if not items:
-            return
-        gate = asyncio.Semaphore(self._writes)
-
-        async def one(item: T) -> None:
-            async with gate:
-                await fn(item)
-
-        results = await asyncio.gather(*(one(i) for i in items), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-
-    async def _record(self, obj: Mapping[str, Any], events: Iterable[RecordedEvent]) -> None:
-        for event in events:
-            kind: EventType = "Warning" if event.type == "Warning" else "Normal"
-            await self._recorder.record(obj, kind, event.reason, event.message)
-
-    async def _write_neighbour(self, u: StatusUpdate) -> None:
-        try:
-            written = await self._client.patch_status(
-                NODEMAINTENANCES,
-                u.name,
-                {"metadata": {"resourceVersion": u.resource_version}, "status": u.status},
-            )
-        except NotFound:
-            return
-        self._wrote(written)
-        await self._record(written, u.events)
-
-    async def _patch_node(self, p: NodePatch) -> None:
-        with contextlib.suppress(NotFound):  # a node that is gone needs no (un)cordon
-            await self._client.patch(NODES, p.node, p.to_patch())
-
-    async def _create_request(self, maintenance: str, c: EvictionRequestCreate) -> None:
-        key = f"{c.namespace}/{metadata_of(c.body).get('name')}"
-        if key in self._requests.store:
-            # The decision was taken before the informer brought this request in (its event
-            # came while the decision was being applied); that event decides again.
-            return
-        left = self._expecting(self._created, key)
-        if left is not None:
-            self.enqueue_after(maintenance, left)  # should its event never come
-            return
-        if self._expecting(self._gone, key) is not None and not await self._pod_exists(c):
-            return  # the pod went with its request; its informer event comes next
-        self._gone.pop(key, None)
-        # Expected before it is sent: its informer events (even its deletion, should the pod
-        # go at once) may come before the create returns, and must find the expectation to end
-        self._created[key] = asyncio.get_running_loop().time()
-        self._created_by[key] = maintenance
-        try:
-            # AlreadyExists: our cache lags, or another requester was first; the informer event
-            # for the existing request brings us back to add the requester if it is missing.
-            with contextlib.suppress(AlreadyExists):
-                await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
-        except BaseException:
-            self._created_seen(key)  # not created: nothing to wait for
-            raise
-        if key in self._requests.store:  # its event came while the create was under way
-            self._created_seen(key)
-
-    async def _pod_exists(self, c: EvictionRequestCreate) -> bool:
-        """Whether the request's pod (that UID) is still there, as the API server says."""
-        target = c.body["spec"]["target"]["pod"]
-        try:
-            pod = await self._client.get(PODS, target["name"], c.namespace)
-        except NotFound:
-            return False
-        return bool(metadata_of(pod).get("uid") == target["uid"])
-
-    async def _patch_requesters(self, p: RequesterPatch) -> None:
-        with contextlib.suppress(NotFound):
-            await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
-
-    async def _escalate(self, nm: Mapping[str, Any], deletes: Sequence[PodDelete]) -> None:
-        """Delete the pods past the drain deadline, each once (until the pod informer shows it
-        terminating or gone), and say which in one Warning Event."""
-        sent = [d for d in deletes if self._expecting(self._deleted_pods, d.uid) is None]
-        if not sent:
-            return
-        now = asyncio.get_running_loop().time()
-        for d in sent:
-            self._deleted_pods[d.uid] = now
-
-        async def delete(d: PodDelete) -> None:
-            with contextlib.suppress(NotFound):  # gone already
-                await self._client.delete(PODS, d.name, d.namespace, uid=d.uid)
-
-        await self._each(sent, delete)
-        names = ", ".join(f"{d.namespace}/{d.name}" for d in sent)
-        log.warning("%s: drain deadline passed; deleted pods %s", key_of(nm), names)
-        await self._record(
-            nm,
-            (
-                RecordedEvent(
-                    "Warning",
-                    "DrainDeadlineEscalated",
-                    f"Drain deadline passed: deleted {len(sent)} pods past their disruption "
-                    f"budgets (drainDeadlineEscalation DeletePods): {names}",
-                ),
-            ),
-        )
-
-    async def _delete_request(self, maintenance: str, d: EvictionRequestDelete) -> None:
-        if d.uid:
-            left = self._expecting(self._deleted, d.uid)
-            if left is not None:
-                self.enqueue_after(maintenance, left)
-                return
-        with contextlib.suppress(NotFound):
-            await self._client.delete(
-                EVICTIONREQUESTS,
-                d.name,
-                d.namespace,
-                uid=d.uid or None,
-                resource_version=d.resource_version or None,
-            )
-        cached = self._requests.store.get(f"{d.namespace}/{d.name}")
-        if d.uid and cached is not None and metadata_of(cached).get("uid") == d.uid:
-            self._deleted[d.uid] = asyncio.get_running_loop().time()

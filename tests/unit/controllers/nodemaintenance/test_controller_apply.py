@@ -97,7 +97,7 @@ async def test_a_create_decided_before_the_informer_saw_the_request_is_not_sent(
     stale = creating("pod-a", "pod-b")
     informers.informer(EVICTIONREQUESTS).store.upsert(request("pod-a"))  # the late event
 
-    await controller._apply({"metadata": {"name": "m"}}, stale)
+    await controller._writes.apply({"metadata": {"name": "m"}}, stale)
 
     assert client.created == [("evictionrequests", "default", "pod-b")]
 
@@ -108,14 +108,14 @@ async def test_a_deleted_maintenance_keeps_its_finalizer_until_its_creates_are_s
     # new ones would leave them behind (seen once in CI).
     client = RecordingClient()
     controller, _ = controller_of(client)
-    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
+    await controller._writes.apply({"metadata": {"name": "m"}}, creating("pod-a"))
 
-    await controller._apply(FINALIZED, DELETING)
+    await controller._writes.apply(FINALIZED, DELETING)
 
     assert client.patched == []
 
     controller._request_seen(request("pod-a"))  # its informer event
-    await controller._apply(FINALIZED, DELETING)
+    await controller._writes.apply(FINALIZED, DELETING)
 
     assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
 
@@ -134,10 +134,10 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
     pod = {"metadata": {"name": "web", "namespace": "default", "uid": "pod-a"}}
     informers.informer(PODS).store.upsert(pod)  # the pod informer lags: still there
     controller._request_gone(owned)  # its delete event
-    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
+    await controller._writes.apply({"metadata": {"name": "m"}}, creating("pod-a"))
     assert client.created == []
     controller._pod_gone(pod)  # its delete event: nothing is kept about it any more
-    assert not controller._gone
+    assert not controller._writes.gone
 
 
 async def test_events_of_a_request_that_come_before_its_create_returns_end_the_expectation() -> (
@@ -156,10 +156,10 @@ async def test_events_of_a_request_that_come_before_its_create_returns_end_the_e
 
     client = RacingClient()
     controller, _ = controller_of(client)
-    await controller._apply({"metadata": {"name": "m"}}, creating("pod-a"))
-    assert controller._creates_unseen("m") is None
+    await controller._writes.apply({"metadata": {"name": "m"}}, creating("pod-a"))
+    assert controller._writes.creates_unseen("m") is None
 
-    await controller._apply(FINALIZED, DELETING)
+    await controller._writes.apply(FINALIZED, DELETING)
 
     assert client.patched == [("nodemaintenances", "m", {"finalizers": []})]
 
@@ -171,15 +171,15 @@ async def test_a_maintenance_we_wrote_is_decided_on_once_the_informer_brings_the
     informers.informer(NODEMAINTENANCES).store.upsert(nm)
     written = {**nm, "metadata": {"name": "m", "resourceVersion": "5"}}
 
-    controller._wrote(written)
-    assert controller._writes_unseen({"m"}) is not None  # the cache still has version 4
+    controller._writes.wrote(written)
+    assert controller._writes.writes_unseen({"m"}) is not None  # the cache still has version 4
     controller._on_maintenance({**nm, "metadata": {"name": "m", "resourceVersion": "6"}})
-    assert controller._writes_unseen({"m"}) is not None  # someone else's later write first
+    assert controller._writes.writes_unseen({"m"}) is not None  # someone else's later write first
     controller._on_maintenance(written)
-    assert controller._writes_unseen({"m"}) is None
+    assert controller._writes.writes_unseen({"m"}) is None
 
-    controller._wrote({**nm, "metadata": {"name": "m", "resourceVersion": "4"}})
-    assert controller._writes_unseen({"m"}) is None  # the cache had it already
+    controller._writes.wrote({**nm, "metadata": {"name": "m", "resourceVersion": "4"}})
+    assert controller._writes.writes_unseen({"m"}) is None  # the cache had it already
 
 
 class HangingCreates:
