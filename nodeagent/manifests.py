@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from nodeagent.config import LeaderConfig
+from nodeagent.model.names import AGENT, LABEL_NAME
 
 __all__ = [
     "CRD_FILES",
@@ -68,7 +69,7 @@ def namespace_document(name: str = LEADER_NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "nodeagent"}},
+        "metadata": {"name": name, "labels": {LABEL_NAME: AGENT}},
     }
 
 

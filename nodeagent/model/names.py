@@ -20,6 +20,7 @@ __all__ = [
     "KUBELET_INTERCEPTOR",
     "LABEL_BOOT_ID",
     "LABEL_MANAGED_BY",
+    "LABEL_NAME",
     "LABEL_TRIGGER",
     "LAST_APPLIED",
     "MAINTENANCE_TAINT",
@@ -52,6 +53,7 @@ NODE_LABEL = "nodeagent.io/node"
 LABEL_TRIGGER = "nodeagent.io/trigger"
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_NAME = "app.kubernetes.io/name"
 
 # --- annotations ----------------------------------------------------------------------------------
 
