@@ -28,6 +28,7 @@ from typing import Protocol
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Getter, Replacer
 from nodeagent.kube.resources import LEASES, Obj, format_micro_time
+from nodeagent.model.bodies import mapping
 from nodeagent.model.leader import (
     JITTER,
     MissingNamespace,
@@ -44,11 +45,6 @@ log = logging.getLogger(__name__)
 
 class LeaseClient(Getter, Creator, Replacer, Protocol):
     """The part of `KubeClient` leader election needs."""
-
-
-def _spec(lease: Obj | None) -> Obj:
-    spec = (lease or {}).get("spec")
-    return spec if isinstance(spec, dict) else {}
 
 
 class LeaderElector:
@@ -87,7 +83,7 @@ class LeaderElector:
     @property
     def holder(self) -> str:
         """The holder as last observed ("" when free or unknown)."""
-        return str(_spec(self._lease).get("holderIdentity") or "")
+        return str(mapping(self._lease, "spec").get("holderIdentity") or "")
 
     async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
         """Campaign, run `lead()` while leading, cancel it when leadership is lost, campaign again.
@@ -231,7 +227,7 @@ class LeaderElector:
             self._renewed_at = started
             return True
         self._store(lease)
-        holder = _spec(lease).get("holderIdentity") or ""
+        holder = mapping(lease, "spec").get("holderIdentity") or ""
         if holder and holder != self.identity and not self._expired(loop.time()):
             return False
         try:
@@ -257,7 +253,7 @@ class LeaderElector:
 
     def _renewed(self, lease: Obj, now: str) -> Obj:
         """`lease` held by us and renewed at `now`; keeps its resourceVersion for the CAS."""
-        old = _spec(lease)
+        old = mapping(lease, "spec")
         spec = dict(old)
         spec["holderIdentity"] = self.identity
         spec["leaseDurationSeconds"] = self._lease_seconds
@@ -269,13 +265,13 @@ class LeaderElector:
 
     def _store(self, lease: Obj) -> None:
         self._lease = lease
-        spec = _spec(lease)
+        spec = mapping(lease, "spec")
         if spec != self._observed_spec:
             self._observed_spec = dict(spec)
             self._observed_at = asyncio.get_running_loop().time()
 
     def _expired(self, now: float) -> bool:
-        duration = _spec(self._lease).get("leaseDurationSeconds")
+        duration = mapping(self._lease, "spec").get("leaseDurationSeconds")
         seconds = (
             duration if isinstance(duration, int | float) and duration > 0 else self._lease_seconds
         )
@@ -287,7 +283,7 @@ class LeaderElector:
         if lease is None or self.holder != self.identity:
             return
         now = format_micro_time(datetime.now(UTC))
-        spec = dict(_spec(lease))
+        spec = dict(mapping(lease, "spec"))
         spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
         try:
             async with asyncio.timeout(self._renew_deadline):
