@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from nodeagent.controllers.evictionrequest.settings import AnnotateRule
 from nodeagent.controllers.interceptors.common import WAITING
+from nodeagent.model.bodies import annotations_of
 from nodeagent.model.drainplan import (
     InvalidPlan,
     PodType,
@@ -37,15 +38,9 @@ __all__ = [
     "plan_annotate",
     "plan_daemonset",
     "plan_withdraw",
-    "pod_annotations",
     "taint_patch",
     "untaint_patch",
 ]
-
-
-def pod_annotations(pod: Mapping[str, Any]) -> Mapping[str, object]:
-    found = (pod.get("metadata") or {}).get("annotations")
-    return found if isinstance(found, Mapping) else {}
 
 
 # -- annotate and wait --------------------------------------------------------------------------
@@ -79,7 +74,7 @@ def plan_annotate(rule: AnnotateRule, pod: Mapping[str, Any] | None) -> Annotate
     if pod is None or pod_terminal(pod):
         return AnnotatePlan(complete=True)
     return AnnotatePlan(
-        annotate=pod_annotations(pod).get(rule.annotation_key) != rule.annotation_value,
+        annotate=annotations_of(pod).get(rule.annotation_key) != rule.annotation_value,
         message=(
             f"Annotated the pod with {rule.annotation_key}={rule.annotation_value} so its "
             f"operator moves it; {WAITING}"
@@ -100,7 +95,7 @@ def plan_withdraw(
         had_turn = rule.name == view.active or rule.name in view.processed
         if not had_turn or view.entry(rule.name).completion_time is not None:
             continue
-        if pod_annotations(pod).get(rule.annotation_key) == rule.annotation_value:
+        if annotations_of(pod).get(rule.annotation_key) == rule.annotation_value:
             withdraw.append(rule)
     return withdraw
 
