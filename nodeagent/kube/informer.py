@@ -9,6 +9,8 @@ add for objects recreated under the same name. Other failures are retried from t
 resourceVersion with jittered exponential backoff.
 
 Handlers run synchronously on the loop and must be cheap; controllers enqueue keys.
+
+`wait_for` is the same list, watch and relist for one object and one wait, without a cache.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Delta, Indexer, Store, key_of
 from nodeagent.model.bodies import metadata_of
 
-__all__ = ["WATCH_TIMEOUT_SECONDS", "Informer", "ListWatcher", "OnAdd", "OnDelete", "OnUpdate"]
+__all__ = [
+    "WATCH_TIMEOUT_SECONDS",
+    "Informer",
+    "ListWatcher",
+    "OnAdd",
+    "OnDelete",
+    "OnUpdate",
+    "wait_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -249,3 +259,46 @@ class Informer:
         except Exception:
             # One broken handler must not stop the informer or the other handlers.
             log.exception("%s event handler failed", self.resource)
+
+
+async def wait_for(
+    client: ListWatcher,
+    resource: Resource,
+    name: str,
+    predicate: Callable[[Obj | None], bool],
+    *,
+    namespace: str | None = None,
+    watch_timeout_seconds: int = 300,
+) -> Obj | None:
+    """Until the object `name` satisfies `predicate`, which gets None while there is no such
+    object (not created yet, or deleted); returns what satisfied it.
+
+    Lists that one object, then watches it from the list's resourceVersion; a watch that ends
+    or expires (410 Gone) is followed by a new list. Other API errors propagate. It waits as long
+    as it takes: the caller bounds it (`asyncio.timeout`). An informer would keep a cache of the
+    resource for the agent's life; this is for one wait."""
+    field = f"metadata.name={name}"
+    while True:
+        listed = await client.list(resource, namespace, field_selector=field)
+        items = listed.get("items") or []
+        obj: Obj | None = items[0] if items else None
+        if predicate(obj):
+            return obj
+        events = client.watch(
+            resource,
+            namespace,
+            resource_version=metadata_of(listed).get("resourceVersion"),
+            field_selector=field,
+            timeout_seconds=watch_timeout_seconds,
+        )
+        try:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    kind = event.get("type")
+                    if kind == "BOOKMARK":
+                        continue
+                    obj = None if kind == "DELETED" else event.get("object")
+                    if predicate(obj):
+                        return obj
+        except Gone as exc:
+            log.info("watch of %s %s expired (%s); listing it again", resource, name, exc)
