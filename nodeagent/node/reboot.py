@@ -5,15 +5,17 @@ interceptor puts the manifests back)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import Gone, KubeError, NotFound
+from nodeagent.kube.errors import KubeError, NotFound
+from nodeagent.kube.informer import ListWatcher, wait_for
 from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, Obj
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
+from nodeagent.model.bodies import name_of
+from nodeagent.node.shutdown import complete_maintenance, shutdown_maintenances
 
 log = logging.getLogger(__name__)
 
@@ -25,26 +27,8 @@ def node_ready(node: Obj) -> bool:
     return False
 
 
-async def wait_node_ready(client: KubeClient, node: str) -> None:
-    field = f"metadata.name={node}"
-    while True:
-        listed = await client.list(NODES, field_selector=field)
-        if listed["items"] and node_ready(listed["items"][0]):
-            return
-        try:
-            async with contextlib.aclosing(
-                client.watch(
-                    NODES,
-                    resource_version=listed["metadata"]["resourceVersion"],
-                    field_selector=field,
-                    timeout_seconds=300,
-                )
-            ) as events:
-                async for ev in events:
-                    if ev["type"] in ("ADDED", "MODIFIED") and node_ready(ev["object"]):
-                        return
-        except Gone:
-            continue
+async def wait_node_ready(client: ListWatcher, node: str) -> None:
+    await wait_for(client, NODES, node, lambda obj: obj is not None and node_ready(obj))
 
 
 async def complete_previous_boots(
@@ -72,18 +56,16 @@ async def complete_previous_boots(
 async def _complete(
     client: KubeClient, node: str, boot_id: str, notify: notifications.Notify
 ) -> None:
-    listed = await client.list(NODEMAINTENANCES, label_selector=model.shutdown_selector(node))
-    for nm in listed["items"]:
-        if not model.is_ours(nm, node) or model.boot_of(nm) == boot_id:
+    for nm in await shutdown_maintenances(client, node):
+        if model.boot_of(nm) == boot_id:
             continue
-        name = nm["metadata"]["name"]
+        name = name_of(nm)
         try:
-            if model.stage(nm) != "Complete":
-                await client.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+            await complete_maintenance(client, nm)
             # the controller's finalizer finishes Complete (uncordon, requesters) first
             await client.delete(NODEMAINTENANCES, name)
-            log.info("node %s is back: completed and deleted shutdown maintenance %s", node, name)
-            reason = f"{node} is Ready again after the shutdown; its maintenance is completed"
-            notify(notifications.NODE_BACK, node, name, reason)
         except NotFound:
             continue
+        log.info("node %s is back: completed and deleted shutdown maintenance %s", node, name)
+        reason = f"{node} is Ready again after the shutdown; its maintenance is completed"
+        notify(notifications.NODE_BACK, node, name, reason)

@@ -11,6 +11,10 @@ waits on a request. "Unreachable" means no answer since `apiUnreachableReleaseAf
 request that hangs counts like one refused. While the maintenance drains, a watch may be quiet
 for minutes, so a cheap GET of the maintenance checks every few seconds that the API server
 still answers; it runs only during a shutdown.
+
+Each `on_shutdown` gets its own `_Shutdown`, which holds what that shutdown tracks (release
+state, last answer). Finding and completing the agent's shutdown maintenances
+(`shutdown_maintenances`, `complete_maintenance`) is shared with `node.reboot`.
 """
 
 from __future__ import annotations
@@ -19,19 +23,22 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from nodeagent.config import ShutdownConfig
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import AlreadyExists, Gone, KubeError, NotFound
+from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
+from nodeagent.kube.informer import wait_for
+from nodeagent.kube.protocols import Lister, Patcher
 from nodeagent.kube.ratelimit import JitteredBackoff
-from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.kube.resources import NODEMAINTENANCES, Obj, Resource
 from nodeagent.model import final_phase as final
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
+from nodeagent.model.bodies import name_of
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
 T = TypeVar("T")
@@ -74,15 +81,10 @@ class ShutdownFlow:
         # restarted during a shutdown does not announce its predecessor's drain again
         self._created: set[str] = set()
         self._announced: str | None = None
-        self._last_answer = 0.0  # when the API server last answered during this shutdown
 
     def set_node_name(self, name: str) -> None:
         self.node = name
         self._node_known.set()
-
-    @property
-    def _bound(self) -> float:
-        return self.config.api_unreachable_release_after
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -104,257 +106,24 @@ class ShutdownFlow:
                 usable,
                 self.config.logind_dropin,
             )
-        state = model.ReleaseState(
-            deadline=started + usable,
-            unreachable_bound=self._bound,
-        )
-        self._last_answer = now
-        changed = asyncio.Event()
+        shutdown = _Shutdown(self, kind, started + usable, usable, now)
         log.info(
             "shutdown (%s) of %s: draining through a NodeMaintenance, at most %.0fs",
             kind,
             self.node,
             budget,
         )
-        worker = asyncio.create_task(self._drive(kind, state, changed, usable))
+        worker = asyncio.create_task(shutdown.drive())
         try:
-            while True:
-                reason = model.release_reason(state, self.clock())
-                if reason is not None:
-                    log.info("releasing the shutdown lock of %s: %s", self.node, reason)
-                    self.notify(
-                        notifications.LOCK_RELEASED, self.node, self.maintenance or "", reason
-                    )
-                    return reason
-                changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(model.next_decision(state, self.clock())):
-                        await changed.wait()
+            reason = await shutdown.released()
+            log.info("releasing the shutdown lock of %s: %s", self.node, reason)
+            self.notify(notifications.LOCK_RELEASED, self.node, self.maintenance or "", reason)
+            return reason
         finally:
             # the lock goes now, whatever the controllers' final phase still does
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
-
-    async def _drive(
-        self, kind: str, state: model.ReleaseState, changed: asyncio.Event, usable: float
-    ) -> None:
-        final_phase = self._final_phase(state, usable)
-
-        async def drain() -> None:
-            name = await self._ensure_maintenance(kind, state, changed, final_phase)
-            async with asyncio.TaskGroup() as tg:
-                probe = tg.create_task(self._probe(name, state, changed))
-                await self._wait_drained(name, state, changed)
-                probe.cancel()
-
-        await self._retrying("shutdown", drain, state, changed)
-
-    async def _retrying(
-        self,
-        what: str,
-        fn: Callable[[], Awaitable[None]],
-        state: model.ReleaseState,
-        changed: asyncio.Event,
-    ) -> None:
-        """Run `fn` until it returns, once the node is known; a failed API request counts
-        towards "unreachable" and is tried again after a pause."""
-        await self._node_known.wait()
-        attempt = 0
-        while True:
-            try:
-                await fn()
-                return
-            except* (KubeError, TimeoutError) as group:
-                e = group.exceptions[0]
-                log.warning("%s of %s: API request failed: %s", what, self.node, e)
-                self._unreachable(state, changed)
-            # pacing between retries against a failing API server
-            attempt += 1
-            await asyncio.sleep(self.backoff.delay(attempt))
-
-    def _final_phase(self, state: model.ReleaseState, usable: float) -> str | None:
-        """The annotation that asks the controllers for the final phase (they delete the pods
-        left, the kubelet's way, when the budget is nearly spent: only they may read pods);
-        None when it is off."""
-        fp = self.config.final_phase
-        phase = final.FinalPhase.fitted(
-            state.deadline, usable, fp.grace_period, fp.critical_pods_grace_period
-        )
-        if phase.grace_period <= 0:
-            return None
-        deadline = datetime.now(UTC) + timedelta(seconds=state.deadline - self.clock())
-        return final.annotation(deadline, phase)
-
-    async def _request(
-        self, what: str, call: Awaitable[T], state: model.ReleaseState, changed: asyncio.Event
-    ) -> T:
-        """One API call with a deadline: `apiUnreachableReleaseAfter` after the last answer, so
-        a request that hangs ends exactly when the API server counts as unreachable."""
-        wait = max(0.05, self._last_answer + self._bound - self.clock())
-        try:
-            async with asyncio.timeout(wait):
-                result = await call
-        except TimeoutError:
-            raise TimeoutError(f"{what}: no answer within {wait:.1f}s") from None
-        self._last_answer = self.clock()
-        if state.unreachable_since is not None:
-            state.unreachable_since = None
-            changed.set()
-        return result
-
-    def _unreachable(self, state: model.ReleaseState, changed: asyncio.Event) -> None:
-        if state.unreachable_since is None:
-            # measured from the last answer: a hung request costs no extra time
-            state.unreachable_since = self._last_answer
-            changed.set()
-
-    async def _probe(self, name: str, state: model.ReleaseState, changed: asyncio.Event) -> None:
-        """While waiting on a possibly quiet watch, check the API server still answers."""
-        interval = max(0.5, min(5.0, self._bound / 4))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self._request(
-                    "get the maintenance", self.client.get(NODEMAINTENANCES, name), state, changed
-                )
-            except (KubeError, TimeoutError) as e:
-                log.warning("shutdown of %s: the API server did not answer: %s", self.node, e)
-                self._unreachable(state, changed)
-
-    async def _ensure_maintenance(
-        self,
-        kind: str,
-        state: model.ReleaseState,
-        changed: asyncio.Event,
-        final_phase: str | None = None,
-    ) -> str:
-        """`final_phase`: the annotation that asks the controllers for the final phase."""
-        selector = model.shutdown_selector(self.node, self.boot_id)
-        conflicts = 0
-        while True:
-            existing = await self._request(
-                "list this boot's maintenances",
-                self.client.list(NODEMAINTENANCES, label_selector=selector),
-                state,
-                changed,
-            )
-            step, name = model.next_step(existing["items"], self.node, self.boot_id)
-            if step == "adopt":
-                if name != self.maintenance:
-                    log.info("adopting shutdown maintenance %s", name)
-                break
-            if step == "create":
-                body = model.shutdown_maintenance(
-                    self.node, self.boot_id, kind, self.config.drain_plan
-                )
-                if final_phase is not None:
-                    body["metadata"]["annotations"][final.ANNOTATION] = final_phase
-                self._created.add(name)
-                try:
-                    await self._request(
-                        "create the maintenance",
-                        self.client.create(NODEMAINTENANCES, body),
-                        state,
-                        changed,
-                    )
-                    log.info("created shutdown maintenance %s", name)
-                    break
-                except AlreadyExists:
-                    # ours, its answer lost (the list adopts it), else not ours: never touched
-                    conflicts += 1
-                    if conflicts > 1:
-                        raise
-                    continue
-            if step == "delete":
-                log.info(
-                    "shutdown maintenance %s of this boot is Complete (a shutdown was "
-                    "cancelled): deleting it to drain again under its name",
-                    name,
-                )
-                with contextlib.suppress(NotFound):
-                    await self._request(
-                        "delete the completed maintenance",
-                        self.client.delete(NODEMAINTENANCES, name),
-                        state,
-                        changed,
-                    )
-            await self._wait_gone(name, state, changed)
-        self.maintenance = name
-        if name in self._created and self._announced != name:
-            self._announced = name
-            reason = model.shutdown_reason(self.node, kind)
-            self.notify(notifications.DRAIN_STARTED, self.node, name, reason)
-        return name
-
-    async def _wait_gone(
-        self, name: str, state: model.ReleaseState, changed: asyncio.Event
-    ) -> None:
-        """Until the maintenance `name` is deleted (the controllers' finalizer goes first)."""
-        field = f"metadata.name={name}"
-        while True:
-            listed = await self._request(
-                "read the maintenance",
-                self.client.list(NODEMAINTENANCES, field_selector=field),
-                state,
-                changed,
-            )
-            if not listed["items"]:
-                return
-            try:
-                async with contextlib.aclosing(
-                    self.client.watch(
-                        NODEMAINTENANCES,
-                        resource_version=listed["metadata"]["resourceVersion"],
-                        field_selector=field,
-                        timeout_seconds=300,
-                    )
-                ) as events:
-                    async for ev in events:
-                        self._last_answer = self.clock()
-                        if ev["type"] == "DELETED":
-                            return
-            except Gone:
-                continue  # relist
-
-    async def _wait_drained(
-        self, name: str, state: model.ReleaseState, changed: asyncio.Event
-    ) -> None:
-        field = f"metadata.name={name}"
-        while True:
-            listed = await self._request(
-                "read the maintenance",
-                self.client.list(NODEMAINTENANCES, field_selector=field),
-                state,
-                changed,
-            )
-            if not listed["items"]:
-                raise NotFound(f"NodeMaintenance {name} disappeared", status=404)
-            if model.is_drained(listed["items"][0]):
-                state.drained = True
-                changed.set()
-                return
-            rv = listed["metadata"]["resourceVersion"]
-            try:
-                async with contextlib.aclosing(
-                    self.client.watch(
-                        NODEMAINTENANCES,
-                        resource_version=rv,
-                        field_selector=field,
-                        timeout_seconds=300,
-                    )
-                ) as events:
-                    async for ev in events:
-                        self._last_answer = self.clock()
-                        obj: dict[str, Any] = ev["object"]
-                        if ev["type"] == "DELETED":
-                            raise NotFound(f"NodeMaintenance {name} was deleted", status=404)
-                        if ev["type"] != "BOOKMARK" and model.is_drained(obj):
-                            state.drained = True
-                            changed.set()
-                            return
-            except Gone:
-                continue  # relist
 
     # --- cancel ------------------------------------------------------------------------------
 
@@ -381,14 +150,213 @@ class ShutdownFlow:
             await asyncio.sleep(self.backoff.delay(attempt))
 
     async def _complete_live(self) -> None:
-        existing = await self.client.list(
-            NODEMAINTENANCES, label_selector=model.shutdown_selector(self.node, self.boot_id)
+        for nm in await shutdown_maintenances(self.client, self.node, self.boot_id):
+            with contextlib.suppress(NotFound):
+                if await complete_maintenance(self.client, nm):
+                    log.info("shutdown cancelled: completed maintenance %s", name_of(nm))
+
+
+async def shutdown_maintenances(client: Lister, node: str, boot_id: str | None = None) -> list[Obj]:
+    """The agent's shutdown maintenances of `node` (of one boot when given): no other is ever
+    touched."""
+    listed = await client.list(
+        NODEMAINTENANCES, label_selector=model.shutdown_selector(node, boot_id)
+    )
+    return [nm for nm in listed["items"] if model.is_ours(nm, node)]
+
+
+async def complete_maintenance(client: Patcher, nm: Obj) -> bool:
+    """Move a shutdown maintenance to stage Complete (the NodeMaintenance controller then lets
+    the node and the requesters go); False when it already was. NotFound when it is gone."""
+    if model.stage(nm) == "Complete":
+        return False
+    await client.patch(NODEMAINTENANCES, name_of(nm), {"spec": {"stage": "Complete"}})
+    return True
+
+
+class _Shutdown:
+    """One shutdown, from `PrepareForShutdown` until the lock goes: its release state, the
+    event that wakes the decision when that state changes, and when the API server last
+    answered. `drive` creates or adopts the maintenance and waits for the drain."""
+
+    def __init__(
+        self, flow: ShutdownFlow, kind: str, deadline: float, usable: float, now: float
+    ) -> None:
+        self.flow = flow
+        self.kind = kind
+        self.usable = usable
+        self.bound = flow.config.api_unreachable_release_after
+        self.state = model.ReleaseState(deadline=deadline, unreachable_bound=self.bound)
+        self.changed = asyncio.Event()
+        self.last_answer = now
+
+    async def released(self) -> str:
+        """Until the lock may go (`model.release_reason`); returns why."""
+        clock = self.flow.clock
+        while True:
+            reason = model.release_reason(self.state, clock())
+            if reason is not None:
+                return reason
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(model.next_decision(self.state, clock())):
+                    await self.changed.wait()
+
+    async def drive(self) -> None:
+        final_phase = self._final_phase()
+
+        async def drain() -> None:
+            name = await self._ensure_maintenance(final_phase)
+            async with asyncio.TaskGroup() as tg:
+                probe = tg.create_task(self._probe(name))
+                await self._wait_drained(name)
+                probe.cancel()
+
+        await self._retrying("shutdown", drain)
+
+    async def _retrying(self, what: str, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run `fn` until it returns, once the node is known; a failed API request counts
+        towards "unreachable" and is tried again after a pause."""
+        await self.flow._node_known.wait()
+        attempt = 0
+        while True:
+            try:
+                await fn()
+                return
+            except* (KubeError, TimeoutError) as group:
+                e = group.exceptions[0]
+                log.warning("%s of %s: API request failed: %s", what, self.flow.node, e)
+                self._unreachable()
+            # pacing between retries against a failing API server
+            attempt += 1
+            await asyncio.sleep(self.flow.backoff.delay(attempt))
+
+    def _final_phase(self) -> str | None:
+        """The annotation that asks the controllers for the final phase (they delete the pods
+        left, the kubelet's way, when the budget is nearly spent: only they may read pods);
+        None when it is off."""
+        fp = self.flow.config.final_phase
+        phase = final.FinalPhase.fitted(
+            self.state.deadline, self.usable, fp.grace_period, fp.critical_pods_grace_period
         )
-        for nm in existing["items"]:
-            if model.is_ours(nm, self.node) and model.stage(nm) != "Complete":
-                name = nm["metadata"]["name"]
+        if phase.grace_period <= 0:
+            return None
+        left = self.state.deadline - self.flow.clock()
+        return final.annotation(datetime.now(UTC) + timedelta(seconds=left), phase)
+
+    async def request(self, what: str, call: Awaitable[T]) -> T:
+        """One API call with a deadline: `apiUnreachableReleaseAfter` after the last answer, so
+        a request that hangs ends exactly when the API server counts as unreachable."""
+        wait = max(0.05, self.last_answer + self.bound - self.flow.clock())
+        try:
+            async with asyncio.timeout(wait):
+                result = await call
+        except TimeoutError:
+            raise TimeoutError(f"{what}: no answer within {wait:.1f}s") from None
+        self.last_answer = self.flow.clock()
+        if self.state.unreachable_since is not None:
+            self.state.unreachable_since = None
+            self.changed.set()
+        return result
+
+    def _unreachable(self) -> None:
+        if self.state.unreachable_since is None:
+            # measured from the last answer: a hung request costs no extra time
+            self.state.unreachable_since = self.last_answer
+            self.changed.set()
+
+    async def _probe(self, name: str) -> None:
+        """While waiting on a possibly quiet watch, check the API server still answers."""
+        interval = max(0.5, min(5.0, self.bound / 4))
+        client = self.flow.client
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.request("get the maintenance", client.get(NODEMAINTENANCES, name))
+            except (KubeError, TimeoutError) as e:
+                log.warning("shutdown of %s: the API server did not answer: %s", self.flow.node, e)
+                self._unreachable()
+
+    async def _ensure_maintenance(self, final_phase: str | None) -> str:
+        """`final_phase`: the annotation that asks the controllers for the final phase."""
+        flow, client = self.flow, self.flow.client
+        selector = model.shutdown_selector(flow.node, flow.boot_id)
+        conflicts = 0
+        while True:
+            existing = await self.request(
+                "list this boot's maintenances",
+                client.list(NODEMAINTENANCES, label_selector=selector),
+            )
+            step, name = model.next_step(existing["items"], flow.node, flow.boot_id)
+            if step == "adopt":
+                if name != flow.maintenance:
+                    log.info("adopting shutdown maintenance %s", name)
+                break
+            if step == "create":
+                body = model.shutdown_maintenance(
+                    flow.node, flow.boot_id, self.kind, flow.config.drain_plan
+                )
+                if final_phase is not None:
+                    body["metadata"]["annotations"][final.ANNOTATION] = final_phase
+                flow._created.add(name)
                 try:
-                    await self.client.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
-                    log.info("shutdown cancelled: completed maintenance %s", name)
-                except NotFound:
+                    await self.request(
+                        "create the maintenance", client.create(NODEMAINTENANCES, body)
+                    )
+                    log.info("created shutdown maintenance %s", name)
+                    break
+                except AlreadyExists:
+                    # ours, its answer lost (the list adopts it), else not ours: never touched
+                    conflicts += 1
+                    if conflicts > 1:
+                        raise
                     continue
+            if step == "delete":
+                log.info(
+                    "shutdown maintenance %s of this boot is Complete (a shutdown was "
+                    "cancelled): deleting it to drain again under its name",
+                    name,
+                )
+                with contextlib.suppress(NotFound):
+                    await self.request(
+                        "delete the completed maintenance", client.delete(NODEMAINTENANCES, name)
+                    )
+            # until it is deleted (the controllers' finalizer goes first)
+            await wait_for(_Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None)
+        flow.maintenance = name
+        if name in flow._created and flow._announced != name:
+            flow._announced = name
+            reason = model.shutdown_reason(flow.node, self.kind)
+            flow.notify(notifications.DRAIN_STARTED, flow.node, name, reason)
+        return name
+
+    async def _wait_drained(self, name: str) -> None:
+        nm = await wait_for(
+            _Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None or model.is_drained(nm)
+        )
+        if nm is None:
+            raise NotFound(f"NodeMaintenance {name} is gone", status=404)
+        self.state.drained = True
+        self.changed.set()
+
+
+class _Answering:
+    """The client as the shutdown's waits use it: a list is one bounded `request`, and every
+    watch event (a bookmark too) is an answer of the API server."""
+
+    def __init__(self, shutdown: _Shutdown) -> None:
+        self._shutdown = shutdown
+        self._client = shutdown.flow.client
+
+    async def list(self, resource: Resource, namespace: str | None = None, **kw: Any) -> Obj:
+        call = self._client.list(resource, namespace, **kw)
+        return await self._shutdown.request("read the maintenance", call)
+
+    async def watch(
+        self, resource: Resource, namespace: str | None = None, **kw: Any
+    ) -> AsyncGenerator[Obj, None]:
+        events = self._client.watch(resource, namespace, **kw)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                self._shutdown.last_answer = self._shutdown.flow.clock()
+                yield event
