@@ -33,7 +33,7 @@ from nodeagent.model.interceptors import pod_terminal
 # ANNOTATION re-exported for the final-phase controller and node/shutdown.py, which read it here
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION as ANNOTATION
 from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
-from nodeagent.model.times import format_time, parse_time
+from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
     "ANNOTATION",
@@ -86,10 +86,10 @@ class FinalPhase:
 
 def annotation(deadline: datetime, phase: FinalPhase) -> str:
     """The request a shutdown maintenance carries: `deadline` is when the lock goes (wall
-    clock; written to the second below it, never later)."""
+    clock, to the microsecond: whole seconds would start the phase up to a second early)."""
     return json.dumps(
         {
-            _DEADLINE: format_time(deadline),
+            _DEADLINE: format_micro_time(deadline),
             _GRACE: phase.grace_period,
             _CRITICAL: phase.critical_grace_period,
         },

@@ -66,6 +66,7 @@ async def final_phase(shutdown_cluster: ShutdownCluster) -> AsyncIterator[FinalP
     async with leader(shutdown_cluster) as controller:
         yield controller
 
+
 # deadline 23 s after the shutdown starts; the phase from 5 s, the critical pods' from 20 s
 LONG = dataclasses.replace(
     CONFIG,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -169,14 +169,17 @@ def maintenance(value: object) -> Obj:
 
 @given(
     seconds=st.integers(0, 4_000_000_000),
+    micros=st.integers(0, 999_999),
     grace=st.floats(0.5, 600),
     share=st.floats(0, 1),
 )
-def test_the_annotation_reads_back_as_written(seconds: int, grace: float, share: float) -> None:
+def test_the_annotation_reads_back_as_written(
+    seconds: int, micros: int, grace: float, share: float
+) -> None:
     phase = FinalPhase(0.0, grace, grace * share)
-    deadline = datetime.fromtimestamp(seconds + 0.75, UTC)
+    deadline = datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=micros)
     read = requested(maintenance(annotation(deadline, phase)))
-    assert read == FinalPhase(float(seconds), grace, grace * share)  # to the second below
+    assert read == FinalPhase(deadline.timestamp(), grace, grace * share)
 
 
 def test_no_annotation_or_a_phase_of_no_length_asks_nothing() -> None:
