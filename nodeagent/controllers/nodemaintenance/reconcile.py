@@ -13,6 +13,8 @@ from nodeagent.model.maintenance import (
     Validity,
     drain_plan_hash,
     effective_stage,
+    involves,
+    maintenance_nodes,
     selected_nodes,
     status_nodes,
     validate,
@@ -23,7 +25,6 @@ from nodeagent.model.nodemaintenance.actions import (
     EvictionRequestDelete,
     NodePatch,
     PodDelete,
-    RecordedEvent,
     RequesterPatch,
     StatusUpdate,
 )
@@ -31,12 +32,7 @@ from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
 from nodeagent.model.nodemaintenance.decide import decide
 from nodeagent.model.nodemaintenance.inputs import Inputs
 from nodeagent.model.nodemaintenance.requests import refusal
-from nodeagent.model.nodemaintenance.selection import (
-    connected,
-    involves,
-    maintenance_nodes,
-    recall_group,
-)
+from nodeagent.model.nodemaintenance.selection import connected, recall_group
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",
@@ -50,7 +46,6 @@ __all__ = [
     "Inputs",
     "NodePatch",
     "PodDelete",
-    "RecordedEvent",
     "RequesterPatch",
     "Stage",
     "StatusUpdate",

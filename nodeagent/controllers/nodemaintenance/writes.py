@@ -26,7 +26,6 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     EvictionRequestDelete,
     NodePatch,
     PodDelete,
-    RecordedEvent,
     RequesterPatch,
     StatusUpdate,
 )
@@ -36,7 +35,7 @@ from nodeagent.kube.events import EventSink, EventType
 from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import Store, key_of
-from nodeagent.model.bodies import metadata_of
+from nodeagent.model.bodies import Event, metadata_of
 
 __all__ = [
     "EXPECTATION_TIMEOUT",
@@ -273,7 +272,7 @@ class Writes:
             if isinstance(result, BaseException):
                 raise result
 
-    async def _record(self, obj: Mapping[str, Any], events: Iterable[RecordedEvent]) -> None:
+    async def _record(self, obj: Mapping[str, Any], events: Iterable[Event]) -> None:
         for event in events:
             kind: EventType = "Warning" if event.type == "Warning" else "Normal"
             await self._recorder.record(obj, kind, event.reason, event.message)
@@ -355,7 +354,7 @@ class Writes:
         await self._record(
             nm,
             (
-                RecordedEvent(
+                Event(
                     "Warning",
                     "DrainDeadlineEscalated",
                     f"Drain deadline passed: deleted {len(sent)} pods past their disruption "

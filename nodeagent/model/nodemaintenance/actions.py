@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nodeagent.model.bodies import Event
 from nodeagent.model.maintenance import (
     CORDONED_BY_ANNOTATION,
     Stage,
@@ -82,13 +83,6 @@ class PodDelete:
 
 
 @dataclass(frozen=True)
-class RecordedEvent:
-    type: str  # Normal | Warning
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class StatusUpdate:
     """A new status for another maintenance in Drain (the shared drain resolution), written if
     that maintenance is still at ``resource_version``, with the events it is worth."""
@@ -96,7 +90,7 @@ class StatusUpdate:
     name: str
     resource_version: str
     status: dict[str, Any]
-    events: tuple[RecordedEvent, ...]
+    events: tuple[Event, ...]
 
 
 @dataclass(frozen=True)
@@ -107,7 +101,7 @@ class Actions:
     cordon: tuple[NodePatch, ...] = ()
     status: dict[str, Any] | None = None
     """The whole new status, or None when it does not change."""
-    events: tuple[RecordedEvent, ...] = ()
+    events: tuple[Event, ...] = ()
     neighbours: tuple[StatusUpdate, ...] = ()
     """Drain status of the other maintenances of the same resolution (see StatusUpdate)."""
     delete_evictions: tuple[EvictionRequestDelete, ...] = ()

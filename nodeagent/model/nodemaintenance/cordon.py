@@ -12,12 +12,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodeagent.model.bodies import (
+    Event,
     mapping,
 )
 from nodeagent.model.drainslots import Slots
-from nodeagent.model.nodemaintenance.actions import NodePatch, RecordedEvent
+from nodeagent.model.maintenance import cordoned_by
+from nodeagent.model.nodemaintenance.actions import NodePatch
 from nodeagent.model.nodemaintenance.context import Context
-from nodeagent.model.nodemaintenance.selection import cordoned_by
 
 
 def unschedulable(node: Mapping[str, Any]) -> bool:
@@ -28,11 +29,11 @@ def _cordon_value(names: Iterable[str]) -> str:
     return ",".join(sorted(set(names)))
 
 
-def cordons(ctx: Context, waiting: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+def cordons(ctx: Context, waiting: frozenset[str]) -> tuple[list[NodePatch], list[Event]]:
     """Cordon the selected nodes (in Cordon and Drain) but ``waiting`` ones, naming every
     holder on each."""
     cordon: list[NodePatch] = []
-    events: list[RecordedEvent] = []
+    events: list[Event] = []
     for node_name in sorted(ctx.mine.selected - waiting):
         node = ctx.inp.nodes[node_name]
         annotation = cordoned_by(node)
@@ -41,17 +42,17 @@ def cordons(ctx: Context, waiting: frozenset[str]) -> tuple[list[NodePatch], lis
         holders.add(ctx.me)
         if not unschedulable(node):
             cordon.append(NodePatch(node_name, rv, True, _cordon_value(holders)))
-            events.append(RecordedEvent("Normal", "Cordoned", f"Cordoned node {node_name}"))
+            events.append(Event("Normal", "Cordoned", f"Cordoned node {node_name}"))
         elif annotation is not None and _cordon_value(annotation) != _cordon_value(holders):
             cordon.append(NodePatch(node_name, rv, None, _cordon_value(holders)))
     return cordon, events
 
 
-def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list[RecordedEvent]]:
+def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list[Event]]:
     """Let go of the cordons this maintenance holds outside ``keep``: the hold passes to the
     other holders, or the node is uncordoned when none is left."""
     uncordon: list[NodePatch] = []
-    events: list[RecordedEvent] = []
+    events: list[Event] = []
     for node_name in sorted(ctx.inp.nodes):
         node = ctx.inp.nodes[node_name]
         annotation = cordoned_by(node)
@@ -67,7 +68,7 @@ def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list
             uncordon.append(NodePatch(node_name, rv, None, _cordon_value(remaining)))
         elif unschedulable(node):
             uncordon.append(NodePatch(node_name, rv, False, None))
-            events.append(RecordedEvent("Normal", "Uncordoned", f"Uncordoned node {node_name}"))
+            events.append(Event("Normal", "Uncordoned", f"Uncordoned node {node_name}"))
         else:
             uncordon.append(NodePatch(node_name, rv, None, None))
     return uncordon, events
@@ -75,7 +76,7 @@ def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list
 
 def cordon_actions(
     ctx: Context, slots: Slots | None
-) -> tuple[list[NodePatch], list[NodePatch], list[RecordedEvent]]:
+) -> tuple[list[NodePatch], list[NodePatch], list[Event]]:
     """The cordons and uncordons of one decision, and their events: while the stage holds a
     cordon, cordon the selected nodes (those waiting for a drain slot only with
     ``cordon_while_waiting``) and let go of the others; otherwise let go of every node."""

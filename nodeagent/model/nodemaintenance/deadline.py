@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodeagent.model.bodies import (
+    Event,
     as_map,
     items,
     mapping,
@@ -26,7 +27,6 @@ from nodeagent.model.interceptors import (
 from nodeagent.model.maintenance import (
     Stage,
 )
-from nodeagent.model.nodemaintenance.actions import RecordedEvent
 from nodeagent.model.nodemaintenance.context import Context
 from nodeagent.model.nodemaintenance.requests import refusal
 from nodeagent.model.times import format_time, parse_time
@@ -87,7 +87,7 @@ def deadline_status(
     now: datetime,
     observed: int | None,
     eviction_requests: Mapping[str, EvictionRequestView],
-) -> list[RecordedEvent]:
+) -> list[Event]:
     """The DrainDeadlineExceeded condition; a Warning Event when it turns True."""
     old = next((c for c in conditions if c.get("type") == DEADLINE_CONDITION), None)
     if seconds is None:
@@ -117,7 +117,7 @@ def deadline_status(
         conditions, DEADLINE_CONDITION, "True", "DeadlineExceeded", message, now, observed
     )
     if old is None or old.get("status") != "True":
-        return [RecordedEvent("Warning", DEADLINE_CONDITION, message)]
+        return [Event("Warning", DEADLINE_CONDITION, message)]
     return []
 
 

@@ -33,6 +33,7 @@ from nodeagent.model.maintenance import (
     REQUESTER,
     Stage,
     deadline_escalation,
+    maintenance_nodes,
 )
 from nodeagent.model.nodemaintenance.actions import (
     EvictionRequestCreate,
@@ -42,7 +43,7 @@ from nodeagent.model.nodemaintenance.actions import (
 )
 from nodeagent.model.nodemaintenance.context import Context
 from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
-from nodeagent.model.nodemaintenance.selection import maintenance_nodes, selection
+from nodeagent.model.nodemaintenance.selection import selection
 
 
 @dataclass

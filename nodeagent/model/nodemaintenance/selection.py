@@ -10,45 +10,12 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from nodeagent.model.bodies import (
-    mapping,
-    name_of,
-)
+from nodeagent.model.bodies import mapping, name_of
 from nodeagent.model.maintenance import (
-    CORDONED_BY_ANNOTATION,
     selected_nodes,
-    selects,
-    status_nodes,
 )
 from nodeagent.model.memo import Recall
 from nodeagent.model.nodemaintenance.inputs import Inputs
-
-
-def cordoned_by(node: Mapping[str, Any]) -> list[str] | None:
-    """The maintenances holding nodeagent's cordon of `node`; None when nodeagent holds none."""
-    raw = mapping(mapping(node, "metadata"), "annotations").get(CORDONED_BY_ANNOTATION)
-    if not isinstance(raw, str):
-        return None
-    return [n for n in (part.strip() for part in raw.split(",")) if n]
-
-
-def involves(nm: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """Whether the maintenance selects ``node`` or holds a cordon on it."""
-    return name_of(nm) in (cordoned_by(node) or ()) or selects(nm, node)
-
-
-def maintenance_nodes(
-    nm: Mapping[str, Any],
-    nodes: Mapping[str, Mapping[str, Any]],
-    selected: frozenset[str] | None = None,
-) -> frozenset[str]:
-    """Every node the maintenance has to do with: selected now (``selected``, if the caller
-    has it), reported in its status, or cordoned on its behalf."""
-    name = name_of(nm)
-    cordoned = (n for n, node in nodes.items() if name in (cordoned_by(node) or ()))
-    if selected is None:
-        selected = selected_nodes(nm, nodes)
-    return selected.union(cordoned, status_nodes(nm))
 
 
 def recall_group(maintenance: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from nodeagent.model.bodies import (
     ConditionStatus,
+    Event,
     as_map,
     condition,
     generation,
@@ -26,7 +27,7 @@ from nodeagent.model.maintenance import (
     Stage,
     drain_plan_hash,
 )
-from nodeagent.model.nodemaintenance.actions import RecordedEvent, StatusUpdate
+from nodeagent.model.nodemaintenance.actions import StatusUpdate
 from nodeagent.model.nodemaintenance.context import Context, MaintenanceState
 from nodeagent.model.nodemaintenance.deadline import deadline_seconds, deadline_status
 from nodeagent.model.nodemaintenance.requests import RequestReader
@@ -50,10 +51,10 @@ def drain_status(
     observed: int | None,
     requests: RequestReader,
     deadline: float | None,
-) -> list[RecordedEvent]:
+) -> list[Event]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
     worth."""
-    events: list[RecordedEvent] = []
+    events: list[Event] = []
     old_index = status.get("drainPlanIndex")
     old_drained = next((c for c in conditions if c.get("type") == "Drained"), None)
     status["nodeStatuses"] = [ns.to_status() for ns in drain.nodes]
@@ -62,10 +63,8 @@ def drain_status(
     entry = f"drain plan entry {drain.entry_index + 1} of {plan_length}: "
     entry += drain.current_entry.describe()
     if old_index != drain.entry_index:
-        events.append(RecordedEvent("Normal", "DrainPlanEntry", entry[0].upper() + entry[1:]))
-    events.extend(
-        RecordedEvent("Warning", "FastForwarded", ff.message) for ff in drain.fast_forwards
-    )
+        events.append(Event("Normal", "DrainPlanEntry", entry[0].upper() + entry[1:]))
+    events.extend(Event("Warning", "FastForwarded", ff.message) for ff in drain.fast_forwards)
     if drain.drained:
         drained: tuple[ConditionStatus, str, str] = (
             "True",
@@ -73,7 +72,7 @@ def drain_status(
             f"All pods of {len(drain.nodes)} nodes are gone",
         )
         if old_drained is None or old_drained.get("status") != "True":
-            events.append(RecordedEvent("Normal", "Drained", drained[2]))
+            events.append(Event("Normal", "Drained", drained[2]))
     else:
         left = sum(ns.pods_pending_evacuation + ns.pods_evacuating for ns in drain.nodes)
         busy = sum(1 for ns in drain.nodes if not ns.drained)
@@ -134,7 +133,7 @@ def neighbour_statuses(
 
 def _validity_status(
     ctx: Context, conditions: list[dict[str, Any]], observed: int | None
-) -> list[RecordedEvent]:
+) -> list[Event]:
     """Set the Valid condition; a warning when the maintenance turns (or stays, with another
     message) invalid."""
     validity = ctx.validity
@@ -153,33 +152,31 @@ def _validity_status(
         or old_valid.get("status") != "False"
         or old_valid.get("message") != validity.message
     ):
-        return [RecordedEvent("Warning", validity.reason, validity.message)]
+        return [Event("Warning", validity.reason, validity.message)]
     return []
 
 
-def _stage_started(ctx: Context, act_stage: Stage, status: dict[str, Any]) -> list[RecordedEvent]:
+def _stage_started(ctx: Context, act_stage: Stage, status: dict[str, Any]) -> list[Event]:
     """Record ``act_stage`` in ``status.stageStatuses`` when it starts, and say so."""
-    events: list[RecordedEvent] = []
+    events: list[Event] = []
     now = format_time(ctx.inp.now)
     stage_statuses = [dict(s) for s in items(status, "stageStatuses") if isinstance(s, Mapping)]
     if act_stage.value not in {s.get("name") for s in stage_statuses}:
         stage_statuses.append({"name": act_stage.value, "startTimestamp": now})
         if act_stage != Stage.IDLE:
             why = " (the maintenance is being deleted)" if ctx.deleting else ""
-            events.append(
-                RecordedEvent("Normal", "StageStarted", f"Stage {act_stage.value} started{why}")
-            )
+            events.append(Event("Normal", "StageStarted", f"Stage {act_stage.value} started{why}"))
         if act_stage in (Stage.CORDON, Stage.DRAIN) and not ctx.deleting:
             everyone = selects_every_node(ctx.mine.selected, ctx.inp.nodes)
             if everyone is not None:
-                events.append(RecordedEvent("Warning", "SelectsEveryNode", everyone))
+                events.append(Event("Warning", "SelectsEveryNode", everyone))
     status["stageStatuses"] = stage_statuses
     return events
 
 
 def maintenance_status(
-    ctx: Context, cordon_events: Sequence[RecordedEvent], my_drain: MaintenanceDrain | None
-) -> tuple[dict[str, Any] | None, list[RecordedEvent]]:
+    ctx: Context, cordon_events: Sequence[Event], my_drain: MaintenanceDrain | None
+) -> tuple[dict[str, Any] | None, list[Event]]:
     """The maintenance's new status (None when it does not change) and the events it is
     worth, cordon events included."""
     old_status = mapping(ctx.nm, "status")

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from nodeagent.model.nodemaintenance.selection import (
-    connected,
-    cordoned_by,
-    involves,
-    maintenance_nodes,
-    selects_every_node,
-)
+from nodeagent.model.maintenance import cordoned_by, involves, maintenance_nodes
+from nodeagent.model.nodemaintenance.selection import connected, selects_every_node
 from tests.unit.model.nodemaintenance.helpers import maintenance, node
 
 
