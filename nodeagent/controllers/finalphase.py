@@ -28,6 +28,7 @@ from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model import final_phase as model
 from nodeagent.model.bodies import metadata_of
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_node, stage
 
 __all__ = ["FinalPhaseController"]
@@ -42,7 +43,7 @@ class FinalPhaseClient(ListWatcher, Deleter, Protocol):
 
 
 def _asks(nm: Obj) -> bool:
-    return model.ANNOTATION in (metadata_of(nm).get("annotations") or {})
+    return FINAL_PHASE_ANNOTATION in (metadata_of(nm).get("annotations") or {})
 
 
 def _requesting_node(nm: Obj) -> list[str]:
@@ -104,7 +105,7 @@ class FinalPhaseController(Controller):
             return None
         if node is None:
             message = (
-                f"NodeMaintenance {key}: annotation {model.ANNOTATION} is honoured only on a "
+                f"NodeMaintenance {key}: annotation {FINAL_PHASE_ANNOTATION} is honoured only on a "
                 "node's shutdown maintenance (labelled for its node, selecting it alone)"
             )
             await self._report(nm, "FinalPhaseInvalid", message)

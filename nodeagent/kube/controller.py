@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS, Informer, ListWatcher
 from nodeagent.kube.lean import transform_for
-from nodeagent.kube.ratelimit import JitteredBackoff, RateLimiter
+from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Indexer, Store
 from nodeagent.kube.workqueue import ShutDown, WorkQueue, WorkQueueMetrics
+from nodeagent.model.backoff import JitteredBackoff
 
 __all__ = ["Controller", "KeyMapper", "Result", "SharedInformers"]
 

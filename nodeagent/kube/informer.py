@@ -25,9 +25,9 @@ from typing import Protocol
 
 from nodeagent.kube.errors import Gone, KubeError
 from nodeagent.kube.protocols import Lister, Watcher
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Delta, Indexer, Store, key_of
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.bodies import metadata_of
 
 __all__ = [

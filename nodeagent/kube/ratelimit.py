@@ -11,14 +11,11 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Protocol
 
-# JitteredBackoff lives in the model; re-exported for the informer, controller and node
-# modules that import it from here
-from nodeagent.model.backoff import JitteredBackoff, capped_exponential
+from nodeagent.model.backoff import capped_exponential
 
 __all__ = [
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
-    "JitteredBackoff",
     "MaxOfRateLimiter",
     "MonotonicClock",
     "RateLimiter",

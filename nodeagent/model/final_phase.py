@@ -29,14 +29,10 @@ from typing import Any
 from nodeagent.model.bodies import deleting, mapping, metadata_of, uid_of
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors import pod_terminal
-
-# ANNOTATION re-exported for the final-phase controller and node/shutdown.py, which read it here
-from nodeagent.model.names import FINAL_PHASE_ANNOTATION as ANNOTATION
-from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION, SYSTEM_CRITICAL_PRIORITY
 from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
-    "ANNOTATION",
     "DEFAULT_TERMINATION_GRACE",
     "Deletion",
     "FinalPhase",
@@ -101,10 +97,10 @@ def requested(nm: Mapping[str, Any]) -> FinalPhase | None:
     """The phase `nm` asks for, its deadline in seconds since the epoch; None when it asks
     none (or a phase of no length)."""
     md = metadata_of(nm)
-    raw = mapping(md, "annotations").get(ANNOTATION)
+    raw = mapping(md, "annotations").get(FINAL_PHASE_ANNOTATION)
     if raw is None:
         return None
-    where = f"NodeMaintenance {md.get('name')}: annotation {ANNOTATION}"
+    where = f"NodeMaintenance {md.get('name')}: annotation {FINAL_PHASE_ANNOTATION}"
     try:
         value = json.loads(raw) if isinstance(raw, str) else None
     except ValueError as e:

@@ -30,9 +30,6 @@ from nodeagent.model.bodies import (
 )
 from nodeagent.model.budgets import WAITING_PREFIX
 from nodeagent.model.drainplan import PodType, classify, pod_labels
-
-# DAEMONSET_ and IMPERATIVE_INTERCEPTOR re-exported for the DaemonSet interceptor, the
-# NodeMaintenance decision and the test bed's demo, which import them from here
 from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
@@ -45,12 +42,10 @@ from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [
     "CANCELED",
-    "DAEMONSET_INTERCEPTOR",
     "DEFAULT_HEARTBEAT_DEADLINE",
     "EVICTED",
     "EVICTION_BACKOFF_BASE",
     "EVICTION_BACKOFF_CAP",
-    "IMPERATIVE_INTERCEPTOR",
     "MAX_INTERCEPTORS",
     "MIN_HEARTBEAT_INTERVAL",
     "RESERVED_INTERCEPTORS",

@@ -33,19 +33,13 @@ from typing import Any
 
 from nodeagent.model.bodies import annotations_of, as_map, deleting, items, mapping, name_of
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
-
-# re-exported for the NodeMaintenance controller and decision modules that import them from here
-from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.model.selectors import node_selector_matches, validate_node_selector
 from nodeagent.model.shutdown import boot_of, is_ours
 
 __all__ = [
-    "CORDONED_BY_ANNOTATION",
     "DELETE_PODS",
     "ESCALATIONS",
-    "FINALIZER",
-    "NODE_LABEL",
-    "REQUESTER",
     "Stage",
     "Validity",
     "cordoned_by",

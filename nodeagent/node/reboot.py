@@ -10,25 +10,20 @@ import logging
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import KubeError, NotFound
 from nodeagent.kube.informer import ListWatcher, wait_for
-from nodeagent.kube.ratelimit import JitteredBackoff
-from nodeagent.kube.resources import NODEMAINTENANCES, NODES, Obj
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
-from nodeagent.model.bodies import name_of
+from nodeagent.model.backoff import JitteredBackoff
+from nodeagent.model.bodies import condition_true, name_of
 from nodeagent.node.shutdown import complete_maintenance, shutdown_maintenances
 
 log = logging.getLogger(__name__)
 
 
-def node_ready(node: Obj) -> bool:
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return bool(c.get("status") == "True")
-    return False
-
-
 async def wait_node_ready(client: ListWatcher, node: str) -> None:
-    await wait_for(client, NODES, node, lambda obj: obj is not None and node_ready(obj))
+    await wait_for(
+        client, NODES, node, lambda obj: obj is not None and condition_true(obj, "Ready")
+    )
 
 
 async def complete_previous_boots(

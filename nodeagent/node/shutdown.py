@@ -33,12 +33,13 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.informer import wait_for
 from nodeagent.kube.protocols import Lister, Patcher
-from nodeagent.kube.ratelimit import JitteredBackoff
 from nodeagent.kube.resources import NODEMAINTENANCES, Obj, Resource
 from nodeagent.model import final_phase as final
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.bodies import name_of
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
 T = TypeVar("T")
@@ -297,7 +298,7 @@ class _Shutdown:
                     flow.node, flow.boot_id, self.kind, flow.config.drain_plan
                 )
                 if final_phase is not None:
-                    body["metadata"]["annotations"][final.ANNOTATION] = final_phase
+                    body["metadata"]["annotations"][FINAL_PHASE_ANNOTATION] = final_phase
                 flow._created.add(name)
                 try:
                     await self.request(

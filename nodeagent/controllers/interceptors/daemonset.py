@@ -34,7 +34,6 @@ from nodeagent.controllers.interceptors.common import (
     utcnow,
 )
 from nodeagent.controllers.interceptors.plans import (
-    TAINT_TEXT,
     daemonset_turn,
     has_taint,
     plan_daemonset,
@@ -47,11 +46,9 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.interceptors import (
-    DAEMONSET_INTERCEPTOR,
-    EvictionRequestView,
-)
+from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
+from nodeagent.model.names import DAEMONSET_INTERCEPTOR, TAINT_TEXT
 
 __all__ = ["DaemonSetInterceptor"]
 

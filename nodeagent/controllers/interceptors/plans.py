@@ -22,13 +22,10 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.interceptors import EvictionRequestView, pod_terminal, pod_terminating
 from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off
-
-# TAINT_TEXT re-exported for the DaemonSet interceptor, which imports it from here
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.selectors import tolerates
 
 __all__ = [
-    "TAINT_TEXT",
     "AnnotatePlan",
     "DaemonSetPlan",
     "annotate_rule",

@@ -5,10 +5,6 @@ which, and the order in which the shell applies the actions)."""
 from __future__ import annotations
 
 from nodeagent.model.maintenance import (
-    CORDONED_BY_ANNOTATION,
-    FINALIZER,
-    NODE_LABEL,
-    REQUESTER,
     Stage,
     Validity,
     drain_plan_hash,
@@ -19,6 +15,7 @@ from nodeagent.model.maintenance import (
     status_nodes,
     validate,
 )
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 from nodeagent.model.nodemaintenance.actions import (
     Actions,
     EvictionRequestCreate,

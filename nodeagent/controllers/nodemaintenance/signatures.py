@@ -10,7 +10,7 @@ from typing import Any
 
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import as_map, metadata_of
-from nodeagent.model.maintenance import CORDONED_BY_ANNOTATION, NODE_LABEL
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, NODE_LABEL
 from nodeagent.model.times import parse_time
 
 __all__ = [

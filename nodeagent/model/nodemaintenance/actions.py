@@ -7,11 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.bodies import Event
-from nodeagent.model.maintenance import (
-    CORDONED_BY_ANNOTATION,
-    Stage,
-    Validity,
-)
+from nodeagent.model.maintenance import Stage, Validity
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 
 
 @dataclass(frozen=True)

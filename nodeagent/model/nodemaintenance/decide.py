@@ -10,12 +10,8 @@ from nodeagent.model.bodies import (
     mapping,
     name_of,
 )
-from nodeagent.model.maintenance import (
-    FINALIZER,
-    Stage,
-    effective_stage,
-    validate,
-)
+from nodeagent.model.maintenance import Stage, effective_stage, validate
+from nodeagent.model.names import FINALIZER
 from nodeagent.model.nodemaintenance.actions import Actions
 from nodeagent.model.nodemaintenance.context import read_context
 from nodeagent.model.nodemaintenance.cordon import cordon_actions

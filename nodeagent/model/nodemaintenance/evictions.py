@@ -28,13 +28,8 @@ from nodeagent.model.draintargets import (
     MaintenanceDrain,
     Resolution,
 )
-from nodeagent.model.maintenance import (
-    DELETE_PODS,
-    REQUESTER,
-    Stage,
-    deadline_escalation,
-    maintenance_nodes,
-)
+from nodeagent.model.maintenance import DELETE_PODS, Stage, deadline_escalation, maintenance_nodes
+from nodeagent.model.names import REQUESTER
 from nodeagent.model.nodemaintenance.actions import (
     EvictionRequestCreate,
     EvictionRequestDelete,

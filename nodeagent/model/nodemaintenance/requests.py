@@ -18,16 +18,9 @@ from nodeagent.model.draintargets import (
     NodeDrainStatus,
     PodRef,
 )
-from nodeagent.model.interceptors import (
-    IMPERATIVE_INTERCEPTOR,
-    EvictionRequestView,
-    imperative_refusal_cause,
-)
-from nodeagent.model.maintenance import (
-    NODE_LABEL,
-    REQUESTER,
-)
+from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_cause
 from nodeagent.model.memo import Recall
+from nodeagent.model.names import IMPERATIVE_INTERCEPTOR, NODE_LABEL, REQUESTER
 from nodeagent.model.nodemaintenance.actions import (
     EvictionRequestCreate,
     EvictionRequestDelete,

@@ -46,6 +46,7 @@ from nodeagent.kube.resources import (
     format_time,
 )
 from nodeagent.kube.store import key_of
+from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.staticpods.fsops import DirHandle
@@ -61,7 +62,6 @@ from nodeagent.node.staticpods.plan import (
     unknown_priority_message,
 )
 from nodeagent.node.staticpods.policy import (
-    NODE_LABEL,
     Coverage,
     EvictionView,
     coverage,

@@ -30,18 +30,14 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.interceptors import CANCELED, EVICTED, MIN_HEARTBEAT_INTERVAL
 from nodeagent.model.maintenance import holds_pods_off_this_boot
-
-# NODE_LABEL re-exported for the static pod interceptor, which imports it from here
 from nodeagent.model.names import (
     BUILTIN_PRIORITIES,
     KUBELET_INTERCEPTOR,
     MIRROR_ANNOTATION,
-    NODE_LABEL,
 )
 from nodeagent.model.times import parse_time
 
 __all__ = [
-    "NODE_LABEL",
     "Coverage",
     "EvictionView",
     "coverage",

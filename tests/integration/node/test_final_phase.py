@@ -23,7 +23,8 @@ from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, PDBS, PODS
-from nodeagent.model.final_phase import ANNOTATION, FinalPhase, annotation
+from nodeagent.model.final_phase import FinalPhase, annotation
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.shutdown import ShutdownFlow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, create_pod
@@ -143,7 +144,7 @@ async def test_final_phase_deletes_the_pods_left_in_the_kubelets_order(
         for name in ("agent", "elsewhere"):
             assert name not in deleted_at, f"{name} must not be deleted"
         (nm,) = c.maintenances()
-        assert ANNOTATION in nm["metadata"]["annotations"]
+        assert FINAL_PHASE_ANNOTATION in nm["metadata"]["annotations"]
         said = [e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhase"]
         assert any("deleting the pods left" in m for m in said), said
     finally:
@@ -189,7 +190,7 @@ async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
     try:
         for name, value in (("admins", started), ("garbled", "{")):
             nm = shutdown_maintenance("node-1", BOOT, "reboot")
-            nm["metadata"] = {"name": name, "annotations": {ANNOTATION: value}}
+            nm["metadata"] = {"name": name, "annotations": {FINAL_PHASE_ANNOTATION: value}}
             await c.kube.create(NODEMAINTENANCES, nm)
 
         def refused() -> set[str]:
@@ -202,7 +203,7 @@ async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
         await view.until(lambda: refused() == {"admins", "garbled"})
         said = {e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhaseInvalid"}
         assert any("honoured only on a node's shutdown maintenance" in m for m in said), said
-        assert any(f"annotation {ANNOTATION}: not JSON" in m for m in said), said
+        assert any(f"annotation {FINAL_PHASE_ANNOTATION}: not JSON" in m for m in said), said
         await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
 
         def web() -> Obj:

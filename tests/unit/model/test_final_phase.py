@@ -7,15 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.final_phase import (
-    ANNOTATION,
-    FinalPhase,
-    InvalidFinalPhase,
-    annotation,
-    plan,
-    requested,
-)
-from nodeagent.model.names import SYSTEM_CRITICAL_PRIORITY
+from nodeagent.model.final_phase import FinalPhase, InvalidFinalPhase, annotation, plan, requested
+from nodeagent.model.names import FINAL_PHASE_ANNOTATION, SYSTEM_CRITICAL_PRIORITY
 
 Obj = dict[str, Any]
 NODE = "node-1"
@@ -164,7 +157,7 @@ def test_a_short_budget_gives_the_phase_half_of_it() -> None:
 
 
 def maintenance(value: object) -> Obj:
-    return {"metadata": {"name": "nm", "annotations": {ANNOTATION: value}}}
+    return {"metadata": {"name": "nm", "annotations": {FINAL_PHASE_ANNOTATION: value}}}
 
 
 @given(
@@ -212,5 +205,5 @@ def test_no_annotation_or_a_phase_of_no_length_asks_nothing() -> None:
 def test_a_malformed_annotation_is_one_clear_error(value: object, says: str) -> None:
     with pytest.raises(InvalidFinalPhase) as e:
         requested(maintenance(value))
-    assert str(e.value).startswith(f"NodeMaintenance nm: annotation {ANNOTATION}: ")
+    assert str(e.value).startswith(f"NodeMaintenance nm: annotation {FINAL_PHASE_ANNOTATION}: ")
     assert says in str(e.value) and "\n" not in str(e.value)
