@@ -9,11 +9,11 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
 from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder

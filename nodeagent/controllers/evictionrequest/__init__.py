@@ -12,7 +12,7 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     Plan,
     plan_request,
 )
-from nodeagent.controllers.evictionrequest.settings import AnnotateRule, EvictionSettings
+from nodeagent.controllers.settings import AnnotateRule, EvictionSettings
 
 __all__ = [
     "AnnotateRule",

@@ -16,7 +16,7 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     Plan,
     plan_request,
 )
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.events import EventSink

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event, EventType, uid_of
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import logging
 
-from nodeagent.controllers.evictionrequest.controller import EventSink
-from nodeagent.controllers.evictionrequest.settings import AnnotateRule, EvictionSettings
 from nodeagent.controllers.interceptors.common import (
     Clock,
     InterceptorClient,
@@ -29,8 +27,10 @@ from nodeagent.controllers.interceptors.common import (
     utcnow,
 )
 from nodeagent.controllers.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
+from nodeagent.controllers.settings import AnnotateRule, EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
+from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import key_of

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from nodeagent.controllers.interceptors.plans import WAITING
 from nodeagent.kube.controller import Result
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
@@ -41,10 +42,6 @@ log = logging.getLogger(__name__)
 
 class InterceptorClient(Getter, Lister, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the interceptors need."""
-
-
-WAITING = "waiting for the pod to go."
-"""How the interceptors' progress messages end; :func:`completion_message` replaces it."""
 
 
 def completion_message(previous: str, view: EvictionRequestView) -> str:

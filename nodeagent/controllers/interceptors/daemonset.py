@@ -21,8 +21,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nodeagent.controllers.evictionrequest.controller import EventSink
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.interceptors.common import (
     Clock,
     InterceptorClient,
@@ -40,8 +38,10 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
+from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of

@@ -10,8 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.controllers.evictionrequest.settings import AnnotateRule
-from nodeagent.controllers.interceptors.common import WAITING
+from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.model.bodies import annotations_of
 from nodeagent.model.drainplan import (
     InvalidPlan,
@@ -26,6 +25,7 @@ from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAIN
 from nodeagent.model.selectors import tolerates
 
 __all__ = [
+    "WAITING",
     "AnnotatePlan",
     "DaemonSetPlan",
     "annotate_rule",
@@ -38,6 +38,9 @@ __all__ = [
     "taint_patch",
     "untaint_patch",
 ]
+
+WAITING = "waiting for the pod to go."
+"""How the interceptors' progress messages end; `common.completion_message` replaces it."""
 
 
 # -- annotate and wait --------------------------------------------------------------------------

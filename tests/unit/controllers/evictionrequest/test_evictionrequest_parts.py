@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.controllers.evictionrequest.controller import refusal_detail
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
 from nodeagent.controllers.interceptors.plans import has_taint
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.workqueue import WorkQueue
 from nodeagent.model.interceptors import EvictionRequestView

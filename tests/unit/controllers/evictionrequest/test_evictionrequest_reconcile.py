@@ -18,7 +18,7 @@ from nodeagent.controllers.evictionrequest.reconcile import (
     Plan,
     plan_request,
 )
-from nodeagent.controllers.evictionrequest.settings import EvictionSettings
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_cause
 from nodeagent.model.names import (

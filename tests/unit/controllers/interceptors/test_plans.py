@@ -7,7 +7,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.controllers.evictionrequest.settings import AnnotateRule
 from nodeagent.controllers.interceptors.common import WAITING
 from nodeagent.controllers.interceptors.plans import (
     annotate_rule,
@@ -19,6 +18,7 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
+from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
 from nodeagent.model.interceptors import CANCELED, EvictionRequestView, SelectorInterceptor
 from nodeagent.model.maintenance import Stage, holds_pods_off

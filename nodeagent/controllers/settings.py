@@ -1,4 +1,5 @@
-"""What the eviction request controller and the cluster-side interceptors take from config."""
+"""What the EvictionRequest controller and the cluster-side interceptors take from config
+(shared by both packages, which are independent of each other)."""
 
 from __future__ import annotations
 
