@@ -10,7 +10,7 @@ When the plan says ``evict``, the controller calls the API and asks again with t
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from nodeagent.model.interceptors import (
     EvictionRequestView,
     InterceptorStatus,
     InvalidInterceptors,
+    Selection,
     default_interceptors,
     eviction_backoff,
     heartbeat_interval,
@@ -254,11 +255,45 @@ def plan_request(
         if view.evicted:
             b.retire_completed()
         return b.plan(finished=True)
+    target = pod if pod is not None and uid_of(pod) == view.target_uid else None
+    ended = _ended(b, view, pod, target)
+    if ended is not None:
+        return ended
+    assert target is not None  # _ended ends every request without its pod
+    b.labels = _label_changes(request, target)
+    targets = view.target_interceptors
+    if targets is None:
+        targets = _first_target_interceptors(b, target, settings)
+    selection = _take_turns(b, view, targets, now, settings, activated_at)
+    if selection.active == IMPERATIVE_INTERCEPTOR:
+        if selection.activated and view.active is not None:
+            # Record its turn before it acts: an eviction must never happen while the stored
+            # status still shows another interceptor's turn. Held back by a budget, it says so
+            # in the same write. (With nobody's turn stored, it acts at once and its turn and
+            # what came of it go in one write.)
+            if gate is not None and gate.room == 0:
+                b.set_entry(
+                    replace(b.entry(IMPERATIVE_INTERCEPTOR), message=gate.waiting_message())
+                )
+                b.imperative = ImperativeState(held_since=now)
+            b.wake_in(0.0)
+        else:
+            _imperative(b, target, settings, imperative, outcome, gate)
+    return b.plan()
+
+
+def _ended(
+    b: _Builder,
+    view: EvictionRequestView,
+    pod: Mapping[str, Any] | None,
+    target: Mapping[str, Any] | None,
+) -> Plan | None:
+    """The plan of a request that ends now (invalid, its pod gone or terminal, no requester
+    left), or None when it goes on."""
     problem = _validation_problem(view)
     if problem is not None:
         b.cancel("ValidationFailed", problem)
         return b.plan(finished=True)
-    target = pod if pod is not None and uid_of(pod) == view.target_uid else None
     if target is None:
         other = uid_of(pod)
         if view.target_interceptors is None:
@@ -291,31 +326,47 @@ def plan_request(
             "No requester is left in spec.requesters; the eviction request is canceled.",
         )
         return b.plan(finished=True)
+    return None
 
-    b.labels = _label_changes(request, target)
-    targets = view.target_interceptors
-    if targets is None:
-        try:
-            targets = target_interceptors(target, settings.configured)
-        except InvalidInterceptors as exc:
-            # A pod owner's bad annotation must not stall a drain (a canceled request is made
-            # again by its requester, over and over): the defaults take its place, once, said.
-            targets = default_interceptors(target, settings.configured)
-            b.events.append(
-                Event(
-                    "Warning",
-                    "InvalidInterceptors",
-                    f"Pod {b.pod_ref}: {exc}; the annotation is ignored and the default "
-                    f"interceptors take turns: {', '.join(targets)}.",
-                )
+
+def _first_target_interceptors(
+    b: _Builder, target: Mapping[str, Any], settings: EvictionSettings
+) -> tuple[str, ...]:
+    """The interceptors that take turns, chosen once (`status.targetInterceptors` is immutable
+    once set), with an entry each."""
+    try:
+        targets = target_interceptors(target, settings.configured)
+    except InvalidInterceptors as exc:
+        # A pod owner's bad annotation must not stall a drain (a canceled request is made
+        # again by its requester, over and over): the defaults take its place, once, said.
+        targets = default_interceptors(target, settings.configured)
+        b.events.append(
+            Event(
+                "Warning",
+                "InvalidInterceptors",
+                f"Pod {b.pod_ref}: {exc}; the annotation is ignored and the default "
+                f"interceptors take turns: {', '.join(targets)}.",
             )
-        b.status["targetInterceptors"] = [{"name": n} for n in targets]
-        entries = [e for e in b.status.get("interceptors") or () if isinstance(e, Mapping)]
-        named = {e.get("name") for e in entries}
-        b.status["interceptors"] = [dict(e) for e in entries] + [
-            {"name": n} for n in targets if n not in named
-        ]
+        )
+    b.status["targetInterceptors"] = [{"name": n} for n in targets]
+    entries = [e for e in b.status.get("interceptors") or () if isinstance(e, Mapping)]
+    named = {e.get("name") for e in entries}
+    b.status["interceptors"] = [dict(e) for e in entries] + [
+        {"name": n} for n in targets if n not in named
+    ]
+    return targets
 
+
+def _take_turns(
+    b: _Builder,
+    view: EvictionRequestView,
+    targets: Sequence[str],
+    now: datetime,
+    settings: EvictionSettings,
+    activated_at: datetime | None,
+) -> Selection:
+    """Whose turn it is (`select_active`), written into the status, with an Event for each
+    handover and a wake-up at the active interceptor's deadline."""
     known = activated_at or view.activated_at()
     selection = select_active(
         targets,
@@ -346,21 +397,7 @@ def plan_request(
             b.activation = (selection.active, known)
     if selection.deadline is not None:
         b.wake_in((selection.deadline - now).total_seconds())
-    if selection.active == IMPERATIVE_INTERCEPTOR:
-        if selection.activated and view.active is not None:
-            # Record its turn before it acts: an eviction must never happen while the stored
-            # status still shows another interceptor's turn. Held back by a budget, it says so
-            # in the same write. (With nobody's turn stored, it acts at once and its turn and
-            # what came of it go in one write.)
-            if gate is not None and gate.room == 0:
-                b.set_entry(
-                    replace(b.entry(IMPERATIVE_INTERCEPTOR), message=gate.waiting_message())
-                )
-                b.imperative = ImperativeState(held_since=now)
-            b.wake_in(0.0)
-        else:
-            _imperative(b, target, settings, imperative, outcome, gate)
-    return b.plan()
+    return selection
 
 
 def _not_evictable(pod: Mapping[str, Any]) -> str | None:
