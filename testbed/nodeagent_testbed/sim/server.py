@@ -17,13 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from nodeagent.model.selectors import (
-    FieldSelector,
-    LabelSelector,
-    SelectorError,
-    parse_field_selector,
-    parse_label_selector,
-)
+from nodeagent.model.selectors import LabelSelector, SelectorError
 from nodeagent_testbed.sim import eviction, protobuf
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.faults import Faults, Stats
@@ -34,6 +28,11 @@ from nodeagent_testbed.sim.patch import (
     strategic_merge_patch,
 )
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
+from nodeagent_testbed.sim.selectors import (
+    FieldSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 from nodeagent_testbed.sim.store import INITIAL_EVENTS_END, Obj, Store
 from nodeagent_testbed.sim.tables import table
 

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.model.selectors import FieldSelector, LabelSelector
+from nodeagent.model.selectors import LabelSelector
 from nodeagent_testbed.sim.errors import ApiError, conflict, invalid, not_found
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
+from nodeagent_testbed.sim.selectors import FieldSelector
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped

@@ -9,8 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.model.selectors import (
-    FieldRequirement,
-    FieldSelector,
     LabelSelector,
     Operator,
     Requirement,
@@ -18,12 +16,18 @@ from nodeagent.model.selectors import (
     field_value,
     label_selector_from_dict,
     node_selector_matches,
-    parse_field_selector,
-    parse_label_selector,
     tolerates,
     validate_label_key,
     validate_label_value,
     validate_node_selector,
+)
+
+# the string forms, which only the simulated API server parses
+from nodeagent_testbed.sim.selectors import (
+    FieldRequirement,
+    FieldSelector,
+    parse_field_selector,
+    parse_label_selector,
 )
 
 # --- strategies ---------------------------------------------------------------------------------
