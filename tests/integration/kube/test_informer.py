@@ -23,7 +23,7 @@ from nodeagent.kube.errors import Gone, TooManyRequests
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import PODS, Resource
 from nodeagent.model.backoff import JitteredBackoff
-from tests.clusters import TestCluster
+from tests.clusters import CONTROLLERS_ACCOUNT, TestCluster
 from tests.netproxy import TcpProxy, kubeconfig_on_port, proxy_to
 from tests.realserver import another_apiserver
 
@@ -266,7 +266,8 @@ async def test_field_selector_and_indexes(backend: TestCluster, kube: KubeClient
         node = (pod.get("spec") or {}).get("nodeName")
         return [node] if node else []
 
-    agent = backend.client(await backend.service_account(), max_workers=4)
+    # the controllers' account: node agents may read no pods
+    agent = backend.client(await backend.service_account(CONTROLLERS_ACCOUNT), max_workers=4)
     inf = Informer(agent, PODS, field_selector="spec.nodeName=node-1", indexers={"node": by_node})
     changed = asyncio.Event()
     inf.add_handler(
