@@ -17,6 +17,7 @@ node was off longer than its token's life, is used and renewed from then on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -65,7 +66,15 @@ class FileStore:
         return await asyncio.to_thread(self._file.read)
 
     async def write(self, token: str) -> None:
-        await asyncio.to_thread(write_token, self._file.path, token)
+        # a thread cannot be stopped: if we are cancelled meanwhile, the write still ends before
+        # we do, so nothing changes the file once the renewer has stopped
+        future = asyncio.ensure_future(asyncio.to_thread(write_token, self._file.path, token))
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await future
+            raise
 
 
 class TokenRenewer:
