@@ -10,7 +10,7 @@ resourceVersion with jittered exponential backoff.
 
 Handlers run synchronously on the loop and must be cheap; controllers enqueue keys.
 
-`wait_for` is the same list, watch and relist for one object and one wait, without a cache.
+`watch_until` is the same list, watch and relist for one object and one wait, without a cache.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ __all__ = [
     "OnAdd",
     "OnDelete",
     "OnUpdate",
-    "wait_for",
+    "watch_until",
 ]
 
 log = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ class Informer:
             log.exception("%s event handler failed", self.resource)
 
 
-async def wait_for(
+async def watch_until(
     client: ListWatcher,
     resource: Resource,
     name: str,

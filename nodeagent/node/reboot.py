@@ -9,7 +9,7 @@ import logging
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import KubeError, NotFound
-from nodeagent.kube.informer import ListWatcher, wait_for
+from nodeagent.kube.informer import ListWatcher, watch_until
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 async def wait_node_ready(client: ListWatcher, node: str) -> None:
-    await wait_for(
+    await watch_until(
         client, NODES, node, lambda obj: obj is not None and condition_true(obj, "Ready")
     )
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from nodeagent.config import ShutdownConfig
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
-from nodeagent.kube.informer import wait_for
+from nodeagent.kube.informer import watch_until
 from nodeagent.kube.protocols import Lister, Patcher
 from nodeagent.kube.resources import NODEMAINTENANCES, Obj, Resource
 from nodeagent.model import final_phase as final
@@ -323,7 +323,7 @@ class _Shutdown:
                         "delete the completed maintenance", client.delete(NODEMAINTENANCES, name)
                     )
             # until it is deleted (the controllers' finalizer goes first)
-            await wait_for(_Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None)
+            await watch_until(_Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None)
         flow.maintenance = name
         if name in flow._created and flow._announced != name:
             flow._announced = name
@@ -332,7 +332,7 @@ class _Shutdown:
         return name
 
     async def _wait_drained(self, name: str) -> None:
-        nm = await wait_for(
+        nm = await watch_until(
             _Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None or model.is_drained(nm)
         )
         if nm is None:

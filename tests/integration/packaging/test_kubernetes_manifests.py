@@ -300,8 +300,8 @@ CLIENT_METHODS = {
     "patch_status": ("patch", True),
     "delete": ("delete", False),
 }
-# list + watch of their resource argument (wait_for: one object, until a predicate holds)
-INFORMER_CALLS = {"Informer", "informer", "wait_for"}
+# list + watch of their resource argument (watch_until: one object, until a predicate holds)
+INFORMER_CALLS = {"Informer", "informer", "watch_until"}
 ROLE_OF_PART = {
     "node": ("ClusterRole", "nodeagent-node"),
     # a .deb agent renewing its Node-bound token (node-token-policy.yaml confines it)

@@ -1,4 +1,4 @@
-"""`informer.wait_for` against both API servers: one object, listed and watched until a
+"""`informer.watch_until` against both API servers: one object, listed and watched until a
 predicate holds, listed again when its watch expires (410 Gone), and told of a deletion."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import Gone
-from nodeagent.kube.informer import wait_for
+from nodeagent.kube.informer import watch_until
 from nodeagent.kube.resources import Obj, Resource
 from tests.clusters import TestCluster
 
@@ -75,7 +75,9 @@ async def test_waits_for_the_object_to_exist_and_satisfy_the_predicate(
     kube: KubeClient, namespace: str
 ) -> None:
     client = Counting(kube)
-    waiting = asyncio.create_task(wait_for(client, CONFIGMAPS, "cm", has("2"), namespace=namespace))
+    waiting = asyncio.create_task(
+        watch_until(client, CONFIGMAPS, "cm", has("2"), namespace=namespace)
+    )
     await client.until_listed(1)
     await kube.create(CONFIGMAPS, configmap("1"))
     await kube.patch(CONFIGMAPS, "cm", {"data": {"v": "2"}}, namespace)
@@ -84,7 +86,7 @@ async def test_waits_for_the_object_to_exist_and_satisfy_the_predicate(
     assert obj is not None and obj["data"] == {"v": "2"}
     assert client.lists == 1  # the watch told the rest
     # what already holds is answered by the list alone
-    assert await wait_for(client, CONFIGMAPS, "cm", has("2"), namespace=namespace) is not None
+    assert await watch_until(client, CONFIGMAPS, "cm", has("2"), namespace=namespace) is not None
     assert client.lists == 2
 
 
@@ -96,7 +98,9 @@ async def test_an_expired_watch_is_followed_by_a_new_list(
         backend.sim.store.compact()  # forget the history (sim-only fault injection)
     # on kube-apiserver, resourceVersion 1 is older than any watch cache
     client = Counting(kube, stale=True)
-    waiting = asyncio.create_task(wait_for(client, CONFIGMAPS, "cm", has("1"), namespace=namespace))
+    waiting = asyncio.create_task(
+        watch_until(client, CONFIGMAPS, "cm", has("1"), namespace=namespace)
+    )
     await client.until_listed(2)
     await kube.patch(CONFIGMAPS, "cm", {"data": {"v": "1"}}, namespace)
     async with asyncio.timeout(20):
@@ -109,10 +113,10 @@ async def test_a_deletion_is_told_as_no_object(kube: KubeClient, namespace: str)
     await kube.create(CONFIGMAPS, configmap("0"))
     client = Counting(kube)
     gone = asyncio.create_task(
-        wait_for(client, CONFIGMAPS, "cm", lambda obj: obj is None, namespace=namespace)
+        watch_until(client, CONFIGMAPS, "cm", lambda obj: obj is None, namespace=namespace)
     )
     recreated = asyncio.create_task(
-        wait_for(client, CONFIGMAPS, "cm", has("1"), namespace=namespace)
+        watch_until(client, CONFIGMAPS, "cm", has("1"), namespace=namespace)
     )
     await client.until_listed(2)
     await kube.delete(CONFIGMAPS, "cm", namespace)
