@@ -4,17 +4,15 @@ predicate holds, listed again when its watch expires (410 Gone), and told of a d
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import Gone
 from nodeagent.kube.informer import watch_until
 from nodeagent.kube.resources import Obj, Resource
 from tests.clusters import TestCluster
+from tests.integration.kube.test_informer import GoneCounter
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -26,15 +24,15 @@ async def namespace(kube: KubeClient) -> str:
     return "test"
 
 
-class Counting:
-    """The waiter's client: counts its lists and the watches that ended in Gone; `stale` makes
-    the first list report a resourceVersion from before the server's history."""
+class Counting(GoneCounter):
+    """The waiter's client: counts its lists, and (GoneCounter) the watches that ended in
+    Gone; `stale` makes the first list report a resourceVersion from before the server's
+    history."""
 
     def __init__(self, kube: KubeClient, *, stale: bool = False) -> None:
-        self.kube = kube
+        super().__init__(kube)
         self.stale = stale
         self.lists = 0
-        self.gone = 0
         self.listed = asyncio.Event()
 
     async def list(self, resource: Resource, namespace: str | None = None, **kw: Any) -> Obj:
@@ -44,17 +42,6 @@ class Counting:
             listed["metadata"]["resourceVersion"] = "1"
         self.listed.set()
         return listed
-
-    async def watch(
-        self, resource: Resource, namespace: str | None = None, **kw: Any
-    ) -> AsyncGenerator[Obj, None]:
-        try:
-            async with contextlib.aclosing(self.kube.watch(resource, namespace, **kw)) as events:
-                async for event in events:
-                    yield event
-        except Gone:
-            self.gone += 1
-            raise
 
     async def until_listed(self, times: int) -> None:
         async with asyncio.timeout(20):
