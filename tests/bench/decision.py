@@ -19,13 +19,14 @@ import statistics
 import time
 from typing import Any
 
-from nodeagent.controllers.nodemaintenance.reconcile import Inputs, decide
 from nodeagent.kube.lean import lean_pod
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
 from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.interceptors import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo, Recall
+from nodeagent.model.nodemaintenance.decide import decide
+from nodeagent.model.nodemaintenance.inputs import Inputs
 from tests.bench.cache import realistic_pod
 
 SIZES = (125, 250, 500)

@@ -6,12 +6,7 @@ objects, `membership` which maintenances share nodes.
 """
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    CORDONED_BY_ANNOTATION,
-    FINALIZER,
-    NODE_LABEL,
-    REQUESTER,
-)
+from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
 
 __all__ = [
     "CORDONED_BY_ANNOTATION",

@@ -31,15 +31,6 @@ from prometheus_client import Histogram
 
 from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.controllers.nodemaintenance.membership import Membership
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    Actions,
-    Inputs,
-    Stage,
-    decide,
-    effective_stage,
-    recall_group,
-    refusal,
-)
 from nodeagent.controllers.nodemaintenance.signatures import (
     drain_started,
     eviction_request_node_index,
@@ -63,7 +54,13 @@ from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import EvictionRequest, as_maintenance, as_map, metadata_of, name_of
 from nodeagent.model.draintargets import PodInfoMemo
 from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.maintenance import Stage, effective_stage
 from nodeagent.model.memo import ObjectMemo, Recall
+from nodeagent.model.nodemaintenance.actions import Actions
+from nodeagent.model.nodemaintenance.decide import decide
+from nodeagent.model.nodemaintenance.inputs import Inputs
+from nodeagent.model.nodemaintenance.requests import refusal
+from nodeagent.model.nodemaintenance.selection import recall_group
 
 __all__ = [
     "NodeMaintenanceClient",

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from nodeagent.controllers.nodemaintenance.reconcile import connected, involves, status_nodes
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import metadata_of
+from nodeagent.model.maintenance import involves, status_nodes
+from nodeagent.model.nodemaintenance.selection import connected
 
 __all__ = ["Membership"]
 

@@ -19,8 +19,15 @@ from typing import Any, Protocol, TypeVar
 
 from prometheus_client import Histogram
 
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    FINALIZER,
+from nodeagent.controllers.nodemaintenance.signatures import drain_started
+from nodeagent.kube.errors import AlreadyExists, NotFound
+from nodeagent.kube.events import EventSink, EventType
+from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
+from nodeagent.kube.store import Store, key_of
+from nodeagent.model.bodies import Event, metadata_of
+from nodeagent.model.names import FINALIZER
+from nodeagent.model.nodemaintenance.actions import (
     Actions,
     EvictionRequestCreate,
     EvictionRequestDelete,
@@ -29,13 +36,6 @@ from nodeagent.controllers.nodemaintenance.reconcile import (
     RequesterPatch,
     StatusUpdate,
 )
-from nodeagent.controllers.nodemaintenance.signatures import drain_started
-from nodeagent.kube.errors import AlreadyExists, NotFound
-from nodeagent.kube.events import EventSink, EventType
-from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
-from nodeagent.kube.store import Store, key_of
-from nodeagent.model.bodies import Event, metadata_of
 
 __all__ = [
     "EXPECTATION_TIMEOUT",

@@ -19,7 +19,6 @@ import pytest
 from nodeagent.config import FinalPhaseConfig, NodeMaintenanceConfig, ShutdownConfig
 from nodeagent.controllers.evictionrequest import EvictionRequestController
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.nodemaintenance.reconcile import DEADLINE_CONDITION
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import (
@@ -35,6 +34,7 @@ from nodeagent.model import shutdown as model
 from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.model.names import NODE_LABEL
+from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent_testbed.sim.store import Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster

@@ -11,12 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    Actions,
-    EvictionRequestCreate,
-    Validity,
-    decide,
-)
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import (
@@ -27,7 +21,10 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
+from nodeagent.model.maintenance import Validity
 from nodeagent.model.names import FINALIZER
+from nodeagent.model.nodemaintenance.actions import Actions, EvictionRequestCreate
+from nodeagent.model.nodemaintenance.decide import decide
 from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import World
 
 

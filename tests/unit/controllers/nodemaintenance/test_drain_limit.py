@@ -15,15 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    DEADLINE_CONDITION,
-    Inputs,
-    PodDelete,
-    decide,
-)
 from nodeagent.model.drainplan import classify
 from nodeagent.model.drainslots import Candidate, DrainLimit, InvalidLimit, allot
 from nodeagent.model.names import REQUESTER
+from nodeagent.model.nodemaintenance.actions import PodDelete
+from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
+from nodeagent.model.nodemaintenance.decide import decide
+from nodeagent.model.nodemaintenance.inputs import Inputs
 from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import (
     PDB_REFUSAL,
     World,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeagent.controllers.nodemaintenance.membership import Membership
-from nodeagent.controllers.nodemaintenance.reconcile import connected
+from nodeagent.model.nodemaintenance.selection import connected
 
 NAMES = ["a", "b", "c", "d"]
 NODES = [f"n{i}" for i in range(6)]

@@ -18,17 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.controllers.nodemaintenance.reconcile import (
-    Actions,
-    Inputs,
-    NodePatch,
-    Stage,
-    connected,
-    decide,
-    effective_stage,
-    maintenance_nodes,
-    validate,
-)
 from nodeagent.controllers.nodemaintenance.signatures import progress_only
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
 from nodeagent.model.drainplan import (
@@ -40,8 +29,13 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
 from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
+from nodeagent.model.maintenance import Stage, effective_stage, maintenance_nodes, validate
 from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER
+from nodeagent.model.nodemaintenance.actions import Actions, NodePatch
+from nodeagent.model.nodemaintenance.decide import decide
+from nodeagent.model.nodemaintenance.inputs import Inputs
+from nodeagent.model.nodemaintenance.selection import connected
 
 Obj = dict[str, Any]
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
