@@ -143,7 +143,8 @@ async def test_guard_ensures_the_dropin(
     fake: FakeLogind, run_guard: RunGuard, dropin_path: Path
 ) -> None:
     guard = await run_guard(manage_dropin=True, budget=120)
-    await asyncio.wait_for(guard.wait_until(lambda: guard.dropin_result is not None), 10)
+    async with asyncio.timeout(10):
+        await guard.wait_until(lambda: guard.dropin_result is not None)
     assert guard.dropin_result is not None and guard.dropin_result.holds
     assert guard.inhibit_delay_max == 120.0
     assert _text(dropin_path).endswith("InhibitDelayMaxSec=120s\n")

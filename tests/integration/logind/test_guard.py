@@ -14,14 +14,16 @@ from tests.narrowing import now
 
 async def test_lock_held_after_startup(fake: FakeLogind, run_guard: RunGuard) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     assert (inh.what, inh.who, inh.mode) == ("shutdown", AGENT, "delay")
     assert inh.why
     assert guard.lock_held and guard.lock_held_event.is_set()
     assert not guard.lock_free_event.is_set()
     # logind's own view, through the guard's diagnostics call
-    await asyncio.wait_for(guard.connected_event.wait(), 5)
+    async with asyncio.timeout(5):
+        await guard.connected_event.wait()
     listed = await guard.list_inhibitors()
     assert [(i.what, i.who, i.mode) for i in listed] == [("shutdown", AGENT, "delay")]
     assert guard.inhibit_delay_max == 5.0
@@ -32,11 +34,13 @@ async def test_shutdown_holds_lock_until_on_shutdown_returns(
     fake: FakeLogind, run_guard: RunGuard, handler: Handler
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
 
     fake.emit_shutdown(True, type="reboot")
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     # both signals came (metadata first), the handler ran once, with the type
     assert handler.kinds == ["reboot"]
     assert handler.lock_held_during == [True]
@@ -56,10 +60,12 @@ async def test_old_logind_without_metadata(
     fake: FakeLogind, run_guard: RunGuard, handler: Handler
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     fake.emit_shutdown(True, type="poweroff")
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     assert handler.kinds == ["unknown"]
     handler.proceed.set()
     await fake.lock_released(timeout=1.0, inhibitor=inh)
@@ -70,7 +76,8 @@ async def test_on_shutdown_failing_still_releases(
 ) -> None:
     handler.fail = RuntimeError("API server on fire")
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     fake.emit_shutdown(True, type="halt")
     handler.proceed.set()
@@ -82,13 +89,16 @@ async def test_cancel_while_waiting_keeps_the_lock(
     fake: FakeLogind, run_guard: RunGuard, handler: Handler
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     fake.emit_shutdown(True, type="reboot")
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
 
     fake.emit_shutdown(False, type="reboot")
-    await asyncio.wait_for(handler.cancel_seen.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.cancel_seen.wait()
     assert handler.cancelled.is_set()  # on_shutdown was cancelled, not left waiting
     assert handler.cancels == 1
     assert not handler.finished.is_set()
@@ -102,7 +112,8 @@ async def test_cancel_after_release_takes_a_new_lock(
     fake: FakeLogind, run_guard: RunGuard, handler: Handler
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     first = await fake.lock_taken()
     fake.emit_shutdown(True, type="reboot")
     handler.proceed.set()
@@ -110,15 +121,18 @@ async def test_cancel_after_release_takes_a_new_lock(
 
     fake.emit_shutdown(False, type="reboot")
     second = await fake.lock_taken(after=first.id)
-    await asyncio.wait_for(handler.cancel_seen.wait(), 5)
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await handler.cancel_seen.wait()
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     assert handler.cancels == 1
     assert [i.id for i in fake.active()] == [second.id]
 
     # and the next shutdown is handled again
     handler.started.clear()
     fake.emit_shutdown(True, type="poweroff")
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     assert handler.kinds == ["reboot", "poweroff"]
     await fake.lock_released(timeout=1.0, inhibitor=second)
 
@@ -127,17 +141,20 @@ async def test_dbus_daemon_restart_gets_the_lock_back(
     fake: FakeLogind, run_guard: RunGuard
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     first = await fake.lock_taken()
     sessions = guard.sessions
 
     await fake.daemon.kill()
-    await asyncio.wait_for(guard.wait_until(lambda: not guard.connected), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_until(lambda: not guard.connected)
     await fake.daemon.start()
     await fake.restart()
 
     second = await fake.lock_taken(after=first.id, timeout=10)
-    await asyncio.wait_for(guard.connected_event.wait(), 10)
+    async with asyncio.timeout(10):
+        await guard.connected_event.wait()
     # make-before-break: the old fd (still a valid lock for logind) is closed after
     await fake.lock_released(timeout=5, inhibitor=first)
     assert [i.id for i in fake.active()] == [second.id]
@@ -147,7 +164,8 @@ async def test_dbus_daemon_restart_gets_the_lock_back(
 
 async def test_logind_restart_gets_the_lock_back(fake: FakeLogind, run_guard: RunGuard) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     first = await fake.lock_taken()
 
     await fake.restart()  # the name changes owner; the bus stays
@@ -162,11 +180,13 @@ async def test_logind_appearing_later(fake: FakeLogind, run_guard: RunGuard) -> 
     await fake.stop()
     guard = await run_guard()
     # the guard retries (LogindUnavailable) while org.freedesktop.login1 has no owner
-    await asyncio.wait_for(guard.wait_until(lambda: guard.reconnects >= 2), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_until(lambda: guard.reconnects >= 2)
     assert not guard.connected and not guard.lock_held
     await fake.start()
     await fake.lock_taken(timeout=10)
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
 
 
 async def test_startup_during_shutdown_acts_on_it(
@@ -178,13 +198,15 @@ async def test_startup_during_shutdown_acts_on_it(
     # only queued then, and an agent started during a shutdown reported no shutdown
     await guard.connected_event.wait()
     assert guard.preparing_for_shutdown
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     assert handler.kinds == ["poweroff"]
     # logind refuses a delay lock while the shutdown runs (OperationInProgress)
     assert not guard.lock_held
     assert fake.active() == []
     handler.proceed.set()
-    await asyncio.wait_for(handler.finished.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.finished.wait()
     assert handler.kinds == ["poweroff"]
 
 
@@ -194,7 +216,8 @@ async def test_startup_during_shutdown_old_logind(
 ) -> None:
     fake.preparing = True
     await run_guard()
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     assert handler.kinds == ["unknown"]
 
 
@@ -202,14 +225,17 @@ async def test_reconnect_during_shutdown_keeps_lock_and_does_not_repeat(
     fake: FakeLogind, run_guard: RunGuard, handler: Handler
 ) -> None:
     guard = await run_guard()
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     fake.emit_shutdown(True, type="reboot")
-    await asyncio.wait_for(handler.started.wait(), 5)
+    async with asyncio.timeout(5):
+        await handler.started.wait()
     sessions = guard.sessions
 
     await fake.restart()
-    await asyncio.wait_for(guard.wait_until(lambda: guard.sessions > sessions), 10)
+    async with asyncio.timeout(10):
+        await guard.wait_until(lambda: guard.sessions > sessions)
     # logind refused a new lock (shutdown under way); the one we have is kept
     assert inh.active and guard.lock_held
     assert handler.kinds == ["reboot"]
@@ -226,7 +252,8 @@ async def test_stopping_the_guard_releases_the_lock(fake: FakeLogind, config: ob
     handler = Handler()
     guard = ShutdownGuard(config, handler, reconnect=FAST_RECONNECT)  # type: ignore[arg-type]
     task = asyncio.create_task(guard.run())
-    await asyncio.wait_for(guard.wait_lock(), 5)
+    async with asyncio.timeout(5):
+        await guard.wait_lock()
     inh = await fake.lock_taken()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -42,7 +42,8 @@ async def test_connect_failure_is_a_bus_error(tmp_path: Path) -> None:
 async def test_daemon_gone_is_seen_and_calls_fail(daemon: DBusDaemon) -> None:
     bus = await Bus.connect(daemon.address)
     await daemon.kill()
-    err = await asyncio.wait_for(bus.wait_closed(), 5)
+    async with asyncio.timeout(5):
+        err = await bus.wait_closed()
     assert err is not None
     assert not bus.connected
     with pytest.raises(BusClosed):
@@ -96,7 +97,8 @@ async def test_each_transition_reported_once(daemon: DBusDaemon, with_metadata: 
         for active, kind in [(True, "soft-reboot"), (False, "soft-reboot"), (True, "kexec")]:
             arrived.clear()
             fake.emit_shutdown(active, type=kind)
-            await asyncio.wait_for(arrived.wait(), 5)
+            async with asyncio.timeout(5):
+                await arrived.wait()
         # a round trip after the last signal: its plain twin (if any) has been processed too
         await logind.inhibit_delay_max_usec()
         expect = [(True, "soft-reboot"), (False, "soft-reboot"), (True, "kexec")]
@@ -108,7 +110,8 @@ async def test_each_transition_reported_once(daemon: DBusDaemon, with_metadata: 
         assert state.active and state.kind == ("kexec" if with_metadata else KIND_UNKNOWN)
 
         await fake.restart()
-        await asyncio.wait_for(vanished.wait(), 5)
+        async with asyncio.timeout(5):
+            await vanished.wait()
         assert gone == ["left the bus"]
     finally:
         await bus.close()

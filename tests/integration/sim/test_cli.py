@@ -36,7 +36,8 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
     )
     try:
         assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        async with asyncio.timeout(30):
+            line = await proc.stdout.readline()
         assert line.startswith(b"serving http://127.0.0.1:"), line
         home = tmp_path / "home"
         home.mkdir()
@@ -57,7 +58,8 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
         assert out.split() == ["pod/etcd-node-2"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
 
 
 async def test_sim_serve_rejects_a_static_pod_dir_for_an_unknown_node(tmp_path: Path) -> None:
@@ -77,6 +79,7 @@ async def test_sim_serve_rejects_a_static_pod_dir_for_an_unknown_node(tmp_path: 
         str(tmp_path / "kc"),
         stderr=asyncio.subprocess.PIPE,
     )
-    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    async with asyncio.timeout(30):
+        _, err = await proc.communicate()
     assert proc.returncode == 2
     assert b"node-7" in err

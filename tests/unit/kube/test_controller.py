@@ -15,6 +15,7 @@ from nodeagent.kube.ratelimit import ItemExponentialFailureRateLimiter
 from nodeagent.kube.resources import NODES, PODS, Obj, Resource
 from nodeagent.kube.store import key_of, namespace_index
 from tests.tasks import cancel_and_wait
+from tests.until import until
 
 # no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
 pytestmark = pytest.mark.fake_time
@@ -86,12 +87,6 @@ async def running(*coros: Any) -> AsyncIterator[None]:
         yield
     finally:
         await cancel_and_wait(tasks)
-
-
-async def wait_for(cond: Any, timeout: float = 5) -> None:
-    async with asyncio.timeout(timeout):
-        while not cond():  # noqa: ASYNC110 - other tasks change the state; nothing to await
-            await asyncio.sleep(0.001)
 
 
 def test_one_informer_per_resource_namespace_and_selectors() -> None:
@@ -170,7 +165,7 @@ async def test_workers_start_once_the_informers_have_synced() -> None:
         await asyncio.sleep(0.01)
         assert ctl.calls == []  # the list has not returned yet
         source.gate.set()
-        await wait_for(lambda: ctl.calls == ["early"])
+        await until(lambda: ctl.calls == ["early"])
 
 
 async def test_enqueue_on_maps_every_event_to_keys() -> None:
@@ -185,9 +180,9 @@ async def test_enqueue_on_maps_every_event_to_keys() -> None:
 
     ctl.enqueue_on(nodes, owners)
     async with running(informers.run(), ctl.run()):
-        await wait_for(lambda: ctl.calls == ["m1"])
+        await until(lambda: ctl.calls == ["m1"])
         source.put("n1", spec={"owner": "m2"})  # an update enqueues the old and the new owner
-        await wait_for(lambda: sorted(ctl.calls) == ["m1", "m1", "m2"])
+        await until(lambda: sorted(ctl.calls) == ["m1", "m1", "m2"])
 
 
 async def test_failures_are_retried_with_rate_limiting_and_forgotten_on_success() -> None:
@@ -195,8 +190,8 @@ async def test_failures_are_retried_with_rate_limiting_and_forgotten_on_success(
     ctl.failures["k"] = 3
     async with running(ctl.run()):
         ctl.enqueue("k")
-        await wait_for(lambda: ctl.calls == ["k"] * 4)
-        await wait_for(lambda: ctl.queue.num_requeues("k") == 0)
+        await until(lambda: ctl.calls == ["k"] * 4)
+        await until(lambda: ctl.queue.num_requeues("k") == 0)
 
 
 async def test_a_key_is_never_reconciled_twice_at_once_and_changes_are_not_lost() -> None:
@@ -204,13 +199,13 @@ async def test_a_key_is_never_reconciled_twice_at_once_and_changes_are_not_lost(
     ctl.release.clear()
     async with running(ctl.run()):
         ctl.enqueue("k")
-        await wait_for(lambda: ctl.calls == ["k"])
+        await until(lambda: ctl.calls == ["k"])
         ctl.enqueue("k")  # changed while being reconciled
         ctl.enqueue("k")
         await asyncio.sleep(0.01)
         assert ctl.calls == ["k"]
         ctl.release.set()
-        await wait_for(lambda: ctl.calls == ["k", "k"])
+        await until(lambda: ctl.calls == ["k", "k"])
     assert not ctl.overlap
 
 
@@ -220,7 +215,7 @@ async def test_enqueue_after_delays_the_key() -> None:
         loop = asyncio.get_running_loop()
         start = loop.time()
         ctl.enqueue_after("later", 0.05)
-        await wait_for(lambda: ctl.calls == ["later"])
+        await until(lambda: ctl.calls == ["later"])
         assert loop.time() - start >= 0.045
 
 
@@ -231,7 +226,7 @@ async def test_a_result_requeues_the_key_after_its_delay() -> None:
         loop = asyncio.get_running_loop()
         start = loop.time()
         ctl.enqueue("k")
-        await wait_for(lambda: ctl.calls == ["k", "k"])
+        await until(lambda: ctl.calls == ["k", "k"])
         assert loop.time() - start >= 0.045
         await asyncio.sleep(1)
         assert ctl.calls == ["k", "k"]  # neither a result without a delay nor None requeues
@@ -246,9 +241,9 @@ async def test_an_error_is_retried_after_the_rate_limiters_delay() -> None:
         start = loop.time()
         ctl.enqueue("k")
         # fails twice (retried after 0.1 s, then 0.2 s), then succeeds
-        await wait_for(lambda: ctl.calls == ["k"] * 3)
+        await until(lambda: ctl.calls == ["k"] * 3)
         assert loop.time() - start >= 0.29
-        await wait_for(lambda: ctl.queue.num_requeues("k") == 0)
+        await until(lambda: ctl.queue.num_requeues("k") == 0)
 
 
 async def test_a_result_forgets_the_keys_failures() -> None:
@@ -258,8 +253,8 @@ async def test_a_result_forgets_the_keys_failures() -> None:
     async with running(ctl.run()):
         ctl.enqueue("k")
         # forgotten on the success that asked for more
-        await wait_for(lambda: len(ctl.calls) == 3 and ctl.queue.num_requeues("k") == 0)
-        await wait_for(lambda: ctl.calls == ["k"] * 4)
+        await until(lambda: len(ctl.calls) == 3 and ctl.queue.num_requeues("k") == 0)
+        await until(lambda: ctl.calls == ["k"] * 4)
         assert ctl.queue.num_requeues("k") == 0
 
 

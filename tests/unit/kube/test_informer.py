@@ -17,8 +17,7 @@ from nodeagent.kube.resources import PODS, Resource
 from nodeagent.kube.store import namespace_index
 from nodeagent.model.backoff import JitteredBackoff
 from tests.narrowing import now
-
-from .waiting import eventually
+from tests.until import until
 
 Obj = dict[str, Any]
 
@@ -171,7 +170,8 @@ def fast_backoff() -> JitteredBackoff:
 
 async def start(informer: Informer) -> asyncio.Task[None]:
     task = asyncio.create_task(informer.run())
-    await asyncio.wait_for(informer.wait_synced(), 5)
+    async with asyncio.timeout(5):
+        await informer.wait_synced()
     return task
 
 
@@ -192,12 +192,12 @@ async def test_list_then_watch(fast_backoff: JitteredBackoff) -> None:
     task = await start(informer)
     assert now(informer.has_synced)
     assert rec.log == [("add", "a", "11"), ("add", "b", "12")]
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     assert src.watch_calls == ["12"]  # watched from the list's resourceVersion
     src.put("a", x=1)
     src.remove("b")
     src.put("c")
-    await eventually(lambda: rec.matches(src))
+    await until(lambda: rec.matches(src))
     assert rec.log[2:] == [("update", "a", "13"), ("delete", "b", "14"), ("add", "c", "15")]
     assert informer.store.index_keys("ns", "default") == ["default/a", "default/c"]
     stored = informer.store.get("default/a")
@@ -213,12 +213,12 @@ async def test_bookmarks_only_advance_the_resource_version(fast_backoff: Jittere
     rec = Recorder()
     informer.add_handler(rec.on_add, rec.on_update, rec.on_delete)
     task = await start(informer)
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     src.rv = 50  # changes elsewhere that this watch does not select
     src.bookmark()
-    await eventually(lambda: informer.resource_version == "50")
+    await until(lambda: informer.resource_version == "50")
     src.drop_watches()
-    await eventually(lambda: len(src.watch_calls) == 2)
+    await until(lambda: len(src.watch_calls) == 2)
     assert src.watch_calls == ["11", "50"]  # resumed from the bookmark, no relist
     assert src.lists == 1
     assert rec.log == [("add", "a", "11")]
@@ -234,14 +234,14 @@ async def test_dropped_watch_resumes_without_loss_or_duplicates(
     informer.add_handler(rec.on_add, rec.on_update, rec.on_delete)
     task = await start(informer)
     for round_ in range(5):
-        await eventually(lambda: src.watchers)
+        await until(lambda: src.watchers)
         src.gate.clear()  # the next watch waits until we have made changes
         src.drop_watches()
-        await eventually(lambda: not src.watchers)
+        await until(lambda: not src.watchers)
         src.put(f"p{round_}")
         src.put("p0", round=round_)
         src.gate.set()
-        await eventually(lambda: rec.matches(src))
+        await until(lambda: rec.matches(src))
     assert src.lists == 1
     versions = [(name, rv) for _, name, rv in rec.log]
     assert len(versions) == len(set(versions)), "an event was delivered twice"
@@ -257,12 +257,12 @@ async def test_gone_relists_and_emits_only_the_differences(fast_backoff: Jittere
     rec = Recorder()
     informer.add_handler(rec.on_add, rec.on_update, rec.on_delete)
     task = await start(informer)
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     rec.log.clear()
 
     src.gate.clear()
     src.drop_watches()
-    await eventually(lambda: not src.watchers)
+    await until(lambda: not src.watchers)
     # While nobody watches: update one, delete one, add one, recreate one (new uid).
     src.put("a", v=2)
     src.remove("b")
@@ -272,7 +272,7 @@ async def test_gone_relists_and_emits_only_the_differences(fast_backoff: Jittere
     src.compact()  # the informer's resourceVersion is now too old
     src.gate.set()
 
-    await eventually(lambda: rec.matches(src) and src.watchers)
+    await until(lambda: rec.matches(src) and src.watchers)
     assert src.lists == 2
     assert sorted(rec.log) == sorted(
         [
@@ -297,16 +297,16 @@ async def test_errors_back_off_and_resume_from_last_version(fast_backoff: Jitter
     informer.add_handler(rec.on_add, rec.on_update, rec.on_delete)
     task = await start(informer)
     assert src.lists == 3
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     src.watch_failures = [Unreachable("reset"), ServerError("boom", status=503)]
     src.put("a", v=1)
-    await eventually(lambda: rec.matches(src))
+    await until(lambda: rec.matches(src))
     src.drop_watches()
-    await eventually(lambda: len(src.watch_calls) >= 4 and src.watchers)
+    await until(lambda: len(src.watch_calls) >= 4 and src.watchers)
     assert src.watch_calls == ["11", "12", "12", "12"]  # never relisted, never went back
     assert src.lists == 3
     src.put("b")
-    await eventually(lambda: rec.matches(src))
+    await until(lambda: rec.matches(src))
     await stop(task)
 
 
@@ -322,9 +322,9 @@ async def test_a_failing_handler_does_not_stop_the_others(fast_backoff: Jittered
     informer.add_handler(on_add=broken)
     informer.add_handler(on_add=lambda o: seen.append(o["metadata"]["name"]))
     task = await start(informer)
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     src.put("b")
-    await eventually(lambda: seen == ["a", "b"])
+    await until(lambda: seen == ["a", "b"])
     # A handler registered late first hears about everything already cached.
     late: list[str] = []
     informer.add_handler(on_add=lambda o: late.append(o["metadata"]["name"]))
@@ -336,13 +336,13 @@ async def test_watch_that_keeps_ending_at_once_backs_off() -> None:
     src = FakeSource()
     informer = Informer(src, PODS, backoff=JitteredBackoff(base=0.2, cap=0.2, jitter=0.0))
     task = await start(informer)
-    await eventually(lambda: src.watchers)
+    await until(lambda: src.watchers)
     loop = asyncio.get_running_loop()
     started = loop.time()
     for calls in range(2, 5):
         src.drop_watches()
-        await eventually(lambda: not src.watchers)
-        await eventually(lambda: src.watchers)
+        await until(lambda: not src.watchers)
+        await until(lambda: src.watchers)
         assert len(src.watch_calls) == calls
     # Each watch lasted well under a second and carried no events, so each reconnect waited.
     assert loop.time() - started >= 0.6

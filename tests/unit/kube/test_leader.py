@@ -11,9 +11,9 @@ from nodeagent.kube.errors import ServerError
 from nodeagent.kube.leader import LeaderElector
 from nodeagent.kube.resources import LEASES, format_micro_time
 from tests.narrowing import now
+from tests.until import until
 
 from .fakeapi import Backend, FakeClient
-from .waiting import eventually
 
 # no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
 pytestmark = pytest.mark.fake_time
@@ -57,7 +57,8 @@ async def test_acquires_an_absent_lease() -> None:
     el = elector(FakeClient(backend), "agent-a")
     lead = Leading()
     task = asyncio.create_task(el.run(lead))
-    await asyncio.wait_for(lead.started.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead.started.wait()
     assert el.is_leader and el.holder == "agent-a"
     spec = lease(backend)["spec"]
     assert spec["holderIdentity"] == "agent-a"
@@ -65,7 +66,7 @@ async def test_acquires_an_absent_lease() -> None:
     assert spec["leaseTransitions"] == 0
     assert MICRO.match(spec["acquireTime"]) and MICRO.match(spec["renewTime"])
     first_renew = spec["renewTime"]
-    await eventually(lambda: lease(backend)["spec"]["renewTime"] != first_renew)
+    await until(lambda: lease(backend)["spec"]["renewTime"] != first_renew)
     await cancel(task)
     assert lead.cancelled.is_set()
     assert not now(el.is_leader)
@@ -80,13 +81,15 @@ async def test_graceful_stop_hands_over_at_once() -> None:
     b = elector(FakeClient(backend, "b"), "agent-b", lease_duration=30, renew_deadline=20)
     lead_a, lead_b = Leading(), Leading()
     task_a = asyncio.create_task(a.run(lead_a))
-    await asyncio.wait_for(lead_a.started.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead_a.started.wait()
     task_b = asyncio.create_task(b.run(lead_b))
     await asyncio.sleep(0.3)
     assert not lead_b.started.is_set() and not b.is_leader
     await cancel(task_a)
     # Well within the 30 s lease: the release let b in at its next retry.
-    await asyncio.wait_for(lead_b.started.wait(), 1)
+    async with asyncio.timeout(1):
+        await lead_b.started.wait()
     assert lease(backend)["spec"]["holderIdentity"] == "agent-b"
     assert lease(backend)["spec"]["leaseTransitions"] == 1
     await cancel(task_b)
@@ -99,17 +102,20 @@ async def test_partitioned_leader_steps_down_and_successor_waits_for_expiry() ->
     b = elector(FakeClient(backend, "b"), "agent-b")
     lead_a, lead_b = Leading(), Leading()
     task_a = asyncio.create_task(a.run(lead_a))
-    await asyncio.wait_for(lead_a.started.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead_a.started.wait()
     task_b = asyncio.create_task(b.run(lead_b))
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()
     cut = loop.time()
     client_a.down = True
-    await asyncio.wait_for(lead_a.cancelled.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead_a.cancelled.wait()
     stepped_down = loop.time() - cut
-    assert not a.is_leader
+    await until(lambda: not a.is_leader)  # the elector stops leading once `lead` has ended
     assert stepped_down <= 0.6 + 0.3  # renew deadline plus one retry of slack
-    await asyncio.wait_for(lead_b.started.wait(), 3)
+    async with asyncio.timeout(3):
+        await lead_b.started.wait()
     took_over = loop.time() - cut
     # b only takes over once the lease has gone unrenewed for its full duration, which is
     # after a stopped leading: never two leaders at once.
@@ -141,7 +147,8 @@ async def test_respects_a_live_foreign_lease() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     task = asyncio.create_task(el.run(lead))
-    await asyncio.wait_for(lead.started.wait(), 3)
+    async with asyncio.timeout(3):
+        await lead.started.wait()
     # The ghost never renews: taken over after one lease duration as observed by us.
     assert loop.time() - start >= 1.0
     assert lease(backend)["spec"]["leaseTransitions"] == 5
@@ -154,7 +161,8 @@ async def test_a_renewing_holder_keeps_the_lease() -> None:
     b = elector(FakeClient(backend, "b"), "agent-b")
     lead_a, lead_b = Leading(), Leading()
     task_a = asyncio.create_task(a.run(lead_a))
-    await asyncio.wait_for(lead_a.started.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead_a.started.wait()
     task_b = asyncio.create_task(b.run(lead_b))
     await asyncio.sleep(2.5)  # several lease durations
     assert a.is_leader and not lead_b.started.is_set()
@@ -169,7 +177,8 @@ async def test_transient_errors_within_the_deadline_keep_leadership() -> None:
     el = elector(client, "agent-a")
     lead = Leading()
     task = asyncio.create_task(el.run(lead))
-    await asyncio.wait_for(lead.started.wait(), 2)
+    async with asyncio.timeout(2):
+        await lead.started.wait()
     client.fail_next = [ServerError("boom", status=500), ServerError("boom", status=500)]
     await asyncio.sleep(0.6)
     assert el.is_leader and not lead.cancelled.is_set()
@@ -183,14 +192,16 @@ async def test_lead_returning_or_raising_releases() -> None:
     async def done() -> None:
         await asyncio.sleep(0.05)
 
-    await asyncio.wait_for(el.run(done), 2)
+    async with asyncio.timeout(2):
+        await el.run(done)
     assert lease(backend)["spec"]["holderIdentity"] == ""
 
     async def broken() -> None:
         raise RuntimeError("lead failed")
 
     with pytest.raises(RuntimeError, match="lead failed"):
-        await asyncio.wait_for(el.run(broken), 2)
+        async with asyncio.timeout(2):
+            await el.run(broken)
     assert lease(backend)["spec"]["holderIdentity"] == ""
     assert lease(backend)["spec"]["leaseTransitions"] == 1
 
@@ -228,12 +239,12 @@ async def test_loss_is_judged_by_renewal_even_if_lead_swallows_cancellation() ->
             return  # swallowed: must not look like "lead finished"
 
     task = asyncio.create_task(el.run(stubborn))
-    await eventually(lambda: el.is_leader)
+    await until(lambda: el.is_leader)
     client.down = True
-    await eventually(lambda: not el.is_leader)
+    await until(lambda: not el.is_leader)
     assert not task.done()  # still campaigning
     client.down = False
-    await eventually(lambda: el.is_leader and terms == 2)
+    await until(lambda: el.is_leader and terms == 2)
     await cancel(task)
 
 

@@ -82,7 +82,8 @@ async def test_get_waits_for_add() -> None:
     await asyncio.sleep(0)
     assert not getter.done()
     q.add("x")
-    assert await asyncio.wait_for(getter, 1) == "x"
+    async with asyncio.timeout(1):
+        assert await getter == "x"
 
 
 async def test_cancelled_getter_does_not_swallow_a_wakeup() -> None:
@@ -92,7 +93,8 @@ async def test_cancelled_getter_does_not_swallow_a_wakeup() -> None:
     await asyncio.sleep(0)
     q.add("k")  # wakes `first`...
     first.cancel()  # ...which is cancelled before it can take the key
-    assert await asyncio.wait_for(second, 1) == "k"
+    async with asyncio.timeout(1):
+        assert await second == "k"
     with pytest.raises(asyncio.CancelledError):
         await first
 
@@ -115,7 +117,8 @@ async def test_shutdown_wakes_waiting_workers() -> None:
     q.shutdown()
     for w in workers:
         with pytest.raises(ShutDown):
-            await asyncio.wait_for(w, 1)
+            async with asyncio.timeout(1):
+                await w
 
 
 async def test_add_after_keeps_earliest() -> None:
@@ -126,7 +129,8 @@ async def test_add_after_keeps_earliest() -> None:
     q.add_after("a", 0.05)  # earlier wins
     q.add_after("a", 5.0)  # later is ignored
     assert len(q) == 0
-    assert await asyncio.wait_for(q.get(), 2) == "a"
+    async with asyncio.timeout(2):
+        assert await q.get() == "a"
     assert loop.time() - start == pytest.approx(0.05)
     q.done("a")
     await asyncio.sleep(0.6)
@@ -155,11 +159,13 @@ async def test_rate_limited_requeues_and_forget() -> None:
     q.add_rate_limited(key)
     q.done(key)
     assert q.num_requeues("a") == 1
-    assert await asyncio.wait_for(q.get(), 1) == "a"
+    async with asyncio.timeout(1):
+        assert await q.get() == "a"
     q.add_rate_limited("a")
     q.done("a")
     assert q.num_requeues("a") == 2
-    assert await asyncio.wait_for(q.get(), 1) == "a"
+    async with asyncio.timeout(1):
+        assert await q.get() == "a"
     q.forget("a")
     q.done("a")
     assert q.num_requeues("a") == 0

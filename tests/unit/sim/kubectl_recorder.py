@@ -276,7 +276,8 @@ async def _kubectl(home: Path, url: str | None, *args: str) -> tuple[int, str, s
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(home)},
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    async with asyncio.timeout(60):
+        out, err = await proc.communicate()
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 

@@ -25,7 +25,8 @@ async def test_add_after_keeps_the_earliest_timer() -> None:
     q.add_after("k", 30)
     q.add_after("k", 0.05)
     q.add_after("k", 10)  # later than the pending timer: ignored
-    assert await asyncio.wait_for(q.get(), 2) == "k"
+    async with asyncio.timeout(2):
+        assert await q.get() == "k"
     assert 0.04 <= loop.time() - start < 1
     q.close()
 
@@ -41,11 +42,13 @@ async def test_retry_requeues_with_backoff_and_forget_resets_it() -> None:
     loop = asyncio.get_running_loop()
     for _ in range(3):
         q.retry("k")
-        assert await asyncio.wait_for(q.get(), 2) == "k"
+        async with asyncio.timeout(2):
+            assert await q.get() == "k"
     q.forget("k")
     start = loop.time()
     q.retry("k")
-    assert await asyncio.wait_for(q.get(), 2) == "k"
+    async with asyncio.timeout(2):
+        assert await q.get() == "k"
     assert loop.time() - start < 0.5
 
 
