@@ -30,7 +30,14 @@ __all__ = [
 ]
 
 POD_SPEC_READ = frozenset(
-    {"nodeName", "priority", "priorityClassName", "tolerations", "terminationGracePeriodSeconds"}
+    {
+        "nodeName",
+        "priority",
+        "priorityClassName",
+        "tolerations",
+        "terminationGracePeriodSeconds",
+        "evictionResponders",  # the upstream Eviction's responders (model.lifecycle)
+    }
 )
 POD_STATUS_READ = frozenset({"phase"})
 # of status.conditions, only whether the pod is Ready (an eviction of an unready pod may pass a

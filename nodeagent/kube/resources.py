@@ -14,6 +14,7 @@ __all__ = [
     "DEPLOYMENTS",
     "EVENTS",
     "EVICTIONREQUESTS",
+    "EVICTIONS",
     "LEASES",
     "NODEMAINTENANCES",
     "NODES",
@@ -22,6 +23,7 @@ __all__ = [
     "REPLICASETS",
     "SERVICEACCOUNTS",
     "STATEFULSETS",
+    "UPSTREAM_EVICTIONREQUESTS",
     "Obj",
     "Resource",
     "format_micro_time",
@@ -104,3 +106,8 @@ NODEMAINTENANCES = Resource(
 EVICTIONREQUESTS = Resource(
     "nodeagent.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
 )
+# KEP-4563 as Kubernetes serves it (v1.37: gate EvictionRequestAPI, lifecycle.k8s.io/v1alpha1)
+UPSTREAM_EVICTIONREQUESTS = Resource(
+    "lifecycle.k8s.io", "v1alpha1", "evictionrequests", "EvictionRequest", namespaced=True
+)
+EVICTIONS = Resource("lifecycle.k8s.io", "v1alpha1", "evictions", "Eviction", namespaced=True)

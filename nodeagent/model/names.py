@@ -16,6 +16,8 @@ __all__ = [
     "FINALIZER",
     "FINAL_PHASE_ANNOTATION",
     "IMPERATIVE_INTERCEPTOR",
+    "IMPERATIVE_RESPONDER",
+    "IMPERATIVE_RESPONDER_PRIORITY",
     "INTERCEPTORS_ANNOTATION",
     "KUBELET_INTERCEPTOR",
     "LABEL_BOOT_ID",
@@ -29,6 +31,7 @@ __all__ = [
     "REQUESTER",
     "SYSTEM_CRITICAL_PRIORITY",
     "TAINT_TEXT",
+    "UPSTREAM_REQUESTER",
 ]
 
 # --- actors ---------------------------------------------------------------------------------------
@@ -45,6 +48,15 @@ KUBELET_INTERCEPTOR = "kubelet.k8s.io"
 """Mirror pods' interceptor: the node agent stops their static pods (`node.staticpods`)."""
 DAEMONSET_INTERCEPTOR = "daemonset.apps.k8s.io"
 IMPERATIVE_INTERCEPTOR = "imperative-eviction.k8s.io"
+
+# --- the upstream EvictionRequest API (lifecycle.k8s.io/v1alpha1) ----------------------------------
+
+UPSTREAM_REQUESTER = "nodeagent.io/node-maintenance"
+"""The maintenances' requester name on the upstream API, which reserves `*.k8s.io` for itself."""
+IMPERATIVE_RESPONDER = "imperative-eviction.k8s.io/evictor"
+"""The default responder every pod's Eviction ends with: the policy/v1 Eviction API."""
+IMPERATIVE_RESPONDER_PRIORITY = 100
+"""The server refuses any other priority for it; 0-999 are reserved to `*.k8s.io` responders."""
 
 # --- labels ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,135 @@
+"""The evictionrequest-controller of `lifecycle.k8s.io` (leader only): one Eviction per target
+pod, moved on by :func:`nodeagent.model.lifecycle.eviction.decide`. Keys are
+``namespace/pod-UID``: every request and Eviction of one pod is decided together."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any, Protocol
+
+from nodeagent.kube.controller import Controller, Result, SharedInformers
+from nodeagent.kube.errors import AlreadyExists, NotFound
+from nodeagent.kube.protocols import Creator, Deleter, Patcher, StatusPatcher
+from nodeagent.kube.resources import EVICTIONS, PODS, UPSTREAM_EVICTIONREQUESTS, Obj
+from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import mapping, metadata_of
+from nodeagent.model.lifecycle.eviction import (
+    SERVER_HEARTBEAT_DEADLINE,
+    EvictionPlan,
+    Target,
+    decide,
+)
+from nodeagent.model.times import Clock, utcnow
+
+__all__ = ["EvictionClient", "LifecycleEvictionController", "target_index"]
+
+log = logging.getLogger(__name__)
+
+
+class EvictionClient(Creator, Patcher, StatusPatcher, Deleter, Protocol):
+    """The part of `KubeClient` the controller needs."""
+
+
+def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping(mapping(mapping(obj, "spec"), "target"), "pod")
+
+
+def target_index(obj: Obj) -> list[str]:
+    """``namespace/pod-UID`` of a request's or an Eviction's target pod."""
+    namespace, uid = metadata_of(obj).get("namespace"), _target(obj).get("uid")
+    return [f"{namespace}/{uid}"] if namespace and isinstance(uid, str) and uid else []
+
+
+class LifecycleEvictionController(Controller):
+    """Reconciles each target pod's Eviction from informers of upstream EvictionRequests,
+    Evictions and pods."""
+
+    def __init__(
+        self,
+        client: EvictionClient,
+        informers: SharedInformers,
+        *,
+        heartbeat_deadline: float = SERVER_HEARTBEAT_DEADLINE.total_seconds(),
+        clock: Clock = utcnow,
+        workers: int = 4,
+        queue_metrics: WorkQueueMetrics | None = None,
+        name: str = "evictions",
+    ) -> None:
+        self.requests = informers.informer(
+            UPSTREAM_EVICTIONREQUESTS, indexers={"target": target_index}
+        )
+        self.evictions = informers.informer(EVICTIONS, indexers={"target": target_index})
+        self.pods = informers.informer(PODS)
+        super().__init__(
+            name,
+            informers=[self.requests, self.evictions, self.pods],
+            workers=workers,
+            metrics=queue_metrics,
+        )
+        self._client = client
+        self._clock = clock
+        self._deadline = timedelta(seconds=heartbeat_deadline)
+        self.enqueue_on(self.requests, target_index)
+        self.enqueue_on(self.evictions, target_index)
+        self.enqueue_on(self.pods, self._keys_for_pod)
+
+    def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
+        md = metadata_of(pod)
+        key = f"{md.get('namespace')}/{md.get('uid')}"
+        return [key] if self.requests.store.index_keys("target", key) else []
+
+    async def reconcile(self, key: str) -> Result | None:
+        namespace, _, uid = key.partition("/")
+        requests = self.requests.store.by_index("target", key)
+        evictions = self.evictions.store.by_index("target", key)
+        named = next((_target(o).get("name") for o in (*requests, *evictions)), None)
+        if not isinstance(named, str):
+            return None  # nothing of this pod is left
+        pod = self.pods.store.get(f"{namespace}/{named}")
+        plan = decide(
+            Target(namespace, named, uid),
+            requests,
+            evictions,
+            pod,
+            self._clock(),
+            self._deadline,
+        )
+        await self._apply(namespace, plan)
+        return Result(plan.requeue_after) if plan.requeue_after is not None else None
+
+    async def _apply(self, namespace: str, plan: EvictionPlan) -> None:
+        for bad in plan.invalid:
+            await self._write_status(namespace, bad.name, bad.resource_version, bad.status)
+        if plan.start_over is not None:
+            name, uid = plan.start_over
+            log.info(
+                "Eviction %s/%s was canceled and is wanted again: starting over", namespace, name
+            )
+            with contextlib.suppress(NotFound):
+                await self._client.delete(EVICTIONS, name, namespace, uid=uid)
+        if plan.create is not None:
+            # made already: the informer brings it, and its next turn moves it on
+            with contextlib.suppress(AlreadyExists):
+                await self._client.create(EVICTIONS, plan.create, namespace)
+        if plan.status is not None:
+            s = plan.status
+            await self._write_status(namespace, s.name, s.resource_version, s.status)
+        if plan.metadata is not None:
+            name, patch = plan.metadata
+            await self._client.patch(EVICTIONS, name, patch, namespace)
+        for r in plan.requests:
+            with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to tell it
+                await self._client.patch_status(
+                    UPSTREAM_EVICTIONREQUESTS, r.name, {"status": r.status}, namespace
+                )
+
+    async def _write_status(
+        self, namespace: str, name: str, resource_version: str, status: Obj
+    ) -> None:
+        # at the version decided from: a responder's heartbeat written meanwhile is a 409 and a
+        # new decision, never overwritten (merge patches replace whole lists)
+        body = {"metadata": {"resourceVersion": resource_version}, "status": status}
+        await self._client.patch_status(EVICTIONS, name, body, namespace)

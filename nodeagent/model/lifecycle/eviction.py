@@ -1,0 +1,449 @@
+"""How one pod's Eviction moves on (the evictionrequest-controller of `lifecycle.k8s.io`).
+
+Every EvictionRequest names a target pod (by name and UID) and a requester with an intent. All
+requests of one target share one Eviction, which the controller makes, owns through the
+requests (the garbage collector removes it with the last of them) and moves on: its
+responders, highest priority first, get the Active state one at a time; each ends Completed
+(it reported `completionTime`), Interrupted (its heartbeat lapsed) or Canceled (every
+requester withdrew). The Eviction ends when the pod is gone or terminal (`TargetEvicted`), or
+with `Failed` when no responder is left or no requester wants the eviction any more. Each
+request gets the Eviction's two conditions copied into its status.
+
+The server's validation holds the same state machine (tests/integration/upstream pins it): it
+refuses a responder moved before the one ahead of it is done, an Active responder interrupted
+within 20 minutes of its last heartbeat, a final condition reverted. So a canceled Eviction
+cannot start over: a new Eviction intent after it gets a new Eviction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from nodeagent.model.bodies import (
+    condition,
+    deleting,
+    generation,
+    items,
+    mapping,
+    metadata_of,
+    set_condition,
+)
+from nodeagent.model.lifecycle.responders import pod_responders, sort_responders
+from nodeagent.model.times import format_time, parse_time
+
+__all__ = [
+    "EVICTIONS_API_VERSION",
+    "FAILED",
+    "SERVER_HEARTBEAT_DEADLINE",
+    "TARGET_EVICTED",
+    "EvictionPlan",
+    "RequestStatus",
+    "StatusWrite",
+    "Target",
+    "decide",
+]
+
+EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
+TARGET_EVICTED = "TargetEvicted"
+FAILED = "Failed"
+SERVER_HEARTBEAT_DEADLINE = timedelta(minutes=20)
+"""The server refuses to move an Active responder on sooner (less 30 s of clock skew)."""
+
+Intent = Literal["Eviction", "Withdrawn"]
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Target:
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    """An Eviction's whole status, written at the version it was decided from."""
+
+    name: str
+    resource_version: str
+    status: Obj
+
+
+@dataclass(frozen=True)
+class RequestStatus:
+    name: str
+    status: Obj
+
+
+@dataclass(frozen=True)
+class EvictionPlan:
+    create: Obj | None = None
+    metadata: tuple[str, Obj] | None = None  # (Eviction name, merge patch of labels and owners)
+    status: StatusWrite | None = None
+    invalid: tuple[StatusWrite, ...] = ()  # duplicates of another's Eviction of the target
+    start_over: tuple[str, str] | None = None  # (name, UID) of a canceled Eviction to delete
+    requests: tuple[RequestStatus, ...] = ()
+    requeue_after: float | None = None  # when the active responder's heartbeat lapses
+
+
+@dataclass(frozen=True)
+class _Pod:
+    """What the decision needs of the target pod."""
+
+    gone: str | None  # PodDeleted or PodTerminal, once it is
+    terminating: bool
+    obj: Mapping[str, Any] | None = field(default=None, compare=False)
+
+
+def decide(
+    target: Target,
+    requests: Sequence[Mapping[str, Any]],
+    evictions: Sequence[Mapping[str, Any]],
+    pod: Mapping[str, Any] | None,
+    now: datetime,
+    heartbeat_deadline: timedelta = SERVER_HEARTBEAT_DEADLINE,
+) -> EvictionPlan:
+    """The writes that move `target`'s Eviction on. `requests` and `evictions` are those of the
+    target's UID; `pod` the pod of its name, whatever its UID."""
+    intents = _intents(requests)
+    ours, duplicates = _adopt(evictions)
+    invalid = tuple(_invalid(e, now) for e in duplicates)
+    if ours is None:
+        wanted = "Eviction" in intents.values()
+        create = _new_eviction(target, requests, intents) if wanted else None
+        return EvictionPlan(create=create, invalid=invalid)
+    md = metadata_of(ours)
+    status = mapping(ours, "status")
+    if _canceled(status) and "Eviction" in intents.values():
+        return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
+    deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
+    new_status, requeue = _next_status(status, intents, _pod_state(target, pod), now, deadline)
+    new_status["observedGeneration"] = generation(ours) or 1
+    write = None
+    if _differs(new_status, status):
+        write = StatusWrite(str(md["name"]), str(md.get("resourceVersion", "")), new_status)
+    return EvictionPlan(
+        metadata=_metadata_patch(ours, requests, new_status),
+        status=write,
+        invalid=invalid,
+        requests=_request_statuses(requests, new_status),
+        requeue_after=requeue,
+    )
+
+
+# -- requests and the Eviction they share ------------------------------------------------------
+
+
+def _intents(requests: Sequence[Mapping[str, Any]]) -> dict[str, Intent]:
+    """Each requester's intent; a request being deleted is withdrawn, and one requester with
+    several requests wants the eviction if any of them does."""
+    out: dict[str, Intent] = {}
+    for r in requests:
+        spec = mapping(r, "spec")
+        name = spec.get("requester")
+        if not isinstance(name, str):
+            continue
+        intent: Intent = "Eviction" if spec.get("intent") == "Eviction" else "Withdrawn"
+        if deleting(r):
+            intent = "Withdrawn"
+        if out.get(name) != "Eviction":
+            out[name] = intent
+    return out
+
+
+def _adopt(evictions: Sequence[Mapping[str, Any]]) -> tuple[Obj | None, list[Mapping[str, Any]]]:
+    """The target's Eviction (the oldest one not refused) and the duplicates to refuse."""
+    live = [e for e in evictions if not deleting(e) and not _refused(mapping(e, "status"))]
+    live.sort(key=lambda e: (str(metadata_of(e).get("creationTimestamp", "")), _name(e)))
+    if not live:
+        return None, []
+    duplicates = [e for e in live[1:] if not _final(mapping(e, "status"))]
+    return dict(live[0]), duplicates
+
+
+def _invalid(eviction: Mapping[str, Any], now: datetime) -> StatusWrite:
+    message = "another Eviction of this target came first; one target has one Eviction"
+    conditions = set_condition(
+        items(mapping(eviction, "status"), "conditions"),
+        FAILED,
+        "True",
+        "EvictionInvalid",
+        message,
+        now,
+    )
+    md = metadata_of(eviction)
+    status = {**mapping(eviction, "status"), "conditions": conditions}
+    return StatusWrite(_name(eviction), str(md.get("resourceVersion", "")), status)
+
+
+def _new_eviction(
+    target: Target, requests: Sequence[Mapping[str, Any]], intents: Mapping[str, Intent]
+) -> Obj:
+    return {
+        "apiVersion": EVICTIONS_API_VERSION,
+        "kind": "Eviction",
+        "metadata": {
+            # purely informative upstream; the pod's UID makes a second create a conflict
+            "name": target.uid,
+            "namespace": target.namespace,
+            "labels": _role_labels(intents, ()),
+            "ownerReferences": _owners((), requests),
+        },
+        "spec": {"target": {"pod": {"name": target.name, "uid": target.uid}}},
+    }
+
+
+def _metadata_patch(
+    ours: Mapping[str, Any], requests: Sequence[Mapping[str, Any]], status: Mapping[str, Any]
+) -> tuple[str, Obj] | None:
+    """Labels naming every requester and responder by role, and an owner reference to every
+    request of the target (kept for deleted ones: the collector drops the Eviction when the
+    last owner is gone, while one left without owners would stay forever)."""
+    md = metadata_of(ours)
+    requesters = {
+        str(r.get("name")): r.get("intent", "Withdrawn")
+        for r in items(status, "requesters")
+        if isinstance(r, Mapping)
+    }
+    responders = [str(r.get("name")) for r in items(status, "targetResponders")]
+    labels = _role_labels(requesters, responders)
+    have = mapping(md, "labels")
+    missing = {k: v for k, v in labels.items() if have.get(k) != v}
+    owners = _owners(items(md, "ownerReferences"), requests)
+    patch: Obj = {}
+    if missing:
+        patch["labels"] = missing
+    if len(owners) != len(items(md, "ownerReferences")):
+        patch["ownerReferences"] = owners
+    if not patch:
+        return None
+    return str(md["name"]), {"metadata": patch}
+
+
+def _role_labels(requesters: Mapping[str, object], responders: Sequence[str]) -> dict[str, str]:
+    roles = {name: "requester" for name in requesters}
+    for name in responders:
+        roles[name] = "requester-responder" if name in roles else "responder"
+    return roles
+
+
+def _owners(have: Sequence[Any], requests: Sequence[Mapping[str, Any]]) -> list[Obj]:
+    out = [dict(o) for o in have if isinstance(o, Mapping)]
+    known = {o.get("uid") for o in out}
+    for r in requests:
+        md = metadata_of(r)
+        if md.get("uid") not in known:
+            known.add(md.get("uid"))
+            out.append(
+                {
+                    "apiVersion": EVICTIONS_API_VERSION,
+                    "kind": "EvictionRequest",
+                    "name": md.get("name"),
+                    "uid": md.get("uid"),
+                }
+            )
+    return out
+
+
+def _request_statuses(
+    requests: Sequence[Mapping[str, Any]], eviction_status: Mapping[str, Any]
+) -> tuple[RequestStatus, ...]:
+    """Each live request's status: the Eviction's conditions and the generation seen."""
+    copied = [
+        c
+        for c in items(eviction_status, "conditions")
+        if isinstance(c, Mapping) and c.get("type") in (TARGET_EVICTED, FAILED)
+    ]
+    out = []
+    for r in requests:
+        if deleting(r):
+            continue
+        status = mapping(r, "status")
+        want = {"conditions": copied, "observedGeneration": generation(r) or 1}
+        if _differs(want, status):
+            out.append(RequestStatus(_name(r), want))
+    return tuple(out)
+
+
+# -- the Eviction's status ---------------------------------------------------------------------
+
+
+def _pod_state(target: Target, pod: Mapping[str, Any] | None) -> _Pod:
+    if pod is None or metadata_of(pod).get("uid") != target.uid:
+        return _Pod(gone="PodDeleted", terminating=False)
+    if mapping(pod, "status").get("phase") in ("Succeeded", "Failed"):
+        return _Pod(gone="PodTerminal", terminating=False, obj=pod)
+    return _Pod(gone=None, terminating=deleting(pod), obj=pod)
+
+
+def _next_status(
+    status: Mapping[str, Any],
+    intents: Mapping[str, Intent],
+    pod: _Pod,
+    now: datetime,
+    deadline: timedelta,
+) -> tuple[Obj, float | None]:
+    out: Obj = {
+        "conditions": [dict(c) for c in items(status, "conditions") if isinstance(c, Mapping)],
+        "requesters": _requesters(status, intents),
+        "targetResponders": [dict(t) for t in items(status, "targetResponders")],
+        "responders": [dict(r) for r in items(status, "responders")],
+    }
+    if _final(status):
+        return out, None
+    if not out["targetResponders"]:
+        _first_responders(out, pod, now)
+    if pod.gone is not None:
+        _end(out, "Canceled", TARGET_EVICTED, pod.gone, "the pod is gone", now)
+        return out, None
+    if "Eviction" not in intents.values():
+        why = "every requester withdrew its eviction request"
+        _end(out, "Canceled", FAILED, "CanceledDueToNoRequesters", why, now)
+        return out, None
+    _set(out, TARGET_EVICTED, "False", "AwaitingEviction", "the pod is running", now)
+    _set(out, FAILED, "False", "AwaitingEviction", "a responder is evicting the pod", now)
+    return _advance(out, pod, now, deadline)
+
+
+def _requesters(status: Mapping[str, Any], intents: Mapping[str, Intent]) -> list[Obj]:
+    """Every requester ever seen, each with its current intent (gone means withdrawn)."""
+    seen = {
+        str(r.get("name")): "Withdrawn"
+        for r in items(status, "requesters")
+        if isinstance(r, Mapping)
+    }
+    seen.update(intents)
+    return [{"name": name, "intent": seen[name]} for name in sorted(seen)]
+
+
+def _first_responders(out: Obj, pod: _Pod, now: datetime) -> None:
+    """The responders the pod names and the imperative evictor, the first one Active."""
+    responders = pod_responders(pod.obj)
+    first = pod.gone is None
+    out["targetResponders"] = [
+        {
+            "name": r.name,
+            "priority": r.priority,
+            "state": "Active" if first and i == 0 else "Inactive",
+        }
+        for i, r in enumerate(responders)
+    ]
+    out["responders"] = [
+        {"name": r.name, **({"startTime": format_time(now)} if first and i == 0 else {})}
+        for i, r in enumerate(responders)
+    ]
+
+
+def _advance(out: Obj, pod: _Pod, now: datetime, deadline: timedelta) -> tuple[Obj, float | None]:
+    """The active responder handed on when it completed or its heartbeat lapsed; while the
+    pod terminates nothing moves (its responder did its part: the pod's end decides)."""
+    order = sort_responders(out["targetResponders"])
+    active = next((t for t in order if t.get("state") == "Active"), None)
+    if active is None:
+        _fail_no_responder(out, now)
+        return out, None
+    progress = _responder(out, str(active.get("name")))
+    if pod.terminating:
+        return out, None
+    if progress.get("completionTime"):
+        _hand_on(out, order, active, "Completed", now)
+        return out, None
+    last = parse_time(progress.get("heartbeatTime")) or parse_time(progress.get("startTime"))
+    lapse = (last or now) + deadline
+    if now < lapse:
+        return out, (lapse - now).total_seconds()
+    _hand_on(out, order, active, "Interrupted", now)
+    return out, None
+
+
+def _hand_on(
+    out: Obj,
+    order: Sequence[Mapping[str, Any]],
+    active: Mapping[str, Any],
+    state: str,
+    now: datetime,
+) -> None:
+    nxt = order.index(active) + 1
+    _state(out, str(active.get("name")), state)
+    if nxt >= len(order):
+        _fail_no_responder(out, now)
+        return
+    name = str(order[nxt].get("name"))
+    _state(out, name, "Active")
+    _responder(out, name)["startTime"] = format_time(now)
+
+
+def _fail_no_responder(out: Obj, now: datetime) -> None:
+    _set(out, TARGET_EVICTED, "False", "EvictionFailed", "no responder evicted the pod", now)
+    _set(out, FAILED, "True", "NoFurtherResponder", "every responder is done; the pod is not", now)
+
+
+def _end(out: Obj, active_state: str, type_: str, reason: str, message: str, now: datetime) -> None:
+    """A final condition, and the active responder stopped with it: Completed if it said it
+    was done, else Canceled (what it was doing is moot: the pod is gone, or no requester wants
+    it gone)."""
+    for t in out["targetResponders"]:
+        if t.get("state") == "Active":
+            done = _responder(out, str(t.get("name"))).get("completionTime")
+            t["state"] = "Completed" if done else active_state
+    if type_ == TARGET_EVICTED:
+        _set(out, TARGET_EVICTED, "True", reason, message, now)
+        _set(out, FAILED, "False", "Succeeded", "the pod is evicted", now)
+    else:
+        _set(out, FAILED, "True", reason, message, now)
+        _set(out, TARGET_EVICTED, "False", "EvictionFailed", "the eviction was canceled", now)
+
+
+def _responder(out: Obj, name: str) -> Obj:
+    for r in out["responders"]:
+        if r.get("name") == name:
+            return r  # type: ignore[no-any-return]
+    entry: Obj = {"name": name}
+    out["responders"].append(entry)
+    return entry
+
+
+def _state(out: Obj, name: str, state: str) -> None:
+    for t in out["targetResponders"]:
+        if t.get("name") == name:
+            t["state"] = state
+
+
+def _set(
+    out: Obj, type_: str, status: Literal["True", "False"], reason: str, msg: str, now: datetime
+) -> None:
+    out["conditions"] = set_condition(out["conditions"], type_, status, reason, msg, now)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _final(status: Mapping[str, Any]) -> bool:
+    return any(
+        (c := condition(status, t)) is not None and c.get("status") == "True"
+        for t in (TARGET_EVICTED, FAILED)
+    )
+
+
+def _refused(status: Mapping[str, Any]) -> bool:
+    c = condition(status, FAILED)
+    return c is not None and c.get("status") == "True" and c.get("reason") == "EvictionInvalid"
+
+
+def _canceled(status: Mapping[str, Any]) -> bool:
+    c = condition(status, FAILED)
+    return (
+        c is not None
+        and c.get("status") == "True"
+        and c.get("reason") == "CanceledDueToNoRequesters"
+    )
+
+
+def _differs(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
+    return any(have.get(k) != v for k, v in want.items() if v or k in have)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(metadata_of(obj).get("name", ""))
