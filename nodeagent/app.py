@@ -25,7 +25,8 @@ from prometheus_client import CollectorRegistry
 from nodeagent import version
 from nodeagent.config import Config, NotificationsConfig
 from nodeagent.controllers.cluster import ClusterControllers
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.leader import LeaderElector

@@ -26,7 +26,8 @@ import yaml
 from kubernetes import client, utils
 from watchfiles import awatch
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import AlreadyExists, Conflict, Forbidden, KubeError, NotFound
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource

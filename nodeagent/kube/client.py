@@ -1,52 +1,50 @@
 """An asyncio facade over the official client, on plain JSON dicts.
 
 We use only the official client's transport (`Configuration` and the REST layer: config, auth,
-TLS, connection pool; see `nodeagent.kube.transport`) and never its model classes: building
-them is slow and they do not exist for our CRDs. Every call is a raw REST request whose JSON
-body is returned as a dict.
+TLS, connection pool; see `nodeagent.kube.transport`, loaded by `nodeagent.kube.connection`) and
+never its model classes: building them is slow and they do not exist for our CRDs. Every call is
+a raw REST request whose JSON body is returned as a dict.
 
 The generated client blocks, so requests run in a bounded thread pool: the pool size is the
 limit on concurrent API calls. Watches are long-lived and would starve that pool, so each
-gets a dedicated thread that feeds decoded events into the loop.
+gets a dedicated thread (`nodeagent.kube.watchstream`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
-import socket
-import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from kubernetes.client.configuration import Configuration
-from kubernetes.config.config_exception import ConfigException
-from urllib3.connection import HTTPConnection
-from urllib3.util.retry import Retry
-
 from nodeagent.kube.errors import (
     Gone,
-    KubeConfigError,
     KubeError,
     ServerError,
     from_response,
-    from_status,
     translate,
 )
+from nodeagent.kube.requestparts import (
+    Propagation,
+    Query,
+    body_name,
+    body_namespace,
+    delete_options,
+    selectors,
+    watch_query,
+    with_type,
+)
 from nodeagent.kube.resources import PODS, SERVICEACCOUNTS, Obj, Resource
-from nodeagent.kube.tokenfile import TokenFile, kubeconfig_token_file
 from nodeagent.kube.transport import Transport
+from nodeagent.kube.watchstream import WatchStream
 
-__all__ = ["KubeClient", "PatchType", "Propagation", "RequestHook", "load_api_client"]
+__all__ = ["KubeClient", "PatchType", "RequestHook"]
 
 log = logging.getLogger(__name__)
 
 PatchType = Literal["merge", "json", "strategic"]
-Propagation = Literal["Foreground", "Background", "Orphan"]
 # Called on the event loop after each request: (verb, resource, HTTP status or 0 if none).
 RequestHook = Callable[[str, Resource, int], None]
 
@@ -55,66 +53,6 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-_READ_SIZE = 64 * 1024
-Query = list[tuple[str, str]]
-
-
-def load_api_client(
-    kubeconfig: str | None = None,
-    context: str | None = None,
-    *,
-    connection_pool_maxsize: int | None = None,
-) -> Transport:
-    """The transport from `kubeconfig`; else in-cluster config; else ~/.kube/config ($KUBECONFIG).
-
-    Size the connection pool for the request pool plus the watches, or urllib3 keeps
-    discarding connections. Only the loader used is imported: `kube_config` brings requests
-    and oauthlib (its OIDC refresh), which an agent in a pod never needs.
-    """
-    config = Configuration()
-    try:
-        if kubeconfig:
-            _load_kube_config(config, config_file=kubeconfig, context=context)
-            token_file = kubeconfig_token_file(kubeconfig, context)
-            if token_file is not None:
-                # the loader read the file once; this rereads it when it changes (renewed)
-                config.refresh_api_key_hook = TokenFile(token_file)  # type: ignore[assignment]
-        elif os.environ.get("KUBERNETES_SERVICE_HOST") and context is None:
-            from kubernetes.config.incluster_config import load_incluster_config
-
-            load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
-        else:
-            _load_kube_config(config, context=context)
-    except (ConfigException, OSError, ValueError) as exc:
-        where = kubeconfig or "in-cluster or default kubeconfig"
-        raise KubeConfigError(f"cannot load Kubernetes client config ({where}): {exc}") from exc
-    if connection_pool_maxsize is not None:
-        config.connection_pool_maxsize = connection_pool_maxsize
-    # no hidden retries of a request the server received: one that hangs must fail after its
-    # own timeout, not three times that (urllib3 retries reads by default); a refused or
-    # broken connection is retried once at once
-    config.retries = Retry(total=1, connect=1, read=0, redirect=0, status=0, other=0)
-    # a watch lasts up to an hour: a peer gone without a word (a node's network, a load
-    # balancer that forgot us) must be noticed sooner. The client's keep_alive is off by default
-    config.socket_options = _keepalive_options()
-    return Transport(config)
-
-
-def _keepalive_options() -> list[tuple[int, int, int]]:
-    """urllib3's own socket options (no Nagle) and TCP keepalive with client-go's timings: the
-    first probe after 30 s idle, the connection dropped after 9 more unanswered 15 s apart."""
-    options = list(HTTPConnection.default_socket_options)
-    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
-    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 15), ("TCP_KEEPCNT", 9)):
-        if hasattr(socket, name):
-            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
-    return options
-
-
-def _load_kube_config(config: Configuration, **kw: Any) -> None:
-    from kubernetes.config.kube_config import load_kube_config
-
-    load_kube_config(client_configuration=config, persist_config=False, **kw)  # type: ignore[no-untyped-call]
 
 
 def _decode(data: bytes) -> Obj:
@@ -124,37 +62,6 @@ def _decode(data: bytes) -> Obj:
     if not isinstance(decoded, dict):
         raise ValueError(f"expected a JSON object, got {type(decoded).__name__}")
     return decoded
-
-
-def _with_type(resource: Resource, body: Mapping[str, Any]) -> Obj:
-    return {"apiVersion": resource.api_version, "kind": resource.kind, **body}
-
-
-def _body_namespace(
-    resource: Resource, namespace: str | None, body: Mapping[str, Any]
-) -> str | None:
-    if not resource.namespaced:
-        return namespace  # Resource.path rejects a namespace for cluster-scoped resources
-    namespace = namespace or (body.get("metadata") or {}).get("namespace")
-    if not namespace:
-        raise ValueError(f"{resource} is namespaced: give a namespace or set metadata.namespace")
-    return str(namespace)
-
-
-def _body_name(body: Mapping[str, Any]) -> str:
-    name = (body.get("metadata") or {}).get("name")
-    if not name:
-        raise ValueError("body has no metadata.name")
-    return str(name)
-
-
-def _selectors(label_selector: str | None, field_selector: str | None) -> Query:
-    query: Query = []
-    if label_selector:
-        query.append(("labelSelector", label_selector))
-    if field_selector:
-        query.append(("fieldSelector", field_selector))
-    return query
 
 
 class KubeClient:
@@ -181,7 +88,7 @@ class KubeClient:
         self._connect_timeout = connect_timeout
         self._on_request = on_request
         self._field_manager = field_manager
-        self._watches: set[_WatchStream] = set()
+        self._watches: set[WatchStream] = set()
         self._closed = False
 
     async def __aenter__(self) -> KubeClient:
@@ -219,7 +126,7 @@ class KubeClient:
         `metadata.resourceVersion` is the list's, to watch from.
         """
         path = resource.path(namespace)
-        base = _selectors(label_selector, field_selector)
+        base = selectors(label_selector, field_selector)
         items: list[Obj] = []
         token: str | None = None
         while True:
@@ -269,41 +176,41 @@ class KubeClient:
         self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
     ) -> Obj:
         """POST `body`; the namespace defaults to `metadata.namespace`."""
-        namespace = _body_namespace(resource, namespace, body)
+        namespace = body_namespace(resource, namespace, body)
         return await self._call(
             "create",
             resource,
             "POST",
             resource.path(namespace),
             query=self._manager_query(),
-            body=_with_type(resource, body),
+            body=with_type(resource, body),
         )
 
     async def replace(
         self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
     ) -> Obj:
         """PUT `body`; a `metadata.resourceVersion` in it makes this a compare-and-swap."""
-        namespace = _body_namespace(resource, namespace, body)
+        namespace = body_namespace(resource, namespace, body)
         return await self._call(
             "update",
             resource,
             "PUT",
-            resource.path(namespace, _body_name(body)),
+            resource.path(namespace, body_name(body)),
             query=self._manager_query(),
-            body=_with_type(resource, body),
+            body=with_type(resource, body),
         )
 
     async def replace_status(
         self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
     ) -> Obj:
-        namespace = _body_namespace(resource, namespace, body)
+        namespace = body_namespace(resource, namespace, body)
         return await self._call(
             "update",
             resource,
             "PUT",
-            resource.path(namespace, _body_name(body), "status"),
+            resource.path(namespace, body_name(body), "status"),
             query=self._manager_query(),
-            body=_with_type(resource, body),
+            body=with_type(resource, body),
         )
 
     async def patch(
@@ -344,7 +251,7 @@ class KubeClient:
 
         Returns the object (still there while finalizers or graceful deletion run) or a Status.
         """
-        options = _delete_options(grace_period_seconds, uid, resource_version, propagation)
+        options = delete_options(grace_period_seconds, uid, resource_version, propagation)
         return await self._call(
             "delete", resource, "DELETE", resource.path(namespace, name), body=options
         )
@@ -366,7 +273,7 @@ class KubeClient:
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
-        options = _delete_options(grace_period_seconds, uid, None, None)
+        options = delete_options(grace_period_seconds, uid, None, None)
         if len(options) > 2:
             body["deleteOptions"] = options
         return await self._call(
@@ -404,21 +311,17 @@ class KubeClient:
         iterator (`contextlib.aclosing`) when done early: that closes the HTTP response and
         ends the reading thread.
         """
-        query = _selectors(label_selector, field_selector)
-        query.append(("watch", "true"))
-        if resource_version is not None:
-            query.append(("resourceVersion", resource_version))
-        if allow_bookmarks:
-            query.append(("allowWatchBookmarks", "true"))
-        read_timeout: float | None = None
-        if timeout_seconds is not None:
-            query.append(("timeoutSeconds", str(int(timeout_seconds))))
-            # Generous margin: the server ends the watch, this only catches a dead connection.
-            read_timeout = timeout_seconds + 30.0
+        query, read_timeout = watch_query(
+            resource_version=resource_version,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
+        )
         if self._closed:
             raise RuntimeError("KubeClient is closed")
         path = resource.path(namespace)
-        stream = _WatchStream(
+        stream = WatchStream(
             asyncio.get_running_loop(),
             str(resource),
             lambda: self._send(
@@ -552,136 +455,3 @@ class KubeClient:
             self._on_request(verb, resource, status)
         except Exception:
             log.exception("request hook failed")
-
-
-def _delete_options(
-    grace_period_seconds: int | None,
-    uid: str | None,
-    resource_version: str | None,
-    propagation: Propagation | None,
-) -> Obj:
-    options: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
-    if grace_period_seconds is not None:
-        options["gracePeriodSeconds"] = grace_period_seconds
-    preconditions = {}
-    if uid is not None:
-        preconditions["uid"] = uid
-    if resource_version is not None:
-        preconditions["resourceVersion"] = resource_version
-    if preconditions:
-        options["preconditions"] = preconditions
-    if propagation is not None:
-        options["propagationPolicy"] = propagation
-    return options
-
-
-# What the watch thread hands the loop: the HTTP status once the stream is open, then events,
-# then None at a clean end; a KubeError at any point ends the stream.
-_Item = int | Obj | KubeError | None
-
-
-class _WatchStream:
-    """One streaming GET read in its own thread; `close()` (loop side) ends it promptly."""
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, name: str, open_response: Callable[[], Any]
-    ) -> None:
-        self._loop = loop
-        self._name = name
-        self._open = open_response
-        self.queue: asyncio.Queue[_Item] = asyncio.Queue()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._raw: Any = None  # the urllib3 response, once open
-
-    def start(self) -> None:
-        threading.Thread(target=self._run, name="watch " + self._name, daemon=True).start()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            raw = self._raw
-        if raw is not None:
-            # Unblocks the thread's pending read; closing from here would race with it.
-            with contextlib.suppress(ValueError, RuntimeError, OSError):
-                raw.shutdown()
-
-    @property
-    def _is_closed(self) -> bool:
-        with self._lock:
-            return self._closed
-
-    def _post(self, item: _Item) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
-        except RuntimeError:
-            # The loop is closed; nobody is listening any more.
-            with self._lock:
-                self._closed = True
-
-    def _run(self) -> None:
-        try:
-            response = self._open()
-        except Exception as exc:
-            if not self._is_closed:
-                self._post(translate(exc))
-            return
-        raw = response.response
-        with self._lock:
-            closed = self._closed
-            self._raw = raw
-        try:
-            if closed:
-                return
-            if response.status != 200:
-                self._post(
-                    from_response(response.status, response.reason, raw.read(), response.headers)
-                )
-                return
-            self._post(response.status)
-            self._pump(raw)
-        except Exception as exc:
-            if not self._is_closed:
-                self._post(translate(exc))
-        finally:
-            with contextlib.suppress(Exception):
-                raw.close()
-            with contextlib.suppress(Exception):
-                raw.release_conn()
-
-    def _pump(self, raw: Any) -> None:
-        buffer = bytearray()
-        while not self._is_closed:
-            chunk = raw.read1(_READ_SIZE)
-            if not chunk:
-                break
-            buffer += chunk
-            start = 0
-            while (end := buffer.find(b"\n", start)) >= 0:
-                line = bytes(buffer[start:end])
-                start = end + 1
-                if line.strip() and not self._event(line):
-                    return
-            del buffer[:start]
-        if self._is_closed:
-            return
-        if bytes(buffer).strip() and not self._event(bytes(buffer)):
-            return
-        self._post(None)
-
-    def _event(self, line: bytes) -> bool:
-        """Hand one event to the loop; False ends the stream."""
-        try:
-            event = json.loads(line)
-        except ValueError:
-            self._post(ServerError(f"malformed watch event: {line[:200]!r}", reason="BadEvent"))
-            return False
-        if not isinstance(event, dict):
-            self._post(ServerError(f"malformed watch event: {line[:200]!r}", reason="BadEvent"))
-            return False
-        if event.get("type") == "ERROR":
-            status = event.get("object")
-            self._post(from_status(status if isinstance(status, dict) else {}))
-            return False
-        self._post(event)
-        return True

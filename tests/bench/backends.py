@@ -26,7 +26,8 @@ from typing import Any
 
 import psutil
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import AlreadyExists, TooManyRequests, Unreachable
 from nodeagent.kube.resources import (
     CRDS,

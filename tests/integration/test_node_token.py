@@ -22,7 +22,8 @@ import pytest
 import yaml
 from watchfiles import awatch
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import Forbidden
 from nodeagent.kube.resources import Resource
 from nodeagent.kube.tokenfile import installed

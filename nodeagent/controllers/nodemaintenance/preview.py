@@ -15,7 +15,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import KubeConfigError, KubeError, NotFound
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PDBS, PODS, Obj
 from nodeagent.model.maintenance import selected_nodes

@@ -33,7 +33,8 @@ from typing import Any, TextIO, TypeVar, cast
 
 from nodeagent.app import Agent
 from nodeagent.config import LeaderConfig, from_mapping
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.model.shutdown import is_ours
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.staticpods.restore import restore_after_reboot

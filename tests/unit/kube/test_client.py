@@ -17,7 +17,8 @@ import pytest
 import yaml
 from aiohttp import web
 
-from nodeagent.kube.client import KubeClient, load_api_client
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import (
     Gone,
     KubeConfigError,

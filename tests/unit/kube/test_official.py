@@ -84,7 +84,7 @@ def test_loading_a_kubeconfig_keeps_the_packages_light(tmp_path: Path) -> None:
     got = _run(
         f"""
         import json, sys
-        from nodeagent.kube.client import load_api_client
+        from nodeagent.kube.connection import load_api_client
         from nodeagent.kube import official
         api = load_api_client({str(kubeconfig)!r})
         pydantic = [m for m in sys.modules if m.split(".")[0] == "pydantic"]

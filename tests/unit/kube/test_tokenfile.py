@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodeagent.kube.client import load_api_client
+from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.tokenfile import TokenFile, installed, kubeconfig_token_file, write_token
 
 
