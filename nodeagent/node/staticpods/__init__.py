@@ -3,14 +3,17 @@
 - `manifests`: reading the kubelet's manifest directory; manifest <-> mirror pod mapping.
 - `locate`: where the manifest directory is (configuration, running kubelet, default) and the
   stash directory in it (`.nodeagent-stash`, which the kubelet skips).
-- `stash`, `journal`, `fsops`: moving manifests aside and back, crash-safely.
+- `stash`: moving manifests aside and back, crash-safely, through its parts: `directories`
+  (opening and locking the two), `journal` (the entry format, pure), `journalfiles` (entries on
+  disk), `moveaside`, `moveback`, `recovery` (after a crash), `fsops` (moves that never
+  replace); `outcomes`: what it reports (pure).
 - `restore`: putting them back without the API server (start-up, `restore-static-pods`).
 - `policy`: what the interceptor decides (pure); `interceptor`: the interceptor itself
   (`nodeagent.node.staticpods.interceptor.StaticPodInterceptor`; not imported here, so that
   restoring at start-up needs neither the Kubernetes client nor watchfiles).
 """
 
-from nodeagent.node.staticpods.journal import JournalEntry, State
+from nodeagent.node.staticpods.journal import JournalEntry, Owner, State
 from nodeagent.node.staticpods.locate import (
     DEFAULT_MANIFEST_DIR,
     ManifestDirChoice,
@@ -27,16 +30,15 @@ from nodeagent.node.staticpods.manifests import (
     mirror_pod_name,
     scan_manifest_dir,
 )
-from nodeagent.node.staticpods.restore import RestoreReport, restore_after_reboot, restore_by_hand
-from nodeagent.node.staticpods.stash import (
+from nodeagent.node.staticpods.outcomes import (
     ManifestChanged,
-    Owner,
     ReadOnlyStash,
     RestoreResult,
-    Stash,
     StashError,
     StashUnavailable,
 )
+from nodeagent.node.staticpods.restore import RestoreReport, restore_after_reboot, restore_by_hand
+from nodeagent.node.staticpods.stash import Stash
 
 __all__ = [
     "DEFAULT_MANIFEST_DIR",

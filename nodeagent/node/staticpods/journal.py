@@ -1,7 +1,7 @@
 """Journal entries of the stash: one small JSON file per manifest moved aside.
 
 An entry records where the manifest came from, the SHA-256 of its bytes, the maintenance it
-was moved for, and the boot it was moved in. Its `state` says how far the move got:
+was moved for (its `Owner`), and the boot it was moved in. Its `state` says how far the move got:
 
 - `stashing`: written (and fsynced) before the manifest is renamed into the stash;
 - `stashed`: the manifest is in the stash;
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ENTRY_SUFFIX", "PAYLOAD_SUFFIX", "JournalEntry", "JournalError", "State"]
+__all__ = ["ENTRY_SUFFIX", "PAYLOAD_SUFFIX", "JournalEntry", "JournalError", "Owner", "State"]
 
 ENTRY_SUFFIX = ".journal"
 PAYLOAD_SUFFIX = ".manifest"
@@ -36,6 +36,15 @@ class State(StrEnum):
     STASHING = "stashing"
     STASHED = "stashed"
     RESTORING = "restoring"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Why a manifest is moved aside."""
+
+    maintenance: str
+    shutdown: bool  # the maintenance is the agent's own shutdown maintenance
+    node: str
 
 
 @dataclass(frozen=True)

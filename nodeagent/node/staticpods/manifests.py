@@ -37,6 +37,7 @@ __all__ = [
     "parse_manifest",
     "read_manifest",
     "scan_manifest_dir",
+    "sha256_of",
 ]
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -52,6 +53,12 @@ class ManifestError(ValueError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+def sha256_of(content: bytes) -> str:
+    """The hex SHA-256 of a manifest's bytes: how a manifest, and its journal entry, name its
+    content."""
+    return hashlib.sha256(content).hexdigest()
 
 
 def is_manifest_name(name: str) -> bool:
@@ -164,7 +171,7 @@ def parse_manifest(path: Path, content: bytes, file_id: FileId) -> Manifest:
         path=path,
         name=name,
         namespace=namespace,
-        sha256=hashlib.sha256(content).hexdigest(),
+        sha256=sha256_of(content),
         file_id=file_id,
         content=content,
         pod=pod,

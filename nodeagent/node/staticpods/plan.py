@@ -17,8 +17,9 @@ from typing import Any, Literal
 from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import format_time
-from nodeagent.node.staticpods.journal import State
+from nodeagent.node.staticpods.journal import Owner, State
 from nodeagent.node.staticpods.manifests import Manifest, ScanResult
+from nodeagent.node.staticpods.outcomes import StashListing
 from nodeagent.node.staticpods.policy import (
     Coverage,
     EvictionView,
@@ -26,7 +27,6 @@ from nodeagent.node.staticpods.policy import (
     heartbeat_left,
     interceptor_entry,
 )
-from nodeagent.node.staticpods.stash import Owner, StashListing
 
 __all__ = [
     "EvictionPlan",

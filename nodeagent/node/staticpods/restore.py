@@ -11,7 +11,8 @@ from typing import TextIO
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.staticpods.journal import JournalEntry
 from nodeagent.node.staticpods.locate import static_pod_paths
-from nodeagent.node.staticpods.stash import RecoveryAction, RestoreResult, Stash, StashError
+from nodeagent.node.staticpods.outcomes import RecoveryAction, RestoreResult, StashError
+from nodeagent.node.staticpods.stash import Stash
 
 __all__ = ["RestoreReport", "restore_after_reboot", "restore_by_hand", "restore_command"]
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.node.staticpods.directories import LOCK_NAME
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.journal import ENTRY_SUFFIX, PAYLOAD_SUFFIX, State
+from nodeagent.node.staticpods.journal import ENTRY_SUFFIX, PAYLOAD_SUFFIX, Owner, State
 from nodeagent.node.staticpods.manifests import Manifest, scan_manifest_dir
-from nodeagent.node.staticpods.stash import LOCK_NAME, Owner, Stash
+from nodeagent.node.staticpods.stash import Stash
 
 NODE = "node-1"
 OWNER = Owner("maint-a", shutdown=False, node=NODE)

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from nodeagent.model.names import KUBELET_INTERCEPTOR, MIRROR_ANNOTATION
 from nodeagent.model.times import parse_time
-from nodeagent.node.staticpods.journal import JournalEntry, State
+from nodeagent.node.staticpods.journal import JournalEntry, Owner, State
 from nodeagent.node.staticpods.manifests import FileId, Manifest, ManifestProblem, ScanResult
+from nodeagent.node.staticpods.outcomes import Stashed, StashListing
 from nodeagent.node.staticpods.plan import (
     find_manifest,
     not_moved_message,
@@ -24,7 +25,6 @@ from nodeagent.node.staticpods.plan import (
     stashed_payload,
 )
 from nodeagent.node.staticpods.policy import EvictionView, coverage
-from nodeagent.node.staticpods.stash import Owner, Stashed, StashListing
 
 NOW = "2030-01-01T12:00:00Z"
 MINUTE = timedelta(minutes=1)
