@@ -30,8 +30,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from watchfiles import awatch
-
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventClient, EventRecorder
@@ -50,8 +48,16 @@ from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.manifests import FileId, ScanResult, scan_manifest_dir
+from nodeagent.node.staticpods.journal import Owner
+from nodeagent.node.staticpods.manifests import FileId, Manifest, ScanResult, scan_manifest_dir
+from nodeagent.node.staticpods.outcomes import (
+    ManifestChanged,
+    RestoreResult,
+    StashError,
+    StashUnavailable,
+)
 from nodeagent.node.staticpods.plan import (
+    StashPlan,
     find_manifest,
     not_moved_message,
     plan_eviction,
@@ -69,14 +75,8 @@ from nodeagent.node.staticpods.policy import (
     manifest_priority,
     progress_status,
 )
-from nodeagent.node.staticpods.stash import (
-    ManifestChanged,
-    Owner,
-    RestoreResult,
-    Stash,
-    StashError,
-    StashUnavailable,
-)
+from nodeagent.node.staticpods.stash import Stash
+from nodeagent.node.staticpods.watch import watch_directory
 
 __all__ = ["PRIORITYCLASSES", "StaticPodClient", "StaticPodInterceptor"]
 
@@ -87,7 +87,6 @@ PRIORITYCLASSES = Resource(
 )
 _SWEEP = "sweep"
 _EVR = "evr:"
-_WATCH_TIMEOUT_MS = 1000
 T = TypeVar("T")
 
 
@@ -153,7 +152,13 @@ class StaticPodInterceptor(Controller):
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(super().run(), name=f"{self.name} workers")
                 await self.wait_synced()
-                tg.create_task(self._watch_files(), name=f"{self.name} manifest watch")
+                watch = watch_directory(
+                    lambda: self._stash.manifest_dir,
+                    ready=self.watching,
+                    changed=functools.partial(self.enqueue, _SWEEP),
+                    failed=self._watch_failed,
+                )
+                tg.create_task(watch, name=f"{self.name} manifest watch")
                 tg.create_task(self._resync_loop(), name=f"{self.name} resync")
                 self.enqueue(_SWEEP)
         finally:
@@ -168,36 +173,8 @@ class StaticPodInterceptor(Controller):
             await asyncio.sleep(self._resync)
             self.enqueue(_SWEEP)
 
-    async def _watch_files(self) -> None:
-        """Queue a sweep on every change in the manifest directory. The watch gives up on a
-        missing directory and tries again, so the directory may come later."""
-        attempt = 0
-        while True:
-            try:
-                async for changes in awatch(
-                    self._stash.manifest_dir,
-                    watch_filter=None,
-                    recursive=False,
-                    debounce=200,
-                    # the watcher's thread takes the GIL every `step` ms to look for a stop
-                    # request: 20 ms cost ~0.5 % of a core on an idle node, 100 ms a fifth
-                    step=100,
-                    rust_timeout=_WATCH_TIMEOUT_MS,
-                    yield_on_timeout=True,
-                ):
-                    attempt = 0
-                    if not self.watching.is_set():
-                        # the watch is in place: a sweep now sees whatever came before it
-                        self.watching.set()
-                        self.enqueue(_SWEEP)
-                    if changes:
-                        self.enqueue(_SWEEP)
-            except OSError as e:
-                attempt += 1
-                self._warn_once(
-                    "watch", f"cannot watch manifest directory {self._stash.manifest_dir}: {e}"
-                )
-            await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
+    def _watch_failed(self, e: OSError) -> None:
+        self._warn_once("watch", f"cannot watch manifest directory {self._stash.manifest_dir}: {e}")
 
     async def reconcile(self, key: str) -> Result | None:
         try:
@@ -377,16 +354,19 @@ class StaticPodInterceptor(Controller):
         if evr is None:
             return None
         view = EvictionView.of(evr)
-        pod = view.pod_ref
         now = self._now()
-        stamp = format_time(now)
         plan = plan_eviction(
-            view, node_name=self._node_name, now=stamp, heartbeat_every=self._heartbeat
+            view, node_name=self._node_name, now=format_time(now), heartbeat_every=self._heartbeat
         )
         if plan.action == "finish" and plan.entry is not None:
             await self._write(view, plan.entry)
         if plan.action != "stop_pod":
             return None
+        return await self._stop_static_pod(key, view, now)
+
+    async def _stop_static_pod(self, key: str, view: EvictionView, now: datetime) -> Result | None:
+        """Find the request's manifest, decide whether to move it aside and for whom (or to
+        decline), and do it."""
         if not await self._open_stash():
             return await self._progress(
                 view, None, now, f"cannot move manifests: {self._warned.get('stash')}"
@@ -402,69 +382,73 @@ class StaticPodInterceptor(Controller):
                 node_name=self._node_name,
                 manifest_dir=self._stash.manifest_dir,
             )
-            if missing.warn and self._warn_once("evr:" + key, missing.message):
-                await self._events.warning(pod, "StaticPodNotStopped", missing.message)
-            return await self._progress(view, None, now, missing.message)
+            return await self._not_stopped(key, view, now, missing.message, warn=missing.warn)
         priority = manifest_priority(manifest.pod, self._priority_class_map())
         if priority is None:
-            message = unknown_priority_message(manifest.path)
-            if self._warn_once("evr:" + key, message):
-                await self._events.warning(pod, "StaticPodNotStopped", message)
-            return await self._progress(view, None, now, message)
-        static_pod = manifest_pod(manifest.pod, priority)
-        stash = plan_stash(
-            view,
-            static_pod,
-            self._coverage(),
-            listed=False,
-            node_name=self._node_name,
-            now=stamp,
-            heartbeat_every=self._heartbeat,
-        )
-        if stash.action == "ask_api":
-            # our cache may lag behind the maintenance that led to this request: ask the API
-            listed = await self._client.list(NODEMAINTENANCES)
-            cov = coverage(
-                listed.get("items") or [],
-                self._nodes.store.get(self._node_name),
-                self._node_name,
-                self._boot_id,
-            )
-            stash = plan_stash(
-                view,
-                static_pod,
-                cov,
-                listed=True,
-                node_name=self._node_name,
-                now=stamp,
-                heartbeat_every=self._heartbeat,
-            )
+            return await self._not_stopped(key, view, now, unknown_priority_message(manifest.path))
+        stash = await self._plan_stash(view, manifest_pod(manifest.pod, priority), now)
         if stash.action == "decline" and stash.entry is not None:
-            await self._events.normal(pod, "StaticPodEvictionDeclined", stash.message)
+            await self._events.normal(view.pod_ref, "StaticPodEvictionDeclined", stash.message)
             await self._write(view, stash.entry)
             return None
-        owner = stash.owner
-        if owner is None:
+        if stash.owner is None:
             return None
+        return await self._move_aside(key, view, manifest, stash.owner, now)
+
+    async def _plan_stash(
+        self, view: EvictionView, pod: Mapping[str, Any], now: datetime
+    ) -> StashPlan:
+        """`plan_stash` on the cache; if that may lag behind the maintenance that led to this
+        request, again on the maintenances listed from the API."""
+        plan = functools.partial(
+            plan_stash,
+            view,
+            pod,
+            node_name=self._node_name,
+            now=format_time(now),
+            heartbeat_every=self._heartbeat,
+        )
+        stash = plan(self._coverage(), listed=False)
+        if stash.action != "ask_api":
+            return stash
+        listed = await self._client.list(NODEMAINTENANCES)
+        cov = coverage(
+            listed.get("items") or [],
+            self._nodes.store.get(self._node_name),
+            self._node_name,
+            self._boot_id,
+        )
+        return plan(cov, listed=True)
+
+    async def _move_aside(
+        self, key: str, view: EvictionView, manifest: Manifest, owner: Owner, now: datetime
+    ) -> Result:
+        """Move the manifest aside so that the kubelet stops the pod; heartbeat from then on."""
         try:
             entry = await self._fs(functools.partial(self._stash.stash, manifest, owner))
         except ManifestChanged as e:
             log.info("static pods: %s; looking again", e)
             return Result(requeue_after=0.0)  # now
         except StashError as e:
-            message = not_moved_message(manifest.path, e)
-            if self._warn_once("evr:" + key, message):
-                await self._events.warning(pod, "StaticPodNotStopped", message)
-            heartbeat = await self._progress(view, None, now, message)
+            heartbeat = await self._not_stopped(key, view, now, not_moved_message(manifest.path, e))
             if heartbeat.requeue_after is not None:  # the raise backs off; a heartbeat does not
                 self.enqueue_after(_EVR + key, heartbeat.requeue_after)
             raise
-        self._warned.pop("evr:" + key, None)
+        self._warned.pop(_EVR + key, None)
         if self._known is not None:
             self._known.pop(manifest.path.name, None)
         stopping = plan_stopping(manifest.path, self._stash.stash_dir / entry.payload_name, owner)
-        await self._events.normal(pod, "StaticPodStopping", stopping.event)
+        await self._events.normal(view.pod_ref, "StaticPodStopping", stopping.event)
         return await self._progress(view, manifest.pod, now, stopping.progress, start=True)
+
+    async def _not_stopped(
+        self, key: str, view: EvictionView, now: datetime, message: str, *, warn: bool = True
+    ) -> Result:
+        """Why the pod is not being stopped: in our entry, and (when `warn`) in an Event, once
+        per message."""
+        if warn and self._warn_once(_EVR + key, message):
+            await self._events.warning(view.pod_ref, "StaticPodNotStopped", message)
+        return await self._progress(view, None, now, message)
 
     async def _progress(
         self,
