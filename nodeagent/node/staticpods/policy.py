@@ -28,7 +28,8 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
-from nodeagent.model.interceptors import CANCELED, EVICTED, MIN_HEARTBEAT_INTERVAL
+from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL
+from nodeagent.model.interceptors.requests import CANCELED, EVICTED
 from nodeagent.model.maintenance import holds_pods_off_this_boot
 from nodeagent.model.names import (
     BUILTIN_PRIORITIES,

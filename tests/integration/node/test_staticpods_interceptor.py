@@ -36,7 +36,7 @@ from nodeagent.kube.resources import (
     format_time,
     parse_time,
 )
-from nodeagent.model.interceptors import EVICTED
+from nodeagent.model.interceptors.requests import EVICTED
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.restore import restore_after_reboot
