@@ -37,6 +37,7 @@ from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror,
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.kubeapi import api_client, create_from_dict
 from tests.tasks import cancel_and_wait
+from tests.until import until as wait_until
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +135,7 @@ class ClusterView:
         return out
 
     async def until(self, cond: Callable[[], bool], timeout: float = 20) -> None:
-        async with asyncio.timeout(timeout):
-            while not cond():
-                self._changed.clear()
-                await self._changed.wait()
+        await wait_until(cond, changed=self._changed, timeout=timeout)
 
 
 class TestCluster:
@@ -228,6 +226,7 @@ async def create_pod(kube: KubeClient, body: Obj, timeout: float = 10) -> Obj:
             except Forbidden as e:
                 if "no PriorityClass with name" not in str(e):
                     raise
+            # the API server's own PriorityClass informer, not ours: nothing to wait on
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
@@ -487,6 +486,7 @@ class MirrorPods:
                 except KubeError as e:
                     failures += 1
                     log.warning("mirror pods of %s: %s; retrying", self.node_name, e)
+                    # pacing retries against a failing API server, as the kubelet does
                     await asyncio.sleep(self._backoff.delay(failures))
                     continue
                 failures = 0

@@ -62,7 +62,7 @@ async def another_apiserver(plane_dir: Path, kubeconfig: Path) -> AsyncIterator[
             # nothing to watch before it serves: poll its health endpoint, as cluster.py does
             while not await asyncio.to_thread(_ready, url, kubeconfig):
                 assert proc.returncode is None, f"kube-apiserver-2 exited; see {plane_dir}/logs"
-                await asyncio.sleep(delay)
+                await asyncio.sleep(delay)  # a real process: nothing tells when it serves
                 delay = min(delay * 1.5, 0.5)
         yield port
     finally:

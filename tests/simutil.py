@@ -3,31 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
 import nodeagent
 from nodeagent_testbed.sim.cluster import SimCluster
-from nodeagent_testbed.sim.store import Obj
+from nodeagent_testbed.sim.store import Obj, Store
+from tests.until import until as wait_until
 
 
-async def until(sim: SimCluster, cond: Callable[[], bool], timeout: float = 20) -> None:
-    """Wait until `cond` holds, re-checking on every change the store commits (no polling)."""
+@contextlib.contextmanager
+def store_changes(store: Store) -> Iterator[asyncio.Event]:
+    """An event set on every change `store` commits, while the block runs."""
     changed = asyncio.Event()
 
     def wake(_: object) -> None:
         changed.set()
 
-    sim.store.listeners.append(wake)
+    store.listeners.append(wake)
     try:
-        async with asyncio.timeout(timeout):
-            while not cond():
-                changed.clear()
-                await changed.wait()
+        yield changed
     finally:
-        sim.store.listeners.remove(wake)
+        store.listeners.remove(wake)
+
+
+async def until(sim: SimCluster, cond: Callable[[], bool], timeout: float = 20) -> None:
+    """`tests.until.until`, re-checking on every change the store commits (no polling)."""
+    with store_changes(sim.store) as changed:
+        await wait_until(cond, changed=changed, timeout=timeout)
 
 
 def pods(sim: SimCluster, namespace: str = "default", **labels: str) -> list[Obj]:

@@ -82,7 +82,7 @@ async def until_refused(request: Callable[[], Any], timeout: float = 30) -> Forb
                 if POLICY in str(e):
                     return e
                 raise
-            await asyncio.sleep(delay)
+            await asyncio.sleep(delay)  # the server's informer, not ours: nothing to wait on
             delay = min(delay * 2, 1.0)
 
 

@@ -26,6 +26,7 @@ from nodeagent.model.backoff import JitteredBackoff
 from tests.clusters import CONTROLLERS_ACCOUNT, TestCluster
 from tests.netproxy import TcpProxy, kubeconfig_on_port, proxy_to
 from tests.realserver import another_apiserver
+from tests.until import until
 
 from .conftest import RequestCounter
 
@@ -69,10 +70,7 @@ class Recorder:
         return {n: o["metadata"]["resourceVersion"] for n, o in self.state.items()}
 
     async def until(self, cond: Callable[[], bool], timeout: float = 20) -> None:
-        async with asyncio.timeout(timeout):
-            while not cond():
-                self.changed.clear()
-                await self.changed.wait()
+        await until(cond, changed=self.changed, timeout=timeout)
 
 
 class GoneCounter:
@@ -276,11 +274,8 @@ async def test_field_selector_and_indexes(backend: TestCluster, kube: KubeClient
         on_delete=lambda _o: changed.set(),
     )
 
-    async def until(cond: Callable[[], bool]) -> None:
-        async with asyncio.timeout(10):
-            while not cond():
-                changed.clear()
-                await changed.wait()
+    async def seen(cond: Callable[[], bool]) -> None:
+        await until(cond, changed=changed, timeout=10)
 
     task = asyncio.create_task(inf.run())
     try:
@@ -291,11 +286,11 @@ async def test_field_selector_and_indexes(backend: TestCluster, kube: KubeClient
         for name, node in [("on-2", "node-2"), ("on-1", "node-1")]:
             await kube.create(PODS, {"metadata": {"name": name, "namespace": "default"},
                                      "spec": {**spec, "nodeName": node}})  # fmt: skip
-        await until(lambda: inf.store.get("default/on-1") is not None)
+        await seen(lambda: inf.store.get("default/on-1") is not None)
         assert inf.store.get("default/on-2") is None
         assert [p["metadata"]["name"] for p in inf.store.by_index("node", "node-1")] == ["on-1"]
         await kube.delete(PODS, "on-1", "default", grace_period_seconds=0)
-        await until(lambda: inf.store.get("default/on-1") is None)
+        await seen(lambda: inf.store.get("default/on-1") is None)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -31,6 +31,7 @@ from tests.clusters import ClusterView
 from tests.integration.logind.conftest import FAST_RECONNECT
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
 from tests.tasks import cancel_and_wait
+from tests.until import until
 
 __all__ = ["shutdown_cluster"]  # the fixture
 
@@ -203,10 +204,12 @@ class Reports:
         self._changed.set()
 
     async def until(self, state: GnsState, timeout: float = 10) -> None:
-        async with asyncio.timeout(timeout):
-            while not self.states or self.states[-1] is not state:
-                self._changed.clear()
-                await self._changed.wait()
+        await until(
+            lambda: bool(self.states) and self.states[-1] is state,
+            what=f"the watch to report {state}",
+            changed=self._changed,
+            timeout=timeout,
+        )
 
 
 class _NoShutdown:

@@ -45,6 +45,12 @@ CONFIG = ShutdownConfig(
 )
 
 
+def deleting(view: ClusterView, name: str, namespace: str = "default") -> bool:
+    """The pod is being deleted, or gone."""
+    pod = view.get(PODS, name, namespace) or {"metadata": {"deletionTimestamp": "gone"}}
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
 @contextlib.asynccontextmanager
 async def leader(c: ShutdownCluster) -> AsyncIterator[FinalPhaseController]:
     """The controllers' part, with the controllers' credentials, until the block ends (a leader
@@ -166,8 +172,12 @@ async def test_a_hung_api_server_in_the_final_phase_does_not_move_the_deadline(
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         task = asyncio.create_task(flow.on_shutdown("reboot"))
-        await c.until(lambda: len(c.maintenances()) == 1)
-        await asyncio.sleep(max(0.0, t0 + 4.5 - loop.time()))  # the phase starts at 5 s
+        pods = ClusterView(c.kube, [PODS])
+        await pods.start()
+        try:  # the phase starts (at 5 s) when the controllers delete the pods left
+            await pods.until(lambda: deleting(pods, "web"))
+        finally:
+            await pods.stop()
         proxy.hold()
         async with asyncio.timeout(20):
             reason = await task
@@ -231,20 +241,16 @@ async def test_a_new_leader_carries_on_a_final_phase_begun_by_one_killed(
     view = ClusterView(c.kube, [PODS])
     await view.start()
 
-    def deleting(name: str, namespace: str = "default") -> bool:
-        pod = view.get(PODS, name, namespace) or {"metadata": {"deletionTimestamp": "gone"}}
-        return bool(pod["metadata"].get("deletionTimestamp"))
-
     try:
         flow = ShutdownFlow(c.agent, "node-1", BOOT, LONG)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         shutdown = asyncio.create_task(flow.on_shutdown("reboot"))
         async with leader(c):
-            await view.until(lambda: deleting("web"))
-        assert not deleting("dns", "kube-system"), "the critical pod waits for its time"
+            await view.until(lambda: deleting(view, "web"))
+        assert not deleting(view, "dns", "kube-system"), "the critical pod waits for its time"
         async with leader(c):
-            await view.until(lambda: deleting("dns", "kube-system"))
+            await view.until(lambda: deleting(view, "dns", "kube-system"))
             assert loop.time() - t0 >= 20.0 - 0.1  # web is still terminating: at the group's time
         async with asyncio.timeout(30):
             assert await shutdown == "the shutdown budget is nearly spent"

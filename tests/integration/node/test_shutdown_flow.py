@@ -1,4 +1,7 @@
 """The node-side shutdown flow against either cluster backend (no logind: the guard's part).
+Its bounds (budget, margin, logind's limit, a restart) are timed on a fake clock in
+tests/unit/node/test_shutdown_timing.py; here the unreachable bound is measured in real time
+because the client's real sockets and threads are what it is about.
 
 The flow runs as the agent's ServiceAccount; the test plays the NodeMaintenance controller
 (marking the maintenance drained) as admin and reads through a ClusterView."""
@@ -7,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from pathlib import Path
 
 from nodeagent.config import ShutdownConfig
@@ -94,26 +96,6 @@ async def test_cancel_completes_and_a_new_shutdown_gets_a_new_maintenance(
     await cancel(task)
 
 
-async def test_budget_bounds_the_wait(shutdown_cluster: ShutdownCluster) -> None:
-    cfg = dataclasses.replace(CONFIG, budget=1.0, safety_margin=0.5)
-    flow = ShutdownFlow(shutdown_cluster.agent, "node-1", BOOT, cfg)
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    async with asyncio.timeout(10):
-        reason = await flow.on_shutdown("reboot")
-    assert reason == "the shutdown budget is nearly spent"
-    assert 0.5 <= loop.time() - t0 < 1.5
-
-
-async def test_logind_granting_less_than_the_budget_wins(
-    shutdown_cluster: ShutdownCluster,
-) -> None:
-    flow = ShutdownFlow(shutdown_cluster.agent, "node-1", BOOT, CONFIG, delay_max=lambda: 5.4)
-    async with asyncio.timeout(10):
-        reason = await flow.on_shutdown("reboot")
-    assert reason == "the shutdown budget is nearly spent"
-
-
 async def test_unreachable_api_server_releases_within_the_bound(
     shutdown_cluster: ShutdownCluster, tmp_path: Path
 ) -> None:
@@ -155,45 +137,3 @@ async def test_a_hung_api_server_releases_within_the_bound(
         await client.close()
         assert loop.time() - t1 < 0.5
         proxy.resume()
-
-
-async def test_a_small_delay_limit_still_creates_the_maintenance(
-    shutdown_cluster: ShutdownCluster,
-) -> None:
-    """logind grants 2 s (another drop-in wins) where the safety margin is 5 s: the agent still
-    creates the maintenance (so the node is cordoned and draining) and lets go before the limit."""
-    c = shutdown_cluster
-    flow = ShutdownFlow(c.agent, "node-1", BOOT, CONFIG, delay_max=lambda: 2.0)
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
-    async with asyncio.timeout(10):
-        reason = await flow.on_shutdown("reboot")
-    assert reason == "the shutdown budget is nearly spent"
-    assert 1.0 <= loop.time() - t0 < 2.0
-    await c.until(lambda: c.stages() == ["Drain"])
-
-
-async def test_a_restarted_agent_keeps_the_bound_of_the_shutdown(
-    shutdown_cluster: ShutdownCluster, tmp_path: Path
-) -> None:
-    """The shutdown's start is recorded; an agent started again during it (a crash) measures
-    the budget from there, and adopts the same maintenance."""
-    c = shutdown_cluster
-    record = tmp_path / "run" / "shutdown.json"
-    cfg = dataclasses.replace(CONFIG, budget=3.0, safety_margin=0.5)
-    loop = asyncio.get_running_loop()
-    t_first = loop.time()
-    first = ShutdownFlow(c.agent, "node-1", BOOT, cfg, record_file=record)
-    task = asyncio.create_task(first.on_shutdown("reboot"))
-    await c.until(lambda: c.stages() == ["Drain"])
-    await cancel(task)  # the agent dies
-    await asyncio.sleep(1.0)  # not synchronisation: the time systemd takes to restart it
-    t_restart = loop.time()
-    second = ShutdownFlow(c.agent, "node-1", BOOT, cfg, record_file=record)
-    async with asyncio.timeout(10):
-        reason = await second.on_shutdown("reboot")
-    assert reason == "the shutdown budget is nearly spent"
-    # the 2.5 s counted from the first start, not from the restart (which would end at 3.5 s)
-    assert loop.time() - t_first < 2.5 + 0.5
-    assert loop.time() - t_restart < 2.5 - 0.5
-    assert [m["metadata"]["name"] for m in c.maintenances()] == [second.maintenance]

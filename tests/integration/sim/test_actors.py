@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -14,12 +15,15 @@ from typing import Any
 import pytest
 
 from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim.actors import base as actors_base
 from nodeagent_testbed.sim.actors import build_actors
 from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS, Kubelet
 from nodeagent_testbed.sim.actors.templates import template_hash
 from nodeagent_testbed.sim.eviction import evict
 from nodeagent_testbed.sim.resources import ResourceType
 from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
+from tests.simutil import store_changes
+from tests.until import until
 
 TYPES = {
     "pods": ("", "pods"),
@@ -66,19 +70,8 @@ class Sim:
 
     async def until(self, cond: Callable[[], Any], timeout: float = 5) -> None:
         """Wait until `cond()` is truthy, re-checking on each committed change."""
-        changed = asyncio.Event()
-
-        def wake(_: Change) -> None:
-            changed.set()
-
-        self.store.listeners.append(wake)
-        try:
-            async with asyncio.timeout(timeout):
-                while not cond():
-                    changed.clear()
-                    await changed.wait()
-        finally:
-            self.store.listeners.remove(wake)
+        with store_changes(self.store) as changed:
+            await until(cond, changed=changed, timeout=timeout)
 
     # --- shorthands ---
 
@@ -883,10 +876,18 @@ async def test_mirror_pods_follow_their_node(sim: Sim, static_dir: Path) -> None
     assert p["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
 
 
-async def test_mirror_pod_creation_is_retried(sim: Sim, static_dir: Path) -> None:
+async def test_mirror_pod_creation_is_retried(
+    sim: Sim, static_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger=actors_base.__name__)
     (static_dir / "etcd.yaml").write_text(MANIFEST.replace("kube-system", "late"))
     await sim.start(nodes=1, static={"node-1": static_dir})
-    await asyncio.sleep(0.1)  # a few failed attempts: the namespace does not exist yet
+
+    def failed_attempts() -> int:
+        return sum("Kubelet: syncing" in r.getMessage() for r in caplog.records)
+
+    # the namespace does not exist yet (nothing announces a failed attempt but its log line)
+    await until(lambda: failed_attempts() >= 2)
     namespaces = sim.store.resource("", "v1", "namespaces")
     sim.store.create(namespaces, None, {"metadata": {"name": "late"}})
     await sim.until(lambda: is_running(sim.get("pods", "etcd-node-1", "late") or {}))

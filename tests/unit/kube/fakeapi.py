@@ -1,12 +1,13 @@
-"""A tiny in-memory object API with resourceVersion compare-and-swap, for leader and event
-tests that need exact control over failures. Integration tests use the simulated cluster."""
+"""A tiny in-memory object API with resourceVersion compare-and-swap, for leader, event and
+shutdown-timing tests that need exact control over failures (and a fake clock: it runs no
+thread). Integration tests use the simulated cluster."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound, Unreachable
@@ -40,12 +41,39 @@ class FakeClient:
         self.fail_next: list[KubeError] = []
 
     async def _enter(self, verb: str, resource: Resource) -> None:
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a request is a suspension point, even one answered at once
         self.backend.calls.append((self.name, verb, resource.plural))
         if self.down:
             raise Unreachable("partitioned", reason="Unreachable")
         if self.fail_next:
             raise self.fail_next.pop(0)
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        **_: Any,
+    ) -> Obj:
+        """Selectors of `key=value` terms only (labels; `metadata.name` for fields)."""
+        await self._enter("list", resource)
+        items = [
+            copy.deepcopy(o)
+            for o in self.backend.all(resource)
+            if _selected(o["metadata"].get("labels") or {}, label_selector)
+            and _selected({"metadata.name": o["metadata"]["name"]}, field_selector)
+        ]
+        return {"metadata": {"resourceVersion": "0"}, "items": items}
+
+    async def watch(
+        self, resource: Resource, namespace: str | None = None, **_: Any
+    ) -> AsyncGenerator[Obj, None]:
+        """A watch that stays quiet: the tests that use it change nothing while it runs."""
+        await self._enter("watch", resource)
+        await asyncio.Event().wait()
+        yield {}  # never reached: makes this an async generator
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         await self._enter("get", resource)
@@ -107,3 +135,8 @@ class FakeClient:
         cur.update(copy.deepcopy(dict(patch)))  # top-level merge is all the tests need
         cur["metadata"]["resourceVersion"] = str(next(self.backend.rv))
         return copy.deepcopy(cur)
+
+
+def _selected(fields: Mapping[str, str], selector: str | None) -> bool:
+    terms = [t.split("=", 1) for t in (selector or "").split(",") if t]
+    return all(fields.get(k) == v for k, v in terms)

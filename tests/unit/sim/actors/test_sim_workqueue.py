@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from nodeagent_testbed.sim.actors.base import WorkQueue
+
+# no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
+pytestmark = pytest.mark.fake_time
 
 
 async def test_a_key_is_queued_once_until_taken() -> None:
@@ -56,5 +61,5 @@ async def test_close_cancels_pending_timers() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add_after("k", 0.01)
     q.close()
-    await asyncio.sleep(0.05)  # past the cancelled timer
+    await asyncio.sleep(0.05)  # fake time, past the cancelled timer: it must not fire
     assert len(q) == 0
