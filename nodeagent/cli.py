@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from nodeagent import version
 from nodeagent.manifests import LEADER_NAMESPACE, crd_stream, namespace_stream
@@ -22,6 +23,9 @@ TESTBED_COMMANDS = {
     "sim": "the simulated cluster",
 }
 
+# what `add_subparsers` returns (generic only in the type stubs, hence a string)
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -30,10 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_manifests(sub)
+    _add_restore_static_pods(sub)
+    _add_plan(sub)
+    _add_commands_of_other_distributions(sub)
+    return p
 
+
+def _add_run(sub: Subparsers) -> None:
     run = sub.add_parser("run", help="run the agent on this node")
     run.add_argument("--config", type=Path, help="YAML configuration file (see the README)")
 
+
+def _add_manifests(sub: Subparsers) -> None:
     manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
     which = manifests.add_subparsers(dest="manifests_command", required=True)
     crds = which.add_parser(
@@ -51,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     namespace.add_argument("name", nargs="?", default=LEADER_NAMESPACE, help="its name")
 
+
+def _add_restore_static_pods(sub: Subparsers) -> None:
     r = sub.add_parser(
         "restore-static-pods",
         help="put static pod manifests moved aside by nodeagent back, and list what was done",
@@ -73,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="restore only what the agent restores at start-up: manifests moved aside by a "
         "shutdown maintenance of an earlier boot",
     )
+
+
+def _add_plan(sub: Subparsers) -> None:
     plan = sub.add_parser(
         "plan",
         help="the drain plan a NodeMaintenance would follow: pods per entry, pods never "
@@ -91,13 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="text (default) or json"
     )
-    _add_commands_of_other_distributions(sub)
-    return p
 
 
-def _add_commands_of_other_distributions(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> None:
+def _add_commands_of_other_distributions(sub: Subparsers) -> None:
     """Subcommands that other distributions register (the testbed's `demo` and `sim`), each an
     entry point of group COMMANDS: a function that adds its parser to `sub` and sets `handler`
     (arguments -> exit status). This distribution never imports them; where the testbed is not
