@@ -15,7 +15,7 @@ from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.observability.metrics import (
@@ -52,7 +52,24 @@ class ClusterControllers:
     async def run(self) -> None:
         # fresh informers each term: a new leader must not act on an old term's cache
         informers = SharedInformers(self.client)
-        parts = [
+        parts = self._controllers(informers)
+        log.info("leading: running the cluster controllers")
+        if self.operator is not None:
+            self.operator.leader.set(1)
+            self.operator.maintenances = informers.informer(NODEMAINTENANCES).store.list
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(informers.run(), name="informers")
+                for part in parts:
+                    tg.create_task(part.run(), name=type(part).__name__)
+        finally:
+            if self.operator is not None:
+                self.operator.leader.set(0)
+                self.operator.maintenances = None
+
+    def _controllers(self, informers: SharedInformers) -> list[Controller]:
+        """This term's controllers and interceptors, on its informers."""
+        parts: list[Controller] = [
             NodeMaintenanceController(
                 self.client,
                 informers,
@@ -97,16 +114,4 @@ class ClusterControllers:
                     queue_metrics=self.queue_metrics.for_queue("annotate-interceptors"),
                 )
             )
-        log.info("leading: running the cluster controllers")
-        if self.operator is not None:
-            self.operator.leader.set(1)
-            self.operator.maintenances = informers.informer(NODEMAINTENANCES).store.list
-        try:
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(informers.run(), name="informers")
-                for part in parts:
-                    tg.create_task(part.run(), name=type(part).__name__)
-        finally:
-            if self.operator is not None:
-                self.operator.leader.set(0)
-                self.operator.maintenances = None
+        return parts
