@@ -261,19 +261,96 @@ async def ensure_dropin(
     """
     expected = budget_usec(budget)
     dirs = tuple(search_dirs) if search_dirs is not None else search_dirs_for(path)
+    report = _Reporter(path, budget, dirs)
+    written, error = await _write(path, budget)
+    try:
+        actual = await Logind(bus).inhibit_delay_max_usec()
+    except BusError as e:
+        return await report(None, written=written, error=f"cannot read InhibitDelayMaxUSec: {e}")
+    if actual == expected or error is not None:
+        return await report(actual, written=written, error=error)
+    try:
+        await _ask_systemd_to_reload_logind(bus)
+    except BusError as e:
+        return await report(
+            actual, written=written, error=f"asking systemd to reload logind failed: {e}"
+        )
+    log.info("asked systemd to send SIGHUP to %s (InhibitDelayMaxUSec was %d)", LOGIND_UNIT, actual)
+    try:
+        actual = await _read_back(bus, expected, poll, deadline)
+    except BusError as e:
+        return await report(
+            None,
+            written=written,
+            reload_requested=True,
+            error=f"cannot read InhibitDelayMaxUSec after the reload: {e}",
+        )
+    return await report(actual, written=written, reload_requested=True)
 
-    async def report(
+
+async def _write(path: Path, budget: float) -> tuple[bool, str | None]:
+    """(whether the drop-in was written, why it could not be)."""
+    try:
+        return await asyncio.to_thread(write_if_changed, path, render_dropin(budget)), None
+    except OSError as e:
+        return False, f"cannot write {path}: {e}"
+
+
+async def _ask_systemd_to_reload_logind(bus: Bus) -> None:
+    # whom="main", not "all" (as DESIGN.md first had it): logind re-reads logind.conf and its
+    # drop-ins in the SIGHUP handler of its main process; "all" would also signal any other
+    # process in the unit's cgroup, for which SIGHUP's default action is to terminate. "main"
+    # is also what `systemctl reload` signals for a Type=notify-reload service (logind's
+    # handler reports RELOADING=1/READY=1 on systemd versions that use that type).
+    reply = await bus.call(
+        SYSTEMD_NAME,
+        SYSTEMD_PATH,
+        SYSTEMD_MANAGER,
+        "KillUnit",
+        "ssi",
+        [LOGIND_UNIT, "main", int(signal.SIGHUP)],
+    )
+    reply.close_fds()
+
+
+async def _read_back(bus: Bus, expected: int, poll: JitteredBackoff, deadline: float) -> int:
+    """InhibitDelayMaxUSec once it is `expected`, or as it is when `deadline` seconds passed."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    attempt = 0
+    while True:
+        actual = await Logind(bus).inhibit_delay_max_usec()
+        if actual == expected:
+            return actual
+        remaining = end - loop.time()
+        if remaining <= 0:
+            return actual
+        attempt += 1
+        await asyncio.sleep(min(poll.delay(attempt), remaining))
+
+
+@dataclass(frozen=True)
+class _Reporter:
+    """Makes and logs the result of one `ensure_dropin`."""
+
+    path: Path
+    budget: float
+    search_dirs: tuple[Path, ...]
+
+    async def __call__(
+        self,
         actual: int | None,
         *,
         written: bool,
         reload_requested: bool = False,
         error: str | None = None,
     ) -> DropinResult:
-        files = await asyncio.to_thread(effective_dropins, dirs)
+        files = await asyncio.to_thread(effective_dropins, self.search_dirs)
+        expected = budget_usec(self.budget)
         holds = actual == expected
         result = DropinResult(
-            path=path,
-            budget=budget,
+            path=self.path,
+            budget=self.budget,
             expected_usec=expected,
             actual_usec=actual,
             holds=holds,
@@ -281,67 +358,10 @@ async def ensure_dropin(
             reload_requested=reload_requested,
             error=error,
             files=files,
-            suspects=() if holds else _suspects(path, files),
+            suspects=() if holds else _suspects(self.path, files),
         )
         if holds:
             log.info("%s", result.describe())
         else:
             log.warning("%s", result.describe())
         return result
-
-    try:
-        written = await asyncio.to_thread(write_if_changed, path, render_dropin(budget))
-    except OSError as e:
-        written = False
-        error: str | None = f"cannot write {path}: {e}"
-    else:
-        error = None
-    try:
-        actual = await Logind(bus).inhibit_delay_max_usec()
-    except BusError as e:
-        return await report(None, written=written, error=f"cannot read InhibitDelayMaxUSec: {e}")
-    if actual == expected or error is not None:
-        return await report(actual, written=written, error=error)
-
-    # whom="main", not "all" (as DESIGN.md first had it): logind re-reads logind.conf and its
-    # drop-ins in the SIGHUP handler of its main process; "all" would also signal any other
-    # process in the unit's cgroup, for which SIGHUP's default action is to terminate. "main"
-    # is also what `systemctl reload` signals for a Type=notify-reload service (logind's
-    # handler reports RELOADING=1/READY=1 on systemd versions that use that type).
-    try:
-        reply = await bus.call(
-            SYSTEMD_NAME,
-            SYSTEMD_PATH,
-            SYSTEMD_MANAGER,
-            "KillUnit",
-            "ssi",
-            [LOGIND_UNIT, "main", int(signal.SIGHUP)],
-        )
-        reply.close_fds()
-    except BusError as e:
-        return await report(
-            actual, written=written, error=f"asking systemd to reload logind failed: {e}"
-        )
-    log.info("asked systemd to send SIGHUP to %s (InhibitDelayMaxUSec was %d)", LOGIND_UNIT, actual)
-
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline
-    attempt = 0
-    while True:
-        try:
-            actual = await Logind(bus).inhibit_delay_max_usec()
-        except BusError as e:
-            return await report(
-                None,
-                written=written,
-                reload_requested=True,
-                error=f"cannot read InhibitDelayMaxUSec after the reload: {e}",
-            )
-        if actual == expected:
-            break
-        remaining = end - loop.time()
-        if remaining <= 0:
-            break
-        attempt += 1
-        await asyncio.sleep(min(poll.delay(attempt), remaining))
-    return await report(actual, written=written, reload_requested=True)
