@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.model.interceptors import (
+from nodeagent.model.interceptors.heartbeats import (
     DEFAULT_HEARTBEAT_DEADLINE,
-    EVICTION_BACKOFF_BASE,
-    EVICTION_BACKOFF_CAP,
     MIN_HEARTBEAT_INTERVAL,
-    SelectorInterceptor,
-    validate_interceptor_name,
 )
+from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
+from nodeagent.model.interceptors.targets import SelectorInterceptor, validate_interceptor_name
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict, validate_label_key
 
 __all__ = ["AnnotateRule", "EvictionSettings"]

@@ -28,8 +28,8 @@ from typing import Any
 
 from nodeagent.model.bodies import deleting, mapping, metadata_of, uid_of
 from nodeagent.model.drainplan import PodType, classify
-from nodeagent.model.interceptors import pod_terminal
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION, SYSTEM_CRITICAL_PRIORITY
+from nodeagent.model.podstate import pod_terminal
 from nodeagent.model.times import format_micro_time, parse_time
 
 __all__ = [

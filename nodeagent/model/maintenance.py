@@ -34,7 +34,7 @@ from typing import Any
 from nodeagent.model.bodies import annotations_of, as_map, deleting, items, mapping, name_of
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
 from nodeagent.model.names import CORDONED_BY_ANNOTATION
-from nodeagent.model.selectors import node_selector_matches, validate_node_selector
+from nodeagent.model.nodeselectors import node_selector_matches, validate_node_selector
 from nodeagent.model.shutdown import boot_of, is_ours
 
 __all__ = [

@@ -1,16 +1,17 @@
-"""Kubernetes label selectors (as objects), node selectors and taint toleration.
+"""Kubernetes label keys and values, label selectors (as objects) and field values as field
+selectors compare them.
 
 Pure functions over plain JSON-shaped objects, used by the controllers (which resolve
-PodDisruptionBudget selectors, node affinity and tolerations) and by the simulated API server.
-Semantics follow k8s.io/apimachinery's ``labels`` package and k8s.io/component-helpers' node
-affinity code. The string forms (label and field selector syntax) only the simulated API
-server parses: `nodeagent_testbed.sim.selectors`.
+PodDisruptionBudget selectors) and by the simulated API server. Semantics follow
+k8s.io/apimachinery's ``labels`` and ``validation`` packages. The string forms (label and field
+selector syntax) only the simulated API server parses: `nodeagent_testbed.sim.selectors`. Node
+selectors: :mod:`nodeagent.model.nodeselectors`; tolerations: :mod:`nodeagent.model.tolerations`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,11 +25,9 @@ __all__ = [
     "SelectorError",
     "field_value",
     "label_selector_from_dict",
-    "node_selector_matches",
-    "tolerates",
+    "string_list",
     "validate_label_key",
     "validate_label_value",
-    "validate_node_selector",
 ]
 
 
@@ -278,7 +277,7 @@ def _expression_requirement(expr: object, where: str, errors: list[str]) -> Requ
         errors.append(f"{where}.operator: must be specified")
     elif op is None:
         errors.append(f'{where}.operator: unknown operator "{raw_op}"')
-    values = _string_list(expr.get("values"), f"{where}.values", errors)
+    values = string_list(expr.get("values"), f"{where}.values", errors)
     if op in _SET_OPERATORS and not values:
         errors.append(f"{where}.values: must be non-empty when operator is In or NotIn")
     elif op in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and values:
@@ -291,7 +290,8 @@ def _expression_requirement(expr: object, where: str, errors: list[str]) -> Requ
     return Requirement(key, op, tuple(values))
 
 
-def _string_list(raw: object, where: str, errors: list[str]) -> list[str]:
+def string_list(raw: object, where: str, errors: list[str]) -> list[str]:
+    """The strings of a list field; what is not one is reported in ``errors``."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -333,176 +333,3 @@ def field_value(obj: Mapping[str, Any], path: str) -> str | None:
     if isinstance(current, str | int | float):
         return str(current)
     return None
-
-
-# --- node selectors (core/v1 NodeSelector) -----------------------------------------------------
-
-_NODE_OPERATORS = frozenset(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
-_INT64_RE = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_NODE_FIELD_KEYS = frozenset(("metadata.name",))
-
-
-def _parse_int64(s: str) -> int | None:
-    """Go's strconv.ParseInt(s, 10, 64): no whitespace or underscores, unlike int()."""
-    if not _INT64_RE.fullmatch(s):
-        return None
-    n = int(s)
-    return n if _INT64_MIN <= n <= _INT64_MAX else None
-
-
-def _node_expression_errors(req: object, where: str) -> list[str]:
-    errors: list[str] = []
-    if not isinstance(req, Mapping):
-        return [f"{where}: must be an object"]
-    key = req.get("key")
-    if not isinstance(key, str):
-        errors.append(f"{where}.key: must be a string")
-    elif (why := validate_label_key(key)) is not None:
-        errors.append(f"{where}.key: invalid label key {key!r}: {why}")
-    op = req.get("operator")
-    values = _string_list(req.get("values"), f"{where}.values", errors)
-    if op is None:
-        errors.append(f"{where}.operator: must be specified")
-    elif op not in _NODE_OPERATORS:
-        errors.append(f'{where}.operator: unknown operator "{op}"')
-    elif op in ("In", "NotIn") and not values:
-        errors.append(f"{where}.values: must be non-empty when operator is In or NotIn")
-    elif op in ("Exists", "DoesNotExist") and values:
-        errors.append(f"{where}.values: must be empty when operator is Exists or DoesNotExist")
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            errors.append(f"{where}.values: must have exactly one element when operator is {op}")
-        elif _parse_int64(values[0]) is None:
-            errors.append(f"{where}.values[0]: must be an integer when operator is {op}")
-    return errors
-
-
-def _node_field_errors(req: object, where: str) -> list[str]:
-    errors: list[str] = []
-    if not isinstance(req, Mapping):
-        return [f"{where}: must be an object"]
-    if req.get("key") not in _NODE_FIELD_KEYS:
-        errors.append(f"{where}.key: only metadata.name is supported")
-    op = req.get("operator")
-    values = _string_list(req.get("values"), f"{where}.values", errors)
-    if op is None:
-        errors.append(f"{where}.operator: must be specified")
-    elif op not in ("In", "NotIn"):
-        errors.append(f'{where}.operator: "{op}" is not supported, only In and NotIn')
-    elif len(values) != 1:
-        errors.append(f"{where}.values: must have exactly one element for a field requirement")
-    return errors
-
-
-def _node_term_errors(term: object, where: str) -> list[str]:
-    if not isinstance(term, Mapping):
-        return [f"{where}: must be an object"]
-    errors: list[str] = []
-    for name, check in (
-        ("matchExpressions", _node_expression_errors),
-        ("matchFields", _node_field_errors),
-    ):
-        reqs = term.get(name)
-        if reqs is None:
-            continue
-        if not isinstance(reqs, list):
-            errors.append(f"{where}.{name}: must be a list")
-            continue
-        for i, req in enumerate(reqs):
-            errors.extend(check(req, f"{where}.{name}[{i}]"))
-    return errors
-
-
-def validate_node_selector(ns: Mapping[str, Any]) -> list[str]:
-    """Errors in a core/v1 NodeSelector, each prefixed with its field path; empty if valid."""
-    terms = ns.get("nodeSelectorTerms")
-    if terms is None or (isinstance(terms, list) and not terms):
-        return ["nodeSelectorTerms: must have at least one node selector term"]
-    if not isinstance(terms, list):
-        return ["nodeSelectorTerms: must be a list"]
-    errors: list[str] = []
-    for i, term in enumerate(terms):
-        errors.extend(_node_term_errors(term, f"nodeSelectorTerms[{i}]"))
-    return errors
-
-
-def _node_expression_matches(req: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    key, op = req["key"], req["operator"]
-    values: list[str] = req.get("values") or []
-    present = key in labels
-    match op:
-        case "In":
-            return present and labels[key] in values
-        case "NotIn":
-            return not present or labels[key] not in values
-        case "Exists":
-            return present
-        case "DoesNotExist":
-            return not present
-        case _:  # Gt / Lt: both sides must be integers, and an absent label never matches
-            if not present or not isinstance(labels[key], str):
-                return False
-            actual, bound = _parse_int64(labels[key]), _parse_int64(values[0])
-            if actual is None or bound is None:
-                return False
-            return actual > bound if op == "Gt" else actual < bound
-
-
-def _node_field_matches(req: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    equal = field_value(node, req["key"]) == req["values"][0]
-    return equal if req["operator"] == "In" else not equal
-
-
-def _node_term_matches(term: object, node: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    # An invalid term matches nothing rather than failing the whole selector, as in
-    # component-helpers' LazyErrorNodeSelector; an empty term also matches nothing.
-    if _node_term_errors(term, "") or not isinstance(term, Mapping):
-        return False
-    expressions: Sequence[Mapping[str, Any]] = term.get("matchExpressions") or []
-    fields: Sequence[Mapping[str, Any]] = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False
-    return all(_node_expression_matches(r, labels) for r in expressions) and all(
-        _node_field_matches(r, node) for r in fields
-    )
-
-
-def node_selector_matches(node_selector: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """Whether ``node`` satisfies a core/v1 NodeSelector: terms are ORed, the requirements
-    within a term ANDed. Invalid or empty terms never match; see validate_node_selector."""
-    terms = node_selector.get("nodeSelectorTerms")
-    if not isinstance(terms, list):
-        return False
-    metadata = node.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    if not isinstance(labels, Mapping):
-        labels = {}
-    return any(_node_term_matches(term, node, labels) for term in terms)
-
-
-# --- taints and tolerations --------------------------------------------------------------------
-
-
-def _toleration_tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    # core/v1 Toleration.ToleratesTaint; an empty effect or key is a wildcard for that part.
-    effect = toleration.get("effect") or ""
-    if effect and effect != (taint.get("effect") or ""):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != (taint.get("key") or ""):
-        return False
-    match toleration.get("operator") or "Equal":
-        case "Equal":
-            return bool((toleration.get("value") or "") == (taint.get("value") or ""))
-        case "Exists":
-            return True
-        case _:
-            return False
-
-
-def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
-    """Whether any of ``tolerations`` tolerates ``taint`` (core/v1 semantics: operator Equal by
-    default, Exists ignores the value, an empty key with Exists matches every taint, an empty
-    effect matches every effect)."""
-    return any(_toleration_tolerates(t, taint) for t in tolerations)

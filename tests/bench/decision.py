@@ -22,8 +22,8 @@ from typing import Any
 from nodeagent.kube.lean import lean_pod
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
-from nodeagent.model.draintargets import PodInfoMemo
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.draintargets.pods import PodInfoMemo
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.nodemaintenance.decide import decide
 from nodeagent.model.nodemaintenance.inputs import Inputs

@@ -26,7 +26,7 @@ from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow

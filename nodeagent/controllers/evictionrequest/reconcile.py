@@ -16,36 +16,30 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.controllers.settings import EvictionSettings
-from nodeagent.model.bodies import Event, EventType, uid_of
+from nodeagent.model.bodies import Event, EventType, set_condition, uid_of
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
-from nodeagent.model.interceptors import (
-    CANCELED,
-    EVICTED,
-    EvictionRequestView,
-    InterceptorStatus,
-    InvalidInterceptors,
-    Selection,
-    default_interceptors,
+from nodeagent.model.interceptors.heartbeats import heartbeat_interval, report_progress
+from nodeagent.model.interceptors.imperative import (
     eviction_backoff,
-    heartbeat_interval,
     imperative_refusal_message,
     parse_retries,
-    pod_phase,
-    pod_terminal,
-    pod_terminating,
-    report_progress,
-    select_active,
-    set_condition,
-    target_interceptors,
-    with_interceptor_status,
 )
+from nodeagent.model.interceptors.requests import CANCELED, EVICTED, EvictionRequestView
+from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
+from nodeagent.model.interceptors.targets import (
+    InvalidInterceptors,
+    default_interceptors,
+    target_interceptors,
+)
+from nodeagent.model.interceptors.turns import Selection, select_active
 from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
     KUBELET_INTERCEPTOR,
     NODE_LABEL,
 )
+from nodeagent.model.podstate import pod_phase, pod_terminal, pod_terminating
 
 __all__ = [
     "HELD_AT_MOST",

@@ -35,7 +35,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.interceptors.requests import EvictionRequestView
 
 __all__ = ["AnnotateInterceptors"]
 

@@ -14,13 +14,9 @@ from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
 from nodeagent.kube.store import Store
-from nodeagent.model.interceptors import (
-    EvictionRequestView,
-    InterceptorStatus,
-    next_heartbeat_in,
-    report_progress,
-    with_interceptor_status,
-)
+from nodeagent.model.interceptors.heartbeats import next_heartbeat_in, report_progress
+from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [

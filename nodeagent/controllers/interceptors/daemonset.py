@@ -46,7 +46,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, TAINT_TEXT
 

@@ -19,10 +19,11 @@ from nodeagent.model.drainplan import (
     entries_from_dicts,
     targets_cover,
 )
-from nodeagent.model.interceptors import EvictionRequestView, pod_terminal, pod_terminating
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
-from nodeagent.model.selectors import tolerates
+from nodeagent.model.podstate import pod_terminal, pod_terminating
+from nodeagent.model.tolerations import tolerates
 
 __all__ = [
     "WAITING",

@@ -52,8 +52,8 @@ from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, 
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import EvictionRequest, as_maintenance, as_map, metadata_of, name_of
-from nodeagent.model.draintargets import PodInfoMemo
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.draintargets.pods import PodInfoMemo
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import Stage, effective_stage
 from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.nodemaintenance.actions import Actions

@@ -20,7 +20,9 @@ from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import KubeConfigError, KubeError, NotFound
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PDBS, PODS, Obj
 from nodeagent.model.maintenance import selected_nodes
-from nodeagent.model.preview import InvalidMaintenance, Preview, preview, render_text
+from nodeagent.model.preview.compute import InvalidMaintenance, preview
+from nodeagent.model.preview.results import Preview
+from nodeagent.model.preview.text import render_text
 from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
 
 __all__ = ["PlanError", "is_file_argument", "plan_command", "read_maintenance"]

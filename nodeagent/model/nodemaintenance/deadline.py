@@ -18,12 +18,8 @@ from nodeagent.model.bodies import (
     mapping,
     set_condition,
 )
-from nodeagent.model.draintargets import (
-    MaintenanceDrain,
-)
-from nodeagent.model.interceptors import (
-    EvictionRequestView,
-)
+from nodeagent.model.draintargets.results import MaintenanceDrain
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import (
     Stage,
 )

@@ -24,10 +24,7 @@ from nodeagent.model.drainplan import (
     PodType,
     classify,
 )
-from nodeagent.model.draintargets import (
-    MaintenanceDrain,
-    Resolution,
-)
+from nodeagent.model.draintargets.results import MaintenanceDrain, Resolution
 from nodeagent.model.maintenance import DELETE_PODS, Stage, deadline_escalation, maintenance_nodes
 from nodeagent.model.names import REQUESTER
 from nodeagent.model.nodemaintenance.actions import (

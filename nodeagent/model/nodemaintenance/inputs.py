@@ -11,13 +11,8 @@ from nodeagent.model.bodies import (
     EvictionRequest,
     NodeMaintenance,
 )
-from nodeagent.model.draintargets import (
-    PodInfo,
-    PodInfoOf,
-)
-from nodeagent.model.interceptors import (
-    EvictionRequestView,
-)
+from nodeagent.model.draintargets.pods import PodInfo, PodInfoOf
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import Recall
 
 RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]

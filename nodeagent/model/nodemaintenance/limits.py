@@ -15,10 +15,8 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from nodeagent.model.drainslots import Candidate, Slots, allot
-from nodeagent.model.draintargets import (
-    NodeDrainStatus,
-    NodePods,
-)
+from nodeagent.model.draintargets.pods import NodePods
+from nodeagent.model.draintargets.results import NodeDrainStatus
 from nodeagent.model.maintenance import (
     Stage,
 )

@@ -14,10 +14,7 @@ from typing import Any
 from nodeagent.model.bodies import (
     mapping,
 )
-from nodeagent.model.draintargets import (
-    NodePods,
-    PodInfoOf,
-)
+from nodeagent.model.draintargets.pods import NodePods, PodInfoOf
 from nodeagent.model.memo import Recall
 from nodeagent.model.nodemaintenance.inputs import Inputs
 

@@ -14,11 +14,10 @@ from nodeagent.model.bodies import (
     deleting,
     mapping,
 )
-from nodeagent.model.draintargets import (
-    NodeDrainStatus,
-    PodRef,
-)
-from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_cause
+from nodeagent.model.draintargets.pods import PodRef
+from nodeagent.model.draintargets.results import NodeDrainStatus
+from nodeagent.model.interceptors.imperative import imperative_refusal_cause
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import Recall
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR, NODE_LABEL, REQUESTER
 from nodeagent.model.nodemaintenance.actions import (

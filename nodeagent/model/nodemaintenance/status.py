@@ -19,10 +19,7 @@ from nodeagent.model.bodies import (
     mapping,
     set_condition,
 )
-from nodeagent.model.draintargets import (
-    MaintenanceDrain,
-    Resolution,
-)
+from nodeagent.model.draintargets.results import MaintenanceDrain, Resolution
 from nodeagent.model.maintenance import (
     Stage,
     drain_plan_hash,

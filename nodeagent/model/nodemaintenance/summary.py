@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.model.draintargets import (
-    MaintenanceDrain,
-)
+from nodeagent.model.draintargets.results import MaintenanceDrain
 from nodeagent.model.maintenance import (
     Stage,
 )

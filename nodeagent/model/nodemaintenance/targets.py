@@ -14,13 +14,9 @@ from nodeagent.model.bodies import (
     mapping,
 )
 from nodeagent.model.drainslots import Slots
-from nodeagent.model.draintargets import (
-    DRAIN_STAGE,
-    MaintenanceDrain,
-    MaintenanceView,
-    Resolution,
-    resolve,
-)
+from nodeagent.model.draintargets.resolution import resolve
+from nodeagent.model.draintargets.results import MaintenanceDrain, Resolution
+from nodeagent.model.draintargets.views import DRAIN_STAGE, MaintenanceView
 from nodeagent.model.maintenance import (
     Stage,
 )

@@ -26,7 +26,7 @@ from nodeagent.model.drainplan import (
     entry_covers,
     pod_labels,
 )
-from nodeagent.model.interceptors import parse_retries
+from nodeagent.model.interceptors.imperative import parse_retries
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR
 from nodeagent.model.shutdown import is_drained, is_ours
 from nodeagent_testbed.sim.store import Change, Obj, Store

@@ -36,7 +36,7 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.model.backoff import JitteredBackoff
-from nodeagent.model.interceptors import CANCELED, EVICTED
+from nodeagent.model.interceptors.requests import CANCELED, EVICTED
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster

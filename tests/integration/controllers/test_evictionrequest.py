@@ -20,8 +20,8 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
-from nodeagent.model.interceptors import parse_time
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION, NODE_LABEL
+from nodeagent.model.times import parse_time
 from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS
 from tests.integration.controllers.evictionrequest_harness import (
     REQUESTER,

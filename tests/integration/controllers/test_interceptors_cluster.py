@@ -16,9 +16,10 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
-from nodeagent.model.interceptors import SelectorInterceptor, parse_time
+from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR, MAINTENANCE_TAINT
 from nodeagent.model.selectors import label_selector_from_dict
+from nodeagent.model.times import parse_time
 from tests.integration.controllers.evictionrequest_harness import Env, env, fast_settings
 
 __all__ = ["env"]  # the fixture, re-exported for pytest

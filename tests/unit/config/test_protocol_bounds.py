@@ -17,13 +17,10 @@ from hypothesis import strategies as st
 
 from nodeagent.config import MAX_HEARTBEAT_DEADLINE, ConfigError, from_mapping
 from nodeagent.kube.leader import LeaderElector, LeaseClient
-from nodeagent.model.interceptors import (
-    MIN_HEARTBEAT_INTERVAL,
-    InterceptorStatus,
-    eviction_backoff,
-    heartbeat_interval,
-    select_active,
-)
+from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
+from nodeagent.model.interceptors.imperative import eviction_backoff
+from nodeagent.model.interceptors.status import InterceptorStatus
+from nodeagent.model.interceptors.turns import select_active
 from nodeagent.model.shutdown import usable_budget
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

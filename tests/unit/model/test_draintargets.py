@@ -19,19 +19,17 @@ from nodeagent.model.drainplan import (
     effective_plan,
     targets_cover_class,
 )
-from nodeagent.model.draintargets import (
-    MaintenanceView,
-    NodeDrainStatus,
-    PodInfo,
-    PodRef,
-    Resolution,
+from nodeagent.model.draintargets.pods import PodInfo, PodRef
+from nodeagent.model.draintargets.resolution import resolve
+from nodeagent.model.draintargets.results import NodeDrainStatus, Resolution
+from nodeagent.model.draintargets.tracks import (
     join_targets,
     meet_targets,
     normalize_targets,
     plan_targets,
-    resolve,
     targets_within,
 )
+from nodeagent.model.draintargets.views import MaintenanceView
 from nodeagent.model.selectors import label_selector_from_dict
 
 D, DS, S = PodType.DEFAULT, PodType.DAEMONSET, PodType.STATIC

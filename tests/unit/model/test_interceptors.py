@@ -9,27 +9,29 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.interceptors import (
-    MAX_INTERCEPTORS,
-    EvictionRequestView,
-    InterceptorStatus,
-    InvalidInterceptors,
-    SelectorInterceptor,
-    eviction_backoff,
+from nodeagent.model.bodies import set_condition
+from nodeagent.model.interceptors.heartbeats import (
     heartbeat_due,
     heartbeat_interval,
-    imperative_refusal_message,
     next_heartbeat_in,
-    parse_interceptor_list,
-    parse_retries,
-    parse_time,
     report_progress,
-    select_active,
-    set_condition,
+)
+from nodeagent.model.interceptors.imperative import (
+    eviction_backoff,
+    imperative_refusal_message,
+    parse_retries,
+)
+from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
+from nodeagent.model.interceptors.targets import (
+    MAX_INTERCEPTORS,
+    InvalidInterceptors,
+    SelectorInterceptor,
+    parse_interceptor_list,
     target_interceptors,
     validate_interceptor_name,
-    with_interceptor_status,
 )
+from nodeagent.model.interceptors.turns import select_active
 from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
@@ -37,7 +39,7 @@ from nodeagent.model.names import (
     KUBELET_INTERCEPTOR,
 )
 from nodeagent.model.selectors import label_selector_from_dict
-from nodeagent.model.times import format_micro_time
+from nodeagent.model.times import format_micro_time, parse_time
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)

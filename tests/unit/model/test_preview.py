@@ -13,16 +13,15 @@ from hypothesis import strategies as st
 
 from nodeagent.model.drainplan import INT32_MAX, PodType, classify, entry_covers, pod_labels
 from nodeagent.model.names import DRAIN_ANNOTATION, MIRROR_ANNOTATION
-from nodeagent.model.preview import (
+from nodeagent.model.preview.compute import InvalidMaintenance, preview
+from nodeagent.model.preview.refusals import (
     MULTIPLE_BUDGETS,
     NO_DISRUPTION_ALLOWED,
-    InvalidMaintenance,
-    Preview,
     Refusal,
-    preview,
     refusals,
-    render_text,
 )
+from nodeagent.model.preview.results import Preview
+from nodeagent.model.preview.text import render_text
 
 NODES = [
     {"metadata": {"name": f"node-{i}", "labels": {"pool": "a" if i < 3 else "b"}}}

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeagent.model.nodeselectors import node_selector_matches, validate_node_selector
 from nodeagent.model.selectors import (
     LabelSelector,
     Operator,
@@ -15,12 +16,10 @@ from nodeagent.model.selectors import (
     SelectorError,
     field_value,
     label_selector_from_dict,
-    node_selector_matches,
-    tolerates,
     validate_label_key,
     validate_label_value,
-    validate_node_selector,
 )
+from nodeagent.model.tolerations import tolerates
 
 # the string forms, which only the simulated API server parses
 from nodeagent_testbed.sim.selectors import (

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.model.selectors import tolerates
+from nodeagent.model.tolerations import tolerates
 from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.model.selectors import node_selector_matches, tolerates
+from nodeagent.model.nodeselectors import node_selector_matches
+from nodeagent.model.tolerations import tolerates
 from nodeagent_testbed.sim.actors.base import node_ready, terminating
 from nodeagent_testbed.sim.store import Obj
 

@@ -16,7 +16,7 @@ from nodeagent.controllers.interceptors.plans import has_taint
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.workqueue import WorkQueue
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import holds_pods_off
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory
 

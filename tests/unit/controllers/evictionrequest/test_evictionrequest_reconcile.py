@@ -20,7 +20,8 @@ from nodeagent.controllers.evictionrequest.reconcile import (
 )
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_cause
+from nodeagent.model.interceptors.imperative import imperative_refusal_cause
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,

@@ -15,7 +15,7 @@ from nodeagent.controllers.evictionrequest.controller import EvictionRequestCont
 from nodeagent.controllers.interceptors import DaemonSetInterceptor
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.resources import EVICTIONREQUESTS, Obj, Resource
-from nodeagent.model.interceptors import CANCELED, EvictionRequestView
+from nodeagent.model.interceptors.requests import CANCELED, EvictionRequestView
 from tests.unit.controllers.evictionrequest.test_evictionrequest_reconcile import (
     SETTINGS,
     make_request,

@@ -20,7 +20,8 @@ from nodeagent.controllers.interceptors.plans import (
 )
 from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
-from nodeagent.model.interceptors import CANCELED, EvictionRequestView, SelectorInterceptor
+from nodeagent.model.interceptors.requests import CANCELED, EvictionRequestView
+from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.maintenance import Stage, holds_pods_off
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.selectors import LabelSelector

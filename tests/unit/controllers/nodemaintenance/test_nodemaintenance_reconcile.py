@@ -27,8 +27,10 @@ from nodeagent.model.drainplan import (
     effective_plan,
     entries_from_dicts,
 )
-from nodeagent.model.draintargets import PodInfoMemo, plan_targets, targets_within
-from nodeagent.model.interceptors import EvictionRequestView, imperative_refusal_message
+from nodeagent.model.draintargets.pods import PodInfoMemo
+from nodeagent.model.draintargets.tracks import plan_targets, targets_within
+from nodeagent.model.interceptors.imperative import imperative_refusal_message
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import Stage, effective_stage, maintenance_nodes, validate
 from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.names import CORDONED_BY_ANNOTATION, FINALIZER, NODE_LABEL, REQUESTER

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.model.draintargets import PodInfo, PodRef
-from nodeagent.model.interceptors import EvictionRequestView
+from nodeagent.model.draintargets.pods import PodInfo, PodRef
+from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.nodemaintenance.pods import BoundPods
 from nodeagent.model.nodemaintenance.requests import node_requests
 
