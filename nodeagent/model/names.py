@@ -49,7 +49,7 @@ KUBELET_INTERCEPTOR = "kubelet.k8s.io"
 DAEMONSET_INTERCEPTOR = "daemonset.apps.k8s.io"
 IMPERATIVE_INTERCEPTOR = "imperative-eviction.k8s.io"
 
-# --- the upstream EvictionRequest API (lifecycle.k8s.io/v1alpha1) ----------------------------------
+# --- the upstream EvictionRequest API (lifecycle.k8s.io/v1alpha1) ------------------------------
 
 UPSTREAM_REQUESTER = "nodeagent.io/node-maintenance"
 """The maintenances' requester name on the upstream API, which reserves `*.k8s.io` for itself."""

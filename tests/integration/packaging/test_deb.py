@@ -385,7 +385,8 @@ STASH_ONE = """
 from pathlib import Path
 from nodeagent.node.staticpods.fsops import DirHandle
 from nodeagent.node.staticpods.manifests import scan_manifest_dir
-from nodeagent.node.staticpods.stash import Owner, Stash
+from nodeagent.node.staticpods.journal import Owner
+from nodeagent.node.staticpods.stash import Stash
 
 m = Path("/etc/kubernetes/manifests")
 with DirHandle(m) as d:
