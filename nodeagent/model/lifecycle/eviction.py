@@ -293,12 +293,14 @@ def _next_status(
     }
     if _final(status):
         return out, None
+    wanted = "Eviction" in intents.values()
     if not out["targetResponders"]:
-        _first_responders(out, pod, now)
+        # the server wants all Inactive when the first status already ends it
+        _first_responders(out, pod, activate=pod.gone is None and wanted, now=now)
     if pod.gone is not None:
         _end(out, "Canceled", TARGET_EVICTED, pod.gone, "the pod is gone", now)
         return out, None
-    if "Eviction" not in intents.values():
+    if not wanted:
         why = "every requester withdrew its eviction request"
         _end(out, "Canceled", FAILED, "CanceledDueToNoRequesters", why, now)
         return out, None
@@ -318,20 +320,19 @@ def _requesters(status: Mapping[str, Any], intents: Mapping[str, Intent]) -> lis
     return [{"name": name, "intent": seen[name]} for name in sorted(seen)]
 
 
-def _first_responders(out: Obj, pod: _Pod, now: datetime) -> None:
+def _first_responders(out: Obj, pod: _Pod, *, activate: bool, now: datetime) -> None:
     """The responders the pod names and the imperative evictor, the first one Active."""
     responders = pod_responders(pod.obj)
-    first = pod.gone is None
     out["targetResponders"] = [
         {
             "name": r.name,
             "priority": r.priority,
-            "state": "Active" if first and i == 0 else "Inactive",
+            "state": "Active" if activate and i == 0 else "Inactive",
         }
         for i, r in enumerate(responders)
     ]
     out["responders"] = [
-        {"name": r.name, **({"startTime": format_time(now)} if first and i == 0 else {})}
+        {"name": r.name, **({"startTime": format_time(now)} if activate and i == 0 else {})}
         for i, r in enumerate(responders)
     ]
 

@@ -1,0 +1,393 @@
+"""The upstream Eviction decision (nodeagent.model.lifecycle.eviction): examples of each step,
+and a property: along any course of responders, requesters and the pod, every status the
+decision writes is one the server accepts (nodeagent_testbed.sim.lifecycle_rules, kept true to
+the real server by tests/integration/upstream), one responder at a time, in the server's order,
+none moved on before its heartbeat lapsed."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeagent.model.bodies import condition
+from nodeagent.model.lifecycle.eviction import (
+    SERVER_HEARTBEAT_DEADLINE,
+    EvictionPlan,
+    Target,
+    decide,
+)
+from nodeagent.model.lifecycle.responders import order_key, sort_responders
+from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.times import format_time
+from nodeagent_testbed.sim.lifecycle_rules import refusals
+
+Obj = dict[str, Any]
+T0 = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
+UID = "0b4f3b4e-5d6c-4e8f-9a0b-1c2d3e4f5a6b"
+TARGET = Target("default", "web-0", UID)
+
+
+def pod(*responders: tuple[str, int], **status: Any) -> Obj:
+    return {
+        "metadata": {"name": "web-0", "namespace": "default", "uid": UID},
+        "spec": {"evictionResponders": [{"name": n, "priority": p} for n, p in responders]},
+        "status": {"phase": "Running", **status},
+    }
+
+
+def request(name: str, requester: str, intent: str = "Eviction", uid: str = "") -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}"},
+        "spec": {
+            "target": {"pod": {"name": "web-0", "uid": UID}},
+            "requester": requester,
+            "intent": intent,
+        },
+    }
+
+
+@dataclass
+class World:
+    """One target: its requests, its Eviction as the server holds it, its pod, the clock."""
+
+    pod: Obj | None
+    requests: list[Obj] = field(default_factory=list)
+    eviction: Obj | None = None
+    now: datetime = T0
+    version: int = 1
+    refused: list[str] = field(default_factory=list)
+
+    def step(self) -> EvictionPlan:
+        evictions = [self.eviction] if self.eviction is not None else []
+        plan = decide(TARGET, self.requests, evictions, self.pod, self.now)
+        if plan.start_over is not None:
+            self.eviction = None
+        if plan.create is not None:
+            self.eviction = {**copy.deepcopy(plan.create), "status": {}}
+            self.eviction["metadata"].update(uid="ev-uid", creationTimestamp=format_time(self.now))
+            self._bump()
+        if plan.status is not None:
+            assert self.eviction is not None
+            old = self.eviction.get("status") or {}
+            self.refused += refusals(old, plan.status.status, self.now)
+            self.eviction["status"] = copy.deepcopy(plan.status.status)
+            self._bump()
+        if plan.metadata is not None:
+            assert self.eviction is not None
+            md, patch = self.eviction["metadata"], plan.metadata[1]["metadata"]
+            md["labels"] = {**md.get("labels", {}), **patch.get("labels", {})}
+            md["ownerReferences"] = patch.get("ownerReferences", md.get("ownerReferences"))
+        for r in plan.requests:
+            for req in self.requests:
+                if req["metadata"]["name"] == r.name:
+                    req["status"] = r.status
+        return plan
+
+    def _bump(self) -> None:
+        assert self.eviction is not None
+        self.version += 1
+        self.eviction["metadata"]["resourceVersion"] = str(self.version)
+
+    @property
+    def status(self) -> Obj:
+        return (self.eviction or {}).get("status") or {}
+
+    def states(self) -> dict[str, str]:
+        return {t["name"]: t["state"] for t in self.status.get("targetResponders", [])}
+
+    def active(self) -> str | None:
+        return next((n for n, s in self.states().items() if s == "Active"), None)
+
+    def responder(self, name: str) -> Obj:
+        return next(r for r in self.status["responders"] if r["name"] == name)
+
+    def respond(self, **fields: datetime) -> None:
+        """The active responder writes its own entry (heartbeatTime, completionTime)."""
+        name = self.active()
+        assert name is not None
+        old = copy.deepcopy(self.status)
+        self.responder(name).update({k: format_time(v) for k, v in fields.items()})
+        assert refusals(old, self.status, self.now) == []
+
+    def reason(self, type_: str) -> str | None:
+        c = condition(self.status, type_)
+        return f"{c['status']}/{c['reason']}" if c else None
+
+
+def started() -> World:
+    w = World(pod(("acme.io/mover", 10000), ("zeta.io/keeper", 20000)))
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
+    w.step()  # creates the Eviction
+    w.step()  # its first status
+    return w
+
+
+# -- examples ------------------------------------------------------------------------------------
+
+
+def test_a_request_gets_one_eviction_owned_by_it_and_labelled_by_role() -> None:
+    w = World(pod(("acme.io/mover", 10000)))
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
+    plan = w.step()
+    assert plan.create is not None
+    md = plan.create["metadata"]
+    assert md["name"] == UID and md["namespace"] == "default"
+    assert md["labels"] == {"nodeagent.io/node-maintenance": "requester"}
+    assert [o["name"] for o in md["ownerReferences"]] == ["drain"]
+    assert plan.create["spec"] == {"target": {"pod": {"name": "web-0", "uid": UID}}}
+    plan = w.step()
+    assert plan.metadata is not None
+    assert plan.metadata[1]["metadata"]["labels"] == {
+        "acme.io/mover": "responder",
+        IMPERATIVE_RESPONDER: "responder",
+    }
+
+
+def test_responders_go_highest_priority_first_the_evictor_last() -> None:
+    w = started()
+    assert list(w.states()) == ["zeta.io/keeper", "acme.io/mover", IMPERATIVE_RESPONDER]
+    assert w.states() == {
+        "zeta.io/keeper": "Active",
+        "acme.io/mover": "Inactive",
+        IMPERATIVE_RESPONDER: "Inactive",
+    }
+    assert w.responder("zeta.io/keeper")["startTime"] == format_time(T0)
+    assert w.reason("TargetEvicted") == "False/AwaitingEviction"
+    assert w.reason("Failed") == "False/AwaitingEviction"
+    assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
+    assert w.refused == []
+
+
+def test_ties_go_by_domain_from_its_top_label_down() -> None:
+    names = ["b.example.io/x", "a.zeta.com/x", "example.io/y", "example.io/x"]
+    ordered = [e["name"] for e in sort_responders([{"name": n, "priority": 5} for n in names])]
+    assert ordered == ["a.zeta.com/x", "example.io/x", "example.io/y", "b.example.io/x"]
+    assert order_key("a.io/x", 2) < order_key("a.io/x", 1)
+
+
+def test_a_completed_responder_hands_on_to_the_next() -> None:
+    w = started()
+    w.now += timedelta(minutes=1)
+    w.respond(heartbeatTime=w.now, completionTime=w.now)
+    w.step()
+    assert w.states()["zeta.io/keeper"] == "Completed"
+    assert w.active() == "acme.io/mover"
+    assert w.responder("acme.io/mover")["startTime"] == format_time(w.now)
+    assert w.refused == []
+
+
+def test_a_lapsed_heartbeat_interrupts_only_after_the_deadline() -> None:
+    w = started()
+    w.now += timedelta(minutes=5)
+    w.respond(heartbeatTime=w.now)
+    w.now += SERVER_HEARTBEAT_DEADLINE - timedelta(seconds=1)
+    plan = w.step()
+    assert w.active() == "zeta.io/keeper"
+    assert plan.requeue_after == 1.0
+    w.now += timedelta(seconds=1)
+    w.step()
+    assert w.states()["zeta.io/keeper"] == "Interrupted"
+    assert w.active() == "acme.io/mover"
+    assert w.refused == []
+
+
+def test_a_shorter_configured_deadline_still_waits_for_the_servers() -> None:
+    w = started()
+    w.now += timedelta(minutes=2)
+    plan = decide(TARGET, w.requests, [w.eviction or {}], w.pod, w.now, timedelta(minutes=1))
+    assert plan.status is None
+    assert plan.requeue_after == (SERVER_HEARTBEAT_DEADLINE - timedelta(minutes=2)).total_seconds()
+
+
+def test_nothing_moves_while_the_pod_terminates() -> None:
+    w = started()
+    assert w.pod is not None
+    w.pod["metadata"]["deletionTimestamp"] = format_time(w.now)
+    w.now += SERVER_HEARTBEAT_DEADLINE * 2
+    plan = w.step()
+    assert w.active() == "zeta.io/keeper" and plan.requeue_after is None
+
+
+def test_the_pod_gone_ends_it_evicted() -> None:
+    w = started()
+    w.pod = None
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+    assert w.reason("Failed") == "False/Succeeded"
+    assert w.states()["zeta.io/keeper"] == "Canceled"
+    assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
+    assert w.refused == []
+
+
+def test_a_pod_of_the_same_name_with_another_uid_is_not_the_target() -> None:
+    w = started()
+    assert w.pod is not None
+    w.pod["metadata"]["uid"] = "another"
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+
+
+def test_a_terminal_pod_ends_it_evicted() -> None:
+    w = started()
+    assert w.pod is not None
+    w.pod["status"]["phase"] = "Succeeded"
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodTerminal"
+
+
+def test_every_requester_withdrawn_cancels_and_a_new_intent_starts_over() -> None:
+    w = started()
+    w.requests.append(request("second", "acme.io/drainer"))
+    w.step()
+    w.requests[0]["spec"]["intent"] = "Withdrawn"
+    w.step()
+    assert w.active() == "zeta.io/keeper"  # acme.io/drainer still wants it
+    w.requests[1]["metadata"]["deletionTimestamp"] = format_time(w.now)  # deleting: withdrawn
+    w.step()
+    assert w.reason("Failed") == "True/CanceledDueToNoRequesters"
+    assert w.states()["zeta.io/keeper"] == "Canceled"
+    assert w.status["requesters"] == [
+        {"name": "acme.io/drainer", "intent": "Withdrawn"},
+        {"name": "nodeagent.io/node-maintenance", "intent": "Withdrawn"},
+    ]
+    w.requests[0]["spec"]["intent"] = "Eviction"
+    plan = w.step()
+    assert plan.start_over == (UID, "ev-uid") and w.eviction is None
+    w.step()
+    w.step()
+    assert w.active() == "zeta.io/keeper" and w.reason("Failed") == "False/AwaitingEviction"
+    assert w.refused == []
+
+
+def test_no_responder_left_fails_it() -> None:
+    w = started()
+    for _ in range(3):
+        w.now += timedelta(minutes=1)
+        w.respond(heartbeatTime=w.now, completionTime=w.now)
+        w.step()
+    assert w.reason("Failed") == "True/NoFurtherResponder"
+    assert w.reason("TargetEvicted") == "False/EvictionFailed"
+    assert set(w.states().values()) == {"Completed"}
+    assert w.refused == []
+
+
+def test_a_second_eviction_of_the_target_is_refused_the_first_adopted() -> None:
+    w = started()
+    assert w.eviction is not None
+    other: Obj = {
+        "metadata": {
+            "name": "by-hand",
+            "namespace": "default",
+            "uid": "other",
+            "resourceVersion": "7",
+            "creationTimestamp": format_time(T0 + timedelta(minutes=1)),
+        },
+        "spec": {"target": {"pod": {"name": "web-0", "uid": UID}}},
+    }
+    plan = decide(TARGET, w.requests, [other, w.eviction], w.pod, w.now)
+    assert [s.name for s in plan.invalid] == ["by-hand"]
+    failed = condition(plan.invalid[0].status, "Failed")
+    assert failed is not None and failed["reason"] == "EvictionInvalid"
+    assert plan.create is None and plan.status is None
+
+
+def test_a_deleted_request_stays_an_owner() -> None:
+    w = started()
+    w.requests.append(request("second", "acme.io/drainer"))
+    w.step()
+    assert w.eviction is not None
+    owners = w.eviction["metadata"]["ownerReferences"]
+    assert [o["name"] for o in owners] == ["drain", "second"]
+    assert w.eviction["metadata"]["labels"]["acme.io/drainer"] == "requester"
+    del w.requests[1]
+    plan = w.step()
+    assert plan.metadata is None  # nothing dropped: the collector removes it with the last
+
+
+def test_nothing_is_made_for_requests_that_do_not_want_it() -> None:
+    w = World(pod())
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance", intent="Withdrawn"))
+    assert w.step() == EvictionPlan()
+
+
+# -- the property --------------------------------------------------------------------------------
+
+EVENTS = st.sampled_from(
+    ["minutes", "deadline", "heartbeat", "complete", "terminating", "gone", "terminal"]
+    + ["withdraw", "request", "new-requester"]
+)
+RESPONDERS = st.lists(
+    st.tuples(
+        st.sampled_from(["a.io/x", "b.io/x", "zeta.com/y", "a.b.io/z"]), st.integers(1000, 3000)
+    ),
+    max_size=4,
+    unique_by=lambda r: r[0],
+)
+
+
+@given(RESPONDERS, st.lists(EVENTS, max_size=25))
+def test_every_write_is_one_the_server_accepts(
+    responders: list[tuple[str, int]], events: list[str]
+) -> None:
+    w = World(pod(*responders))
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
+    w.step()
+    w.step()
+    expected = [n for n, _ in sorted(responders, key=lambda r: order_key(*r))] + [
+        IMPERATIVE_RESPONDER
+    ]
+    for event in events:
+        before = w.states()
+        active = w.active()
+        beat = None
+        if active is not None:
+            entry = w.responder(active)
+            beat = entry.get("heartbeatTime") or entry.get("startTime")
+        _happen(w, event)
+        for _ in range(4):  # start over, create, first status, and a look that changes nothing
+            plan = w.step()
+        assert plan.status is None and plan.create is None and plan.start_over is None
+        assert w.refused == []
+        if w.eviction is None:
+            continue
+        # all of them, or only the evictor when the pod was gone before the first status
+        assert list(w.states()) in ([], expected, [IMPERATIVE_RESPONDER])
+        assert sum(s == "Active" for s in w.states().values()) <= 1
+        interrupted = [
+            n for n, s in w.states().items() if s == "Interrupted" and before.get(n) == "Active"
+        ]
+        for name in interrupted:
+            assert beat is not None
+            assert w.now >= datetime.fromisoformat(beat) + SERVER_HEARTBEAT_DEADLINE
+        if w.pod is None and not (w.reason("Failed") or "").startswith("True"):
+            assert (w.reason("TargetEvicted") or "").startswith("True/")
+
+
+def _happen(w: World, event: str) -> None:
+    active = w.active()
+    if event == "minutes":
+        w.now += timedelta(minutes=3)
+    elif event == "deadline":
+        w.now += SERVER_HEARTBEAT_DEADLINE
+    elif event in ("heartbeat", "complete") and active is not None and w.pod is not None:
+        done = {"completionTime": w.now} if event == "complete" else {}
+        if not w.responder(active).get("completionTime"):
+            w.respond(heartbeatTime=w.now, **done)
+    elif event == "terminating" and w.pod is not None:
+        w.pod["metadata"]["deletionTimestamp"] = format_time(w.now)
+    elif event == "gone":
+        w.pod = None
+    elif event == "terminal" and w.pod is not None:
+        w.pod["status"]["phase"] = "Failed"
+    elif event == "withdraw" and w.requests:
+        w.requests[0]["spec"]["intent"] = "Withdrawn"
+    elif event == "request" and w.requests:
+        w.requests[0]["spec"]["intent"] = "Eviction"
+    elif event == "new-requester":
+        n = len(w.requests)
+        w.requests.append(request(f"r{n}", f"acme.io/r{n}"))
