@@ -22,14 +22,13 @@ import yaml
 from nodeagent.model import notifications as notif
 from nodeagent.model.drainplan import InvalidPlan, effective_plan
 from nodeagent.model.drainslots import DrainLimit, InvalidLimit
-from nodeagent.model.interceptors import (
+from nodeagent.model.interceptors.heartbeats import (
     DEFAULT_HEARTBEAT_DEADLINE,
-    EVICTION_BACKOFF_BASE,
-    EVICTION_BACKOFF_CAP,
     MIN_HEARTBEAT_INTERVAL,
     heartbeat_interval,
-    validate_interceptor_name,
 )
+from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
+from nodeagent.model.interceptors.targets import validate_interceptor_name
 from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
 from nodeagent.model.selectors import (
