@@ -162,7 +162,7 @@ async def test_workers_start_once_the_informers_have_synced() -> None:
     ctl = Recording(informers=[nodes])
     ctl.enqueue("early")
     async with running(informers.run(), ctl.run()):
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # fake time: the gated list holds the workers back
         assert ctl.calls == []  # the list has not returned yet
         source.gate.set()
         await until(lambda: ctl.calls == ["early"])
@@ -202,7 +202,7 @@ async def test_a_key_is_never_reconciled_twice_at_once_and_changes_are_not_lost(
         await until(lambda: ctl.calls == ["k"])
         ctl.enqueue("k")  # changed while being reconciled
         ctl.enqueue("k")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # fake time: no second reconcile may start meanwhile
         assert ctl.calls == ["k"]
         ctl.release.set()
         await until(lambda: ctl.calls == ["k", "k"])
@@ -228,7 +228,7 @@ async def test_a_result_requeues_the_key_after_its_delay() -> None:
         ctl.enqueue("k")
         await until(lambda: ctl.calls == ["k", "k"])
         assert loop.time() - start >= 0.045
-        await asyncio.sleep(1)
+        await asyncio.sleep(1)  # fake time: long past any requeue delay
         assert ctl.calls == ["k", "k"]  # neither a result without a delay nor None requeues
 
 
@@ -261,7 +261,7 @@ async def test_a_result_forgets_the_keys_failures() -> None:
 async def test_cancelling_run_shuts_the_queue_down() -> None:
     ctl = Recording()
     task = asyncio.create_task(ctl.run())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: run() starts
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

@@ -19,6 +19,9 @@ from nodeagent.model.backoff import JitteredBackoff
 from tests.narrowing import now
 from tests.until import until
 
+# no test here waits for time to pass: the loop jumps to its next timer (tests/faketime.py)
+pytestmark = pytest.mark.fake_time
+
 Obj = dict[str, Any]
 
 
@@ -94,7 +97,7 @@ class FakeSource:
         page_size: int = 500,
     ) -> Obj:
         self.lists += 1
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a request is a suspension point, even one answered at once
         if self.list_failures:
             raise self.list_failures.pop(0)
         return {

@@ -84,7 +84,7 @@ async def test_graceful_stop_hands_over_at_once() -> None:
     async with asyncio.timeout(2):
         await lead_a.started.wait()
     task_b = asyncio.create_task(b.run(lead_b))
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # fake time: b campaigns while a holds the lease
     assert not lead_b.started.is_set() and not b.is_leader
     await cancel(task_a)
     # Well within the 30 s lease: the release let b in at its next retry.
@@ -105,7 +105,7 @@ async def test_partitioned_leader_steps_down_and_successor_waits_for_expiry() ->
     async with asyncio.timeout(2):
         await lead_a.started.wait()
     task_b = asyncio.create_task(b.run(lead_b))
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # fake time: b campaigns (and fails) a few times
     loop = asyncio.get_running_loop()
     cut = loop.time()
     client_a.down = True
@@ -122,7 +122,7 @@ async def test_partitioned_leader_steps_down_and_successor_waits_for_expiry() ->
     assert took_over >= 1.0 - 0.15
     assert took_over > stepped_down
     client_a.down = False
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # fake time: a campaigns again
     assert b.is_leader and not a.is_leader  # a campaigns again but b holds the lease
     assert lease(backend)["spec"]["holderIdentity"] == "agent-b"
     await cancel(task_a)
@@ -180,7 +180,7 @@ async def test_transient_errors_within_the_deadline_keep_leadership() -> None:
     async with asyncio.timeout(2):
         await lead.started.wait()
     client.fail_next = [ServerError("boom", status=500), ServerError("boom", status=500)]
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.6)  # fake time: within the renew deadline
     assert el.is_leader and not lead.cancelled.is_set()
     await cancel(task)
 
@@ -190,7 +190,7 @@ async def test_lead_returning_or_raising_releases() -> None:
     el = elector(FakeClient(backend), "agent-a")
 
     async def done() -> None:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # fake time: the work `lead` does
 
     async with asyncio.timeout(2):
         await el.run(done)

@@ -79,7 +79,7 @@ async def test_done_for_unknown_key_is_ignored() -> None:
 async def test_get_waits_for_add() -> None:
     q: WorkQueue[str] = WorkQueue()
     getter = asyncio.create_task(q.get())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: the getter starts and blocks
     assert not getter.done()
     q.add("x")
     async with asyncio.timeout(1):
@@ -90,7 +90,7 @@ async def test_cancelled_getter_does_not_swallow_a_wakeup() -> None:
     q: WorkQueue[str] = WorkQueue()
     first = asyncio.create_task(q.get())
     second = asyncio.create_task(q.get())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: both getters start and block
     q.add("k")  # wakes `first`...
     first.cancel()  # ...which is cancelled before it can take the key
     async with asyncio.timeout(1):
@@ -113,7 +113,7 @@ async def test_shutdown_drains_then_raises() -> None:
 async def test_shutdown_wakes_waiting_workers() -> None:
     q: WorkQueue[str] = WorkQueue()
     workers = [asyncio.create_task(q.get()) for _ in range(3)]
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: the workers start and block
     q.shutdown()
     for w in workers:
         with pytest.raises(ShutDown):
@@ -133,7 +133,7 @@ async def test_add_after_keeps_earliest() -> None:
         assert await q.get() == "a"
     assert loop.time() - start == pytest.approx(0.05)
     q.done("a")
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(0.6)  # fake time, past the superseded timers: none may fire
     assert len(q) == 0  # the superseded timer did not fire
 
 
@@ -143,7 +143,7 @@ async def test_add_after_zero_is_immediate_and_shutdown_cancels_timers() -> None
     assert len(q) == 1
     q.add_after("later", 0.05)
     q.shutdown()
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # fake time, past the cancelled timer: it must not fire
     assert await q.get() == "now"
     with pytest.raises(ShutDown):
         await q.get()
@@ -258,12 +258,12 @@ async def test_queue_and_work_durations_and_unfinished_work() -> None:
     metrics = RecordingMetrics()
     q: WorkQueue[str] = WorkQueue("t", metrics=metrics, clock=clock)
     q.add("a")
-    await asyncio.sleep(2)
+    await asyncio.sleep(2)  # fake time: waiting in the queue
     q.add("a")  # folded: the wait counts from the first add
     clock.advance(1)
     assert await q.get() == "a"
     assert metrics.queued == [3.0]
-    await asyncio.sleep(4)
+    await asyncio.sleep(4)  # fake time: working on it
     assert metrics.running() == [4.0]
     q.add("a")  # added again while processing
     clock.advance(1)
