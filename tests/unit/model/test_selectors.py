@@ -1,4 +1,4 @@
-"""Label, field and node selectors and toleration, against apimachinery's semantics."""
+"""Label keys and values, label and field selectors, against apimachinery's semantics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.nodeselectors import node_selector_matches, validate_node_selector
 from nodeagent.model.selectors import (
     LabelSelector,
     Operator,
@@ -19,7 +18,6 @@ from nodeagent.model.selectors import (
     validate_label_key,
     validate_label_value,
 )
-from nodeagent.model.tolerations import tolerates
 
 # the string forms, which only the simulated API server parses
 from nodeagent_testbed.sim.selectors import (
@@ -476,217 +474,6 @@ def test_field_selector_compares_the_value_at_the_path(path: str, value: str) ->
     assert not FieldSelector((FieldRequirement(path, "!=", value),)).matches(obj)
 
 
-# --- node selectors -----------------------------------------------------------------------------
-
-
-def _node(name: str = "n1", **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": dict(labels)}}
-
-
-def _expr(key: str, operator: str, *values: str) -> dict[str, Any]:
-    req: dict[str, Any] = {"key": key, "operator": operator}
-    if values:
-        req["values"] = list(values)
-    return req
-
-
-def _selector(*terms: Any) -> dict[str, Any]:
-    return {"nodeSelectorTerms": list(terms)}
-
-
-@pytest.mark.parametrize(
-    ("term", "node", "matches"),
-    [
-        ({"matchExpressions": [_expr("zone", "In", "a", "b")]}, _node(zone="b"), True),
-        ({"matchExpressions": [_expr("zone", "In", "a")]}, _node(zone="b"), False),
-        ({"matchExpressions": [_expr("zone", "In", "a")]}, _node(), False),
-        ({"matchExpressions": [_expr("zone", "NotIn", "a")]}, _node(), True),
-        ({"matchExpressions": [_expr("zone", "NotIn", "a")]}, _node(zone="a"), False),
-        ({"matchExpressions": [_expr("gpu", "Exists")]}, _node(gpu=""), True),
-        ({"matchExpressions": [_expr("gpu", "DoesNotExist")]}, _node(gpu=""), False),
-        ({"matchExpressions": [_expr("cpus", "Gt", "4")]}, _node(cpus="8"), True),
-        ({"matchExpressions": [_expr("cpus", "Gt", "8")]}, _node(cpus="8"), False),
-        ({"matchExpressions": [_expr("cpus", "Lt", "8")]}, _node(cpus="-3"), True),
-        ({"matchExpressions": [_expr("cpus", "Lt", "8")]}, _node(cpus="many"), False),
-        ({"matchExpressions": [_expr("cpus", "Lt", "8")]}, _node(cpus=" 3"), False),
-        ({"matchExpressions": [_expr("cpus", "Lt", "8")]}, _node(), False),
-        ({"matchFields": [_expr("metadata.name", "In", "n1")]}, _node("n1"), True),
-        ({"matchFields": [_expr("metadata.name", "In", "n1")]}, _node("n2"), False),
-        ({"matchFields": [_expr("metadata.name", "NotIn", "n1")]}, _node("n2"), True),
-        (
-            {
-                "matchExpressions": [_expr("zone", "In", "a")],
-                "matchFields": [_expr("metadata.name", "In", "n1")],
-            },
-            _node("n1", zone="a"),
-            True,
-        ),
-        (
-            {
-                "matchExpressions": [_expr("zone", "In", "a"), _expr("gpu", "Exists")],
-            },
-            _node("n1", zone="a"),
-            False,
-        ),
-        ({}, _node(), False),  # an empty term matches no objects
-        ({"matchExpressions": []}, _node(), False),
-        ({"matchExpressions": [_expr("zone", "Foo", "a")]}, _node(zone="a"), False),
-        ({"matchFields": [_expr("metadata.uid", "In", "x")]}, _node(), False),
-    ],
-)
-def test_node_selector_term(term: dict[str, Any], node: dict[str, Any], matches: bool) -> None:
-    assert node_selector_matches(_selector(term), node) is matches
-
-
-def test_node_selector_terms_are_ored_and_invalid_terms_skipped() -> None:
-    selector = _selector(
-        {"matchExpressions": [_expr("zone", "Bogus")]},
-        {"matchExpressions": [_expr("zone", "In", "a")]},
-        {"matchFields": [_expr("metadata.name", "In", "n9")]},
-    )
-    assert node_selector_matches(selector, _node("n1", zone="a"))
-    assert node_selector_matches(selector, _node("n9"))
-    assert not node_selector_matches(selector, _node("n1", zone="b"))
-    assert not node_selector_matches(_selector(), _node())
-    assert not node_selector_matches({}, _node())
-    assert not node_selector_matches(
-        _selector({"matchExpressions": [_expr("a", "Exists")]}), {"metadata": {"name": "x"}}
-    ) and node_selector_matches(
-        _selector({"matchExpressions": [_expr("a", "DoesNotExist")]}), {"metadata": None}
-    )
-
-
-def test_validate_node_selector_accepts_valid() -> None:
-    assert (
-        validate_node_selector(
-            _selector(
-                {
-                    "matchExpressions": [
-                        _expr("kubernetes.io/os", "In", "linux"),
-                        _expr("cpus", "Gt", "-2"),
-                        _expr("gpu", "DoesNotExist"),
-                    ],
-                    "matchFields": [_expr("metadata.name", "NotIn", "n1")],
-                },
-                {},
-            )
-        )
-        == []
-    )
-
-
-@pytest.mark.parametrize(
-    ("selector", "message"),
-    [
-        ({}, "nodeSelectorTerms: must have at least one node selector term"),
-        (_selector(), "nodeSelectorTerms: must have at least one node selector term"),
-        ({"nodeSelectorTerms": {}}, "nodeSelectorTerms: must be a list"),
-        (_selector("x"), "nodeSelectorTerms[0]: must be an object"),
-        (
-            _selector({"matchFields": [_expr("metadata.uid", "In", "x")]}),
-            "nodeSelectorTerms[0].matchFields[0].key: only metadata.name is supported",
-        ),
-        (
-            _selector({}, {"matchFields": [_expr("metadata.name", "Exists")]}),
-            'nodeSelectorTerms[1].matchFields[0].operator: "Exists" is not supported',
-        ),
-        (
-            _selector({"matchFields": [_expr("metadata.name", "In", "a", "b")]}),
-            "nodeSelectorTerms[0].matchFields[0].values: must have exactly one element",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a", "Foo")]}),
-            'nodeSelectorTerms[0].matchExpressions[0].operator: unknown operator "Foo"',
-        ),
-        (
-            _selector({"matchExpressions": [{"key": "a"}]}),
-            "nodeSelectorTerms[0].matchExpressions[0].operator: must be specified",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a", "In")]}),
-            "nodeSelectorTerms[0].matchExpressions[0].values: must be non-empty",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a", "Exists", "x")]}),
-            "nodeSelectorTerms[0].matchExpressions[0].values: must be empty",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a", "Gt", "1", "2")]}),
-            "nodeSelectorTerms[0].matchExpressions[0].values: must have exactly one element",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a", "Lt", "1.5")]}),
-            "nodeSelectorTerms[0].matchExpressions[0].values[0]: must be an integer",
-        ),
-        (
-            _selector({"matchExpressions": [_expr("a b", "Exists")]}),
-            "nodeSelectorTerms[0].matchExpressions[0].key: invalid label key",
-        ),
-        (
-            _selector({"matchExpressions": {"key": "a"}}),
-            "nodeSelectorTerms[0].matchExpressions: must be a list",
-        ),
-        (
-            _selector({"matchExpressions": [{"key": "a", "operator": "In", "values": "x"}]}),
-            "nodeSelectorTerms[0].matchExpressions[0].values: must be a list of strings",
-        ),
-    ],
-)
-def test_validate_node_selector_errors(selector: dict[str, Any], message: str) -> None:
-    errors = validate_node_selector(selector)
-    assert any(message in e for e in errors), errors
-
-
-# --- tolerations --------------------------------------------------------------------------------
-
-_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
-
-
-@pytest.mark.parametrize(
-    ("toleration", "taint", "tolerated"),
-    [
-        (
-            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
-            _TAINT,
-            True,
-        ),
-        ({"key": "dedicated", "value": "gpu"}, _TAINT, True),  # Equal is the default operator
-        ({"key": "dedicated", "value": "cpu"}, _TAINT, False),
-        ({"key": "dedicated", "operator": "Exists"}, _TAINT, True),
-        ({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}, _TAINT, False),
-        ({"key": "other", "operator": "Exists"}, _TAINT, False),
-        ({"operator": "Exists"}, _TAINT, True),  # empty key with Exists tolerates everything
-        ({"operator": "Exists", "effect": "NoExecute"}, _TAINT, False),
-        ({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": ""}, _TAINT, True),
-        (
-            {
-                "key": "node.kubernetes.io/unschedulable",
-                "operator": "Exists",
-                "effect": "NoSchedule",
-            },
-            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-            True,
-        ),
-        ({"key": "k", "operator": "Equal"}, {"key": "k", "effect": "NoSchedule"}, True),
-        (
-            {"key": "k", "operator": "Equal", "value": "v"},
-            {"key": "k", "effect": "NoSchedule"},
-            False,
-        ),
-        ({"key": "dedicated", "operator": "Gt", "value": "gpu"}, _TAINT, False),
-    ],
-)
-def test_toleration(toleration: dict[str, Any], taint: dict[str, Any], tolerated: bool) -> None:
-    assert tolerates([toleration], taint) is tolerated
-
-
-def test_tolerates_any_of_the_list() -> None:
-    assert not tolerates([], _TAINT)
-    assert tolerates(
-        [{"key": "x", "operator": "Exists"}, {"key": "dedicated", "value": "gpu"}], _TAINT
-    )
-
-
 # --- robustness: the API server feeds these straight from requests -------------------------------
 
 
@@ -708,7 +495,7 @@ def test_any_field_selector_string_parses_or_raises_selector_error(text: str) ->
     assert parse_field_selector(selector.to_string()) == selector
 
 
-_selector_json = st.recursive(
+selector_json = st.recursive(
     st.none()
     | st.integers(-1, 1)
     | st.sampled_from(["a", "-", "metadata.name", "In", "NotIn", "Exists", "Gt", "Lt", "1"]),
@@ -735,23 +522,10 @@ _selector_json = st.recursive(
 )
 
 
-@given(st.dictionaries(st.sampled_from(["matchLabels", "matchExpressions"]), _selector_json))
+@given(st.dictionaries(st.sampled_from(["matchLabels", "matchExpressions"]), selector_json))
 def test_any_label_selector_object_converts_or_raises_selector_error(raw: dict[str, Any]) -> None:
     try:
         selector = label_selector_from_dict(raw)
     except SelectorError:
         return
     assert parse_label_selector(selector.to_string()) == selector
-
-
-@given(_selector_json, st.dictionaries(label_keys, label_values, max_size=3))
-def test_any_node_selector_validates_and_matches_without_raising(
-    raw: Any, labels: dict[str, str]
-) -> None:
-    selector = raw if isinstance(raw, dict) else {"nodeSelectorTerms": raw}
-    errors = validate_node_selector(selector)
-    assert all(isinstance(e, str) for e in errors)
-    matched = node_selector_matches(selector, {"metadata": {"name": "a", "labels": labels}})
-    assert matched in (True, False)
-    if matched:
-        assert not errors or any(e.startswith("nodeSelectorTerms[") for e in errors)
