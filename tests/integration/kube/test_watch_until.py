@@ -13,6 +13,7 @@ from nodeagent.kube.informer import watch_until
 from nodeagent.kube.resources import Obj, Resource
 from tests.clusters import TestCluster
 from tests.integration.kube.test_informer import GoneCounter
+from tests.until import until
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -44,10 +45,7 @@ class Counting(GoneCounter):
         return listed
 
     async def until_listed(self, times: int) -> None:
-        async with asyncio.timeout(20):
-            while self.lists < times:
-                self.listed.clear()
-                await self.listed.wait()
+        await until(lambda: self.lists >= times, changed=self.listed)
 
 
 def configmap(value: str) -> Obj:
