@@ -15,7 +15,8 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from nodeagent.config import MAX_HEARTBEAT_DEADLINE, ConfigError, from_mapping
+from nodeagent.config import ConfigError, from_mapping
+from nodeagent.config.checks import MAX_HEARTBEAT_DEADLINE
 from nodeagent.kube.leader import LeaderElector, LeaseClient
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
 from nodeagent.model.interceptors.imperative import eviction_backoff

@@ -1,0 +1,202 @@
+"""The rules across settings of a parsed `Config`, and the bounds the protocols it speaks set
+(leader election, token lifetimes, heartbeats, listen addresses). Each error is one line that
+names the setting."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import timedelta
+
+from nodeagent.config.schema import (
+    Config,
+    ConfigError,
+    EvictionConfig,
+    FinalPhaseConfig,
+    KubeConfig,
+    LeaderConfig,
+    NodeMaintenanceConfig,
+    ObservabilityConfig,
+    ShutdownConfig,
+)
+from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
+from nodeagent.model.leader import JITTER
+from nodeagent.model.maintenance import ESCALATIONS
+from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
+from nodeagent.model.token import MAX_EXPIRATION, MIN_EXPIRATION
+
+__all__ = [
+    "DNS_LABEL",
+    "LOG_LEVELS",
+    "MAX_CONCURRENT_REQUESTS",
+    "MAX_HEARTBEAT_DEADLINE",
+    "MAX_IDLE_TIMEOUT",
+    "validate_config",
+]
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MAX_CONCURRENT_REQUESTS = 256
+# a longer wait for a request lets idle connections hold the health port's slots longer
+MAX_IDLE_TIMEOUT = 60
+# beyond this a deadline is none (and far beyond it, times past it no longer fit a datetime)
+MAX_HEARTBEAT_DEADLINE = 7 * 24 * 3600
+# a namespace's name (RFC 1123 label)
+DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def validate_config(cfg: Config) -> None:
+    """Cross-field rules; raises ConfigError naming the field."""
+    _check_shutdown(cfg.shutdown)
+    _check_leader(cfg.leader)
+    _check_kube(cfg.kube)
+    _check_node_maintenance(cfg.node_maintenance)
+    _check_eviction(cfg.eviction)
+    _check_observability(cfg.observability)
+    if not cfg.run_node_agent and not cfg.run_controllers:
+        raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
+    if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
+        raise ConfigError(f"nodeName: {cfg.node_name!r} is not a valid node name")
+
+
+def _check_shutdown(s: ShutdownConfig) -> None:
+    if s.budget <= 0:
+        raise ConfigError("shutdown.budget: must be positive")
+    if not 0 <= s.safety_margin < s.budget:
+        raise ConfigError(
+            f"shutdown.safetyMargin ({s.safety_margin:g}s) must be at least 0 and less than "
+            f"shutdown.budget ({s.budget:g}s): the lock is released that long before the budget"
+        )
+    if s.api_unreachable_release_after <= 0:
+        raise ConfigError("shutdown.apiUnreachableReleaseAfter: must be positive")
+    fp = s.final_phase
+    if not 0 <= fp.critical_pods_grace_period <= fp.grace_period:
+        raise ConfigError(
+            "shutdown.finalPhase: must have 0 <= criticalPodsGracePeriod <= gracePeriod "
+            f"(got {fp.critical_pods_grace_period:g}, {fp.grace_period:g})"
+        )
+    # the defaults fit any budget (a phase over half of it is scaled down); a set one must fit
+    if fp != FinalPhaseConfig() and fp.grace_period > s.budget - s.safety_margin:
+        raise ConfigError(
+            f"shutdown.finalPhase.gracePeriod: {fp.grace_period:g}s is longer than "
+            f"shutdown.budget - shutdown.safetyMargin ({s.budget - s.safety_margin:g}s)"
+        )
+
+
+def _check_leader(ld: LeaderConfig) -> None:
+    if not 0 < ld.retry_period < ld.renew_deadline < ld.lease_duration:
+        raise ConfigError(
+            "leader: must have 0 < retryPeriod < renewDeadline < leaseDuration "
+            f"(got {ld.retry_period}, {ld.renew_deadline}, {ld.lease_duration})"
+        )
+    if ld.renew_deadline <= JITTER * ld.retry_period:
+        raise ConfigError(
+            f"leader.renewDeadline ({ld.renew_deadline:g}s) must be more than {JITTER:g} times "
+            f"leader.retryPeriod ({ld.retry_period:g}s): a jittered retry comes that late"
+        )
+    if not DNS_LABEL.fullmatch(ld.namespace):
+        raise ConfigError(f"leader.namespace: {ld.namespace!r} is not a namespace name")
+    if len(ld.lease_name) > DNS_SUBDOMAIN_MAX or not DNS_SUBDOMAIN.fullmatch(ld.lease_name):
+        raise ConfigError(f"leader.leaseName: {ld.lease_name!r} is not a Lease name")
+
+
+def _check_kube(k: KubeConfig) -> None:
+    if not 1 <= k.max_concurrent_requests <= MAX_CONCURRENT_REQUESTS:
+        raise ConfigError(
+            f"kube.maxConcurrentRequests: must be from 1 to {MAX_CONCURRENT_REQUESTS}"
+        )
+    if k.request_timeout <= 0:
+        raise ConfigError("kube.requestTimeout: must be positive")
+    if not 0 < k.token_renew_after < 1:
+        raise ConfigError("kube.tokenRenewAfter: must be a share of the token's life (0 to 1)")
+    if not MIN_EXPIRATION <= k.token_expiration <= MAX_EXPIRATION:
+        raise ConfigError(
+            f"kube.tokenExpiration: must be from {MIN_EXPIRATION} to {MAX_EXPIRATION} seconds"
+        )
+    left = (1 - k.token_renew_after) * k.token_expiration
+    if left <= k.request_timeout:
+        raise ConfigError(
+            f"kube.tokenRenewAfter ({k.token_renew_after:g}) leaves {left:g}s of a "
+            f"kube.tokenExpiration ({k.token_expiration}s) token's life to renew it in, "
+            f"not more than kube.requestTimeout ({k.request_timeout:g}s): one hung "
+            "request outlives the token"
+        )
+
+
+def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
+    deadline = nm.drain_deadline
+    if deadline is not None and deadline <= 0:
+        raise ConfigError("nodeMaintenance.drainDeadline: must be positive")
+    if nm.drain_deadline_escalation not in ESCALATIONS:
+        raise ConfigError(
+            "nodeMaintenance.drainDeadlineEscalation: must be one of " + ", ".join(ESCALATIONS)
+        )
+
+
+def _check_eviction(ev: EvictionConfig) -> None:
+    _check_heartbeat_deadline(ev.heartbeat_deadline)
+    if not 0 < ev.backoff_base <= ev.backoff_cap:
+        raise ConfigError(
+            f"eviction.backoffBase ({ev.backoff_base:g}s) must be positive and at most "
+            f"eviction.backoffCap ({ev.backoff_cap:g}s)"
+        )
+
+
+def _check_observability(o: ObservabilityConfig) -> None:
+    if o.log_format not in ("text", "json"):
+        raise ConfigError("observability.logFormat: must be text or json")
+    if o.log_level.upper() not in LOG_LEVELS:
+        raise ConfigError(
+            f"observability.logLevel: {o.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+        )
+    _listen_address("observability.listen", o.listen)
+    if o.probe_listen is not None:
+        _listen_address("observability.probeListen", o.probe_listen)
+        if _same_port(o.listen, o.probe_listen):
+            raise ConfigError(
+                f"observability.probeListen ({o.probe_listen}) must not take "
+                f"the port of observability.listen ({o.listen})"
+            )
+    if not 0 < o.idle_timeout <= MAX_IDLE_TIMEOUT:
+        raise ConfigError(
+            f"observability.idleTimeout: must be positive and at most {MAX_IDLE_TIMEOUT} seconds"
+        )
+
+
+def _check_heartbeat_deadline(deadline: float) -> None:
+    """Every interceptor must be able to heartbeat in time: ours report every
+    heartbeat_interval (the static pods' every MIN_HEARTBEAT_INTERVAL), and the API server
+    refuses heartbeats closer than MIN_HEARTBEAT_INTERVAL, so one that comes late cannot make
+    up for it sooner: the deadline leaves one more spacing of room."""
+    if deadline > MAX_HEARTBEAT_DEADLINE:
+        raise ConfigError(
+            f"eviction.heartbeatDeadline ({deadline:g}s) must be at most "
+            f"{MAX_HEARTBEAT_DEADLINE}s (7 days)"
+        )
+    interval = heartbeat_interval(timedelta(seconds=max(deadline, 0))).total_seconds()
+    spacing = MIN_HEARTBEAT_INTERVAL.total_seconds()
+    if deadline < interval + spacing:
+        raise ConfigError(
+            f"eviction.heartbeatDeadline ({deadline:g}s) must leave room for an interceptor's "
+            f"heartbeat interval ({interval:g}s) plus the minimum heartbeat spacing "
+            f"({spacing:g}s): at least {interval + spacing:g}s"
+        )
+
+
+def _same_port(a: str, b: str) -> bool:
+    """Whether two valid HOST:PORT listen addresses would bind the same port (0: any free)."""
+    (host_a, _, port_a), (host_b, _, port_b) = a.rpartition(":"), b.rpartition(":")
+    if int(port_a) == 0 or int(port_a) != int(port_b):
+        return False
+    wildcard = ("0.0.0.0", "::", "[::]", "")
+    return host_a.lower() == host_b.lower() or host_a in wildcard or host_b in wildcard
+
+
+def _listen_address(key: str, value: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{key}: {value!r} is not HOST:PORT with a port from 0 to 65535")
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        if not DNS_SUBDOMAIN.fullmatch(host.lower()):
+            raise ConfigError(f"{key}: {host!r} is neither an IP address nor a host name") from None

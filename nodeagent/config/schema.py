@@ -1,0 +1,170 @@
+"""What the agent's configuration is: one frozen dataclass per section, each setting with its
+default, and the error an invalid configuration raises."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodeagent.model import notifications as notif
+from nodeagent.model.drainslots import DrainLimit
+from nodeagent.model.interceptors.heartbeats import DEFAULT_HEARTBEAT_DEADLINE
+from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
+
+__all__ = [
+    "AnnotateInterceptor",
+    "Config",
+    "ConfigError",
+    "EvictionConfig",
+    "FinalPhaseConfig",
+    "KubeConfig",
+    "LeaderConfig",
+    "NodeMaintenanceConfig",
+    "NotificationsConfig",
+    "ObservabilityConfig",
+    "ShutdownConfig",
+    "StaticPodConfig",
+    "Webhook",
+]
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class KubeConfig:
+    kubeconfig: str | None = None  # None: in-cluster, then ~/.kube/config
+    max_concurrent_requests: int = 16
+    request_timeout: float = 30.0
+    # where the kubeconfig's user reads a Node-bound token from a file (tokenFile: the .deb),
+    # ask the TokenRequest API for the next one once this share of its life has passed, for
+    # tokenExpiration seconds (the admission policy allows a day at most), and write it there
+    token_renewal: bool = True
+    token_renew_after: float = 0.8
+    token_expiration: int = 3600
+
+
+@dataclass(frozen=True)
+class FinalPhaseConfig:
+    # as the kubelet's shutdownGracePeriod and shutdownGracePeriodCriticalPods; 0: off
+    grace_period: float = 30.0
+    critical_pods_grace_period: float = 10.0
+
+
+@dataclass(frozen=True)
+class ShutdownConfig:
+    enabled: bool = True
+    # what logind may wait for us (InhibitDelayMaxSec written to the drop-in)
+    budget: float = 600.0
+    # release the lock this long before the budget runs out, so logind never kills the wait
+    safety_margin: float = 10.0
+    # release when the API server could not be reached for this long during a shutdown
+    api_unreachable_release_after: float = 30.0
+    logind_dropin: Path = Path("/etc/systemd/logind.conf.d/zz-nodeagent.conf")
+    manage_dropin: bool = True
+    # after the reboot, complete and delete our own shutdown maintenance once the node is Ready
+    complete_after_reboot: bool = True
+    dbus_address: str | None = None  # None: the system bus
+    # spec.drainPlan of the shutdown maintenance (KEP-4212 entries); the defaults fill the rest
+    drain_plan: tuple[Mapping[str, Any], ...] = ()
+    # when this boot's shutdown began, for an agent restarted during it (on /run: per boot);
+    # None: shutdown.json in $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), if set
+    record_file: Path | None = None
+    final_phase: FinalPhaseConfig = field(default_factory=FinalPhaseConfig)
+
+
+@dataclass(frozen=True)
+class LeaderConfig:
+    # where packaging/kubernetes creates the agent's ServiceAccount and the Role for this Lease
+    namespace: str = "nodeagent-system"
+    lease_name: str = "nodeagent-controllers"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class AnnotateInterceptor:
+    name: str
+    pod_selector: Mapping[str, Any]
+    annotation_key: str
+    annotation_value: str = "true"
+
+
+@dataclass(frozen=True)
+class EvictionConfig:
+    heartbeat_deadline: float = DEFAULT_HEARTBEAT_DEADLINE.total_seconds()
+    backoff_base: float = EVICTION_BACKOFF_BASE
+    backoff_cap: float = EVICTION_BACKOFF_CAP
+    annotate_interceptors: tuple[AnnotateInterceptor, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeMaintenanceConfig:
+    # nodes draining at once across the cluster: a count, or "20%" of the nodes; None: no limit
+    max_draining_nodes: DrainLimit | None = None
+    # cordon a node whose drain waits for a slot (false: it keeps taking pods meanwhile)
+    cordon_while_waiting: bool = False
+    # seconds from the start of Drain (spec.drainDeadlineSeconds overrides); None: no deadline
+    drain_deadline: float | None = None
+    # once the deadline passed: None (report only) or DeletePods (spec.drainDeadlineEscalation
+    # overrides)
+    drain_deadline_escalation: str = "None"
+
+
+@dataclass(frozen=True)
+class StaticPodConfig:
+    enabled: bool = True
+    manifest_dir: Path | None = None  # None: from the running kubelet, else the default
+    stash_dir: Path | None = None  # None: beside the manifest directory
+
+
+@dataclass(frozen=True)
+class ObservabilityConfig:
+    listen: str = "127.0.0.1:9873"  # /healthz /readyz /metrics
+    # /healthz and /readyz alone, for the kubelet's probes, on a listener whose connections
+    # the clients of listen cannot take; None: none (listen serves them too)
+    probe_listen: str | None = None
+    # seconds a connection has to send its request before it is closed
+    idle_timeout: float = 3.0
+    log_format: str = "text"  # text | json
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Webhook:
+    # the URL and headers often hold the webhook's secret: kept out of repr (and so of logs)
+    url: str = field(repr=False)
+    events: frozenset[str] = frozenset(notif.EVENTS)
+    # None: the default JSON body; a string: a text body; a mapping or list: a JSON body
+    template: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    timeout: float = 5.0  # per attempt
+    attempts: int = 3
+
+
+@dataclass(frozen=True)
+class NotificationsConfig:
+    webhooks: tuple[Webhook, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    node_name: str | None = None  # None: NODE_NAME, host name, then interface addresses
+    run_controllers: bool = True  # take part in leader election for the cluster controllers
+    # the node-local parts (shutdown guard, static pods, after-reboot completion); false: a
+    # controllers-only agent that needs no node (the controllers Deployment)
+    run_node_agent: bool = True
+    # the KEP-5683 lifecycle conditions and the maintenance Events on the agent's own Node
+    node_conditions: bool = True
+    kube: KubeConfig = field(default_factory=KubeConfig)
+    shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
+    leader: LeaderConfig = field(default_factory=LeaderConfig)
+    eviction: EvictionConfig = field(default_factory=EvictionConfig)
+    node_maintenance: NodeMaintenanceConfig = field(default_factory=NodeMaintenanceConfig)
+    static_pods: StaticPodConfig = field(default_factory=StaticPodConfig)
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+    notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
