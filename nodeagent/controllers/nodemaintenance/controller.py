@@ -42,12 +42,13 @@ from nodeagent.controllers.nodemaintenance.signatures import (
     requests_by_name,
 )
 from nodeagent.controllers.nodemaintenance.writes import (
+    EXPECTATION_TTL,
     NodeMaintenanceClient,
     Writes,
-    expecting,
 )
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventSink
+from nodeagent.kube.expectations import Expectations
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
@@ -135,7 +136,7 @@ class NodeMaintenanceController(Controller):
         self._request_view = ObjectMemo(EvictionRequestView.from_obj)
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._in_drain: set[str] = set()  # maintenances in stage Drain
-        self._admitting: dict[str, float] = {}  # node admitted to drain, cache lags -> loop time
+        self._admitting = Expectations(EXPECTATION_TTL)  # nodes admitted; drainTargets unseen
         self._maintenances.add_handler(
             self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
         )
@@ -172,7 +173,7 @@ class NodeMaintenanceController(Controller):
             self._in_drain.discard(name)
         for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
             if isinstance(ns, Mapping) and ns.get("drainTargets"):
-                self._admitting.pop(str(as_map(ns.get("nodeRef")).get("name")), None)
+                self._admitting.observed(str(as_map(ns.get("nodeRef")).get("name")))
         self._enqueue_all(self._members.component([name])[0] | {name})
 
     def _on_maintenance_update(self, old: Obj, new: Obj) -> None:
@@ -244,7 +245,7 @@ class NodeMaintenanceController(Controller):
             self._on_request(new)
 
     def _request_seen(self, er: Obj) -> None:
-        self._writes.created_seen(key_of(er))
+        self._writes.request_seen(er)
 
     def _request_gone(self, er: Obj) -> None:
         view = self._request_view(er)
@@ -301,16 +302,13 @@ class NodeMaintenanceController(Controller):
             now=self._clock(),
             max_draining=limit.slots(len(self._nodes.store)) if limit is not None else None,
             cordon_while_waiting=self._settings.cordon_while_waiting,
-            admitting=frozenset(n for n in list(self._admitting) if self._still_admitting(n)),
+            admitting=self._admitting.pending(),
             drain_deadline=self._settings.drain_deadline,
             deadline_escalation=self._settings.drain_deadline_escalation,
             pod_info=self._pod_info,
             request_view=self._request_view,
             recall=self._recall,
         )
-
-    def _still_admitting(self, node: str) -> bool:
-        return expecting(self._admitting, node) is not None
 
     def enqueue(self, key: str) -> None:
         not_before = self._not_before.get(key)
@@ -340,7 +338,7 @@ class NodeMaintenanceController(Controller):
         maintenance and the decision's actions, if there is more to do."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        unseen = self._writes.writes_unseen(self._scope(key)[0] | {key})
+        unseen = self._writes.written.longest(self._scope(key)[0] | {key})
         if unseen is not None:
             # its informer event enqueues us again; the timeout, should it never come
             self.enqueue_after(key, unseen)
@@ -353,7 +351,7 @@ class NodeMaintenanceController(Controller):
         actions = decide(inputs)
         now = loop.time()
         for node in actions.admitted:  # before any await: decisions taken meanwhile count it
-            self._admitting[node] = now
+            self._admitting.expect(node)
         if actions.requeue_after is not None:
             self.enqueue_after(key, actions.requeue_after)
         self._not_before[key] = now + (now - started) * PACING
@@ -370,5 +368,5 @@ class NodeMaintenanceController(Controller):
             return await self._writes.store(inputs.maintenance, actions), actions
         except BaseException:
             for node in actions.admitted:  # not stored: the next decision admits afresh
-                self._admitting.pop(node, None)
+                self._admitting.forget(node)
             raise

@@ -1,11 +1,7 @@
 """The NodeMaintenance shell's writes: a decision's actions applied in order (see
-:mod:`nodeagent.model.nodemaintenance`), and what they leave to expect from the informers.
-
-A write's informer event comes back some milliseconds after it; decisions taken meanwhile on the
-older cache would repeat it (and get AlreadyExists or NotFound) or, for a maintenance's status,
-store progress out of step with it. So each write is remembered until its event comes, for at
-most a timeout: EvictionRequests created and deleted, owned requests seen deleted before their
-pod, pods deleted past the drain deadline, and maintenances written.
+:mod:`nodeagent.model.nodemaintenance`), and what they leave to expect from the informers
+(:mod:`nodeagent.kube.expectations`): EvictionRequests created and deleted, owned requests seen
+deleted before their pod, pods deleted past the drain deadline, and maintenances written.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from prometheus_client import Histogram
 from nodeagent.controllers.nodemaintenance.signatures import drain_started
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
+from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import Store, key_of
@@ -37,13 +34,7 @@ from nodeagent.model.nodemaintenance.actions import (
     StatusUpdate,
 )
 
-__all__ = [
-    "EXPECTATION_TIMEOUT",
-    "WRITE_SEEN_TIMEOUT",
-    "NodeMaintenanceClient",
-    "Writes",
-    "expecting",
-]
+__all__ = ["EXPECTATION_TTL", "NodeMaintenanceClient", "Writes"]
 
 # the shell's logger: what it logs of its writes is filtered and read under that name
 log = logging.getLogger("nodeagent.controllers.nodemaintenance.controller")
@@ -52,29 +43,17 @@ T = TypeVar("T")
 
 # An EvictionRequest we created or deleted, whose informer event has not come back yet, is not
 # created or deleted again by decisions taken meanwhile on the older cache (they would only get
-# AlreadyExists or NotFound), for at most this long.
-EXPECTATION_TIMEOUT = 30.0
-# A maintenance we wrote (its status, a neighbour's, a finalizer) is decided on, or its
-# neighbours are, only once the informer has brought that write back, for at most this long:
-# one resolution spans every intersecting maintenance, and taken on a cache that misses our
-# own last write it would store progress out of step with it (the watch brings it in ms).
-WRITE_SEEN_TIMEOUT = 5.0
+# AlreadyExists or NotFound), for at most this long; nor is a pod deleted again, a node admitted
+# to drain counted twice.
+EXPECTATION_TTL = 30.0
 
 
 class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the controller writes with."""
 
 
-def expecting(expectations: dict[str, float], key: str) -> float | None:
-    """Seconds left of the expectation on `key`, or None."""
-    since = expectations.get(key)
-    if since is None:
-        return None
-    left = since + EXPECTATION_TIMEOUT - asyncio.get_running_loop().time()
-    if left <= 0:
-        del expectations[key]
-        return None
-    return left
+def _version(obj: Mapping[str, Any]) -> str:
+    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 class Writes:
@@ -101,69 +80,51 @@ class Writes:
         self._concurrency = max(1, max_concurrent_writes)
         self._drain_duration = drain_duration
         self.progress_written: dict[str, float] = {}  # maintenance -> loop time
-        self._written: dict[str, tuple[str, float]] = {}  # maintenance -> (its rv, loop time)
-        self._created: dict[str, float] = {}  # "namespace/name" of a request -> loop time
-        self._created_by: dict[str, str] = {}  # "namespace/name" of a request -> maintenance
-        self._deleted: dict[str, float] = {}  # uid of a request -> loop time
-        self.gone: dict[str, float] = {}  # "namespace/name" of an owned request seen deleted
-        self._deleted_pods: dict[str, float] = {}  # uid of a pod deleted by escalation
+        # A maintenance we wrote (its status, a neighbour's, a finalizer) is decided on, or its
+        # neighbours are, only once the informer has brought that write back: one resolution
+        # spans every intersecting maintenance, and taken on a cache that misses our own last
+        # write it would store progress out of step with it.
+        self.written = Expectations(WRITE_SEEN_TTL)  # maintenance names
+        self.created = Expectations(EXPECTATION_TTL)  # "namespace/name" of requests, by maintenance
+        self.deleted = Expectations(EXPECTATION_TTL)  # UIDs of requests
+        # "namespace/name" of owned requests seen deleted, most likely garbage-collected with
+        # their pod, whose own deletion the pod informer has not brought yet: see _create_request
+        self.collected = Expectations(EXPECTATION_TTL)
+        self.pods_deleted = Expectations(EXPECTATION_TTL)  # UIDs of pods deleted by escalation
 
     # -- informer events that end expectations -----------------------------------------------
 
     def maintenance_seen(self, nm: Obj) -> None:
-        """The informer brought `nm`: a write of ours at its resourceVersion is seen."""
-        name = key_of(nm)
-        written = self._written.get(name)
-        if written is not None and written[0] == metadata_of(nm).get("resourceVersion"):
-            del self._written[name]
+        self.written.observed(key_of(nm), _version(nm))
 
     def maintenance_gone(self, name: str) -> None:
-        self._written.pop(name, None)
+        self.written.forget(name)
+
+    def request_seen(self, er: Obj) -> None:
+        self.created.observed(key_of(er))
 
     def request_gone(self, er: Obj, with_its_pod: bool) -> None:
         """The informer saw request `er` deleted; ``with_its_pod``: most likely
-        garbage-collected with its pod, whose own deletion the pod informer has not brought
-        yet (kept only until it does): see _create_request."""
-        self.created_seen(key_of(er))
-        self._deleted.pop(str(metadata_of(er).get("uid")), None)
+        garbage-collected with its pod."""
+        self.created.observed(key_of(er))
+        self.deleted.observed(str(metadata_of(er).get("uid")))
         if with_its_pod:
-            self.gone[key_of(er)] = asyncio.get_running_loop().time()
+            self.collected.expect(key_of(er))
 
     def pod_gone(self, pod: Obj) -> None:
-        """The expectations about a pod end with it (they would pile up over drains)."""
         uid = str(metadata_of(pod).get("uid"))
-        self.gone.pop(f"{metadata_of(pod).get('namespace')}/{uid}", None)
-        self._deleted_pods.pop(uid, None)
+        self.collected.observed(f"{metadata_of(pod).get('namespace')}/{uid}")
+        self.pods_deleted.observed(uid)
 
     # -- writes ------------------------------------------------------------------------------
 
-    def created_seen(self, key: str) -> None:
-        """The create of request `key` needs no more waiting for."""
-        self._created.pop(key, None)
-        self._created_by.pop(key, None)
-
-    def wrote(self, nm: Obj) -> None:
-        """We wrote `nm` (the server's answer): expect the informer to bring it."""
+    def wrote(self, nm: Obj, onto: str | None) -> None:
+        """We wrote `nm` (the server's answer) onto version `onto`: expect the informer to
+        bring our write (or a later one)."""
         name = key_of(nm)
-        rv = str(metadata_of(nm).get("resourceVersion") or "")
         cached = self._maintenances.get(name)
-        if cached is None or metadata_of(cached).get("resourceVersion") != rv:
-            self._written[name] = (rv, asyncio.get_running_loop().time())
-
-    def writes_unseen(self, names: Iterable[str]) -> float | None:
-        """Seconds left of the longest wait for a write of ours to `names` to come back."""
-        now = asyncio.get_running_loop().time()
-        waits = []
-        for name in names:
-            written = self._written.get(name)
-            if written is None:
-                continue
-            left = written[1] + WRITE_SEEN_TIMEOUT - now
-            if left <= 0:
-                del self._written[name]
-            else:
-                waits.append(left)
-        return max(waits, default=None)
+        shown = _version(cached) if cached is not None else None
+        self.written.expect_write(name, [str(onto or "")], shown)
 
     async def apply(self, nm: Mapping[str, Any], a: Actions) -> None:
         """All of a decision's actions, in order."""
@@ -176,17 +137,13 @@ class Writes:
         current: Mapping[str, Any] = nm
         if a.add_finalizer:
             finalizers = [*(metadata_of(current).get("finalizers") or []), FINALIZER]
+            version = metadata_of(current).get("resourceVersion")
             current = await self._client.patch(
                 NODEMAINTENANCES,
                 name,
-                {
-                    "metadata": {
-                        "finalizers": finalizers,
-                        "resourceVersion": metadata_of(current).get("resourceVersion"),
-                    }
-                },
+                {"metadata": {"finalizers": finalizers, "resourceVersion": version}},
             )
-            self.wrote(current)
+            self.wrote(current, version)
         await self._each(a.cordon, self._patch_node)
         if a.cordon:
             log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
@@ -197,15 +154,13 @@ class Writes:
         await self._each(a.neighbours, self._write_neighbour)
         if a.status is not None:
             self.progress_written[name] = asyncio.get_running_loop().time()
+            version = metadata_of(current).get("resourceVersion")
             current = await self._client.patch_status(
                 NODEMAINTENANCES,
                 name,
-                {
-                    "metadata": {"resourceVersion": metadata_of(current).get("resourceVersion")},
-                    "status": a.status,
-                },
+                {"metadata": {"resourceVersion": version}, "status": a.status},
             )
-            self.wrote(current)
+            self.wrote(current, version)
         return current
 
     async def act(self, current: Mapping[str, Any], a: Actions) -> None:
@@ -224,7 +179,7 @@ class Writes:
             log.info("%s: requested the eviction of %d pods", name, len(a.create_evictions))
         await self._escalate(current, a.delete_pods)
         await self._each(a.uncordon, self._patch_node)
-        if a.remove_finalizer and (left := self.creates_unseen(name)) is not None:
+        if a.remove_finalizer and (left := self.created.longest_by(name)) is not None:
             # A request we created is not in the cache yet, so this decision could not
             # withdraw it; its informer event decides again (the timeout, should it never come).
             self._enqueue_after(name, left)
@@ -241,20 +196,6 @@ class Writes:
                 },
             )
             log.info("%s: completed; finalizer removed", name)
-
-    def creates_unseen(self, maintenance: str) -> float | None:
-        """Seconds left of the longest expectation on requests `maintenance` created and the
-        informer has not brought in yet, or None when there are none."""
-        waits = []
-        for key, by in list(self._created_by.items()):
-            if by != maintenance:
-                continue
-            left = expecting(self._created, key)
-            if left is None:
-                del self._created_by[key]
-            else:
-                waits.append(left)
-        return max(waits, default=None)
 
     async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
         """Run `fn` over `items`, at most `max_concurrent_writes` at a time; raise the first
@@ -286,7 +227,7 @@ class Writes:
             )
         except NotFound:
             return
-        self.wrote(written)
+        self.wrote(written, u.resource_version)
         await self._record(written, u.events)
 
     async def _patch_node(self, p: NodePatch) -> None:
@@ -299,27 +240,26 @@ class Writes:
             # The decision was taken before the informer brought this request in (its event
             # came while the decision was being applied); that event decides again.
             return
-        left = expecting(self._created, key)
+        left = self.created.left(key)
         if left is not None:
             self._enqueue_after(maintenance, left)  # should its event never come
             return
-        if expecting(self.gone, key) is not None and not await self._pod_exists(c):
+        if self.collected.left(key) is not None and not await self._pod_exists(c):
             return  # the pod went with its request; its informer event comes next
-        self.gone.pop(key, None)
+        self.collected.forget(key)
         # Expected before it is sent: its informer events (even its deletion, should the pod
         # go at once) may come before the create returns, and must find the expectation to end
-        self._created[key] = asyncio.get_running_loop().time()
-        self._created_by[key] = maintenance
+        self.created.expect(key, by=maintenance)
         try:
             # AlreadyExists: our cache lags, or another requester was first; the informer event
             # for the existing request brings us back to add the requester if it is missing.
             with contextlib.suppress(AlreadyExists):
                 await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
         except BaseException:
-            self.created_seen(key)  # not created: nothing to wait for
+            self.created.forget(key)  # not created: nothing to wait for
             raise
         if key in self._requests:  # its event came while the create was under way
-            self.created_seen(key)
+            self.created.forget(key)
 
     async def _pod_exists(self, c: EvictionRequestCreate) -> bool:
         """Whether the request's pod (that UID) is still there, as the API server says."""
@@ -337,12 +277,11 @@ class Writes:
     async def _escalate(self, nm: Mapping[str, Any], deletes: Sequence[PodDelete]) -> None:
         """Delete the pods past the drain deadline, each once (until the pod informer shows it
         terminating or gone), and say which in one Warning Event."""
-        sent = [d for d in deletes if expecting(self._deleted_pods, d.uid) is None]
+        sent = [d for d in deletes if self.pods_deleted.left(d.uid) is None]
         if not sent:
             return
-        now = asyncio.get_running_loop().time()
         for d in sent:
-            self._deleted_pods[d.uid] = now
+            self.pods_deleted.expect(d.uid)
 
         async def delete(d: PodDelete) -> None:
             with contextlib.suppress(NotFound):  # gone already
@@ -365,7 +304,7 @@ class Writes:
 
     async def _delete_request(self, maintenance: str, d: EvictionRequestDelete) -> None:
         if d.uid:
-            left = expecting(self._deleted, d.uid)
+            left = self.deleted.left(d.uid)
             if left is not None:
                 self._enqueue_after(maintenance, left)
                 return
@@ -379,4 +318,4 @@ class Writes:
             )
         cached = self._requests.get(f"{d.namespace}/{d.name}")
         if d.uid and cached is not None and metadata_of(cached).get("uid") == d.uid:
-            self._deleted[d.uid] = asyncio.get_running_loop().time()
+            self.deleted.expect(d.uid)

@@ -134,7 +134,7 @@ async def test_a_request_gone_with_its_pod_is_not_made_again_for_it() -> None:
     await controller._writes.apply({"metadata": {"name": "m"}}, creating("pod-a"))
     assert client.created == []
     controller._pod_gone(pod)  # its delete event: nothing is kept about it any more
-    assert not controller._writes.gone
+    assert not controller._writes.collected.pending()
 
 
 async def test_events_of_a_request_that_come_before_its_create_returns_end_the_expectation() -> (
@@ -154,7 +154,7 @@ async def test_events_of_a_request_that_come_before_its_create_returns_end_the_e
     client = RacingClient()
     controller, _ = controller_of(client)
     await controller._writes.apply({"metadata": {"name": "m"}}, creating("pod-a"))
-    assert controller._writes.creates_unseen("m") is None
+    assert controller._writes.created.longest_by("m") is None
 
     await controller._writes.apply(FINALIZED, DELETING)
 
@@ -164,19 +164,37 @@ async def test_events_of_a_request_that_come_before_its_create_returns_end_the_e
 async def test_a_maintenance_we_wrote_is_decided_on_once_the_informer_brings_the_write() -> None:
     client = RecordingClient()
     controller, informers = controller_of(client)
-    nm = {"metadata": {"name": "m", "resourceVersion": "4"}, "spec": {}}
-    informers.informer(NODEMAINTENANCES).store.upsert(nm)
-    written = {**nm, "metadata": {"name": "m", "resourceVersion": "5"}}
+    store = informers.informer(NODEMAINTENANCES).store
+    unseen = controller._writes.written
 
-    controller._writes.wrote(written)
-    assert controller._writes.writes_unseen({"m"}) is not None  # the cache still has version 4
-    controller._on_maintenance({**nm, "metadata": {"name": "m", "resourceVersion": "6"}})
-    assert controller._writes.writes_unseen({"m"}) is not None  # someone else's later write first
-    controller._on_maintenance(written)
-    assert controller._writes.writes_unseen({"m"}) is None
+    def at(rv: str) -> Obj:
+        return {"metadata": {"name": "m", "resourceVersion": rv}, "spec": {}}
 
-    controller._writes.wrote({**nm, "metadata": {"name": "m", "resourceVersion": "4"}})
-    assert controller._writes.writes_unseen({"m"}) is None  # the cache had it already
+    def brought(rv: str) -> None:  # the informer's event
+        store.upsert(at(rv))
+        controller._on_maintenance(at(rv))
+
+    brought("4")
+    controller._writes.wrote(at("5"), "4")
+    assert unseen.longest({"m"}) is not None  # the cache still has version 4
+    controller._on_maintenance(at("4"))  # a resync of it
+    assert unseen.longest({"m"}) is not None
+    brought("5")
+    assert unseen.longest({"m"}) is None
+
+    controller._writes.wrote(at("6"), "5")
+    brought("7")  # someone else's write after ours (a relist skipped ours): it holds ours
+    assert unseen.longest({"m"}) is None
+
+    controller._writes.wrote(at("8"), "7")
+    controller._writes.wrote(at("9"), "8")  # two writes of one decision: the first not seen yet
+    brought("8")
+    assert unseen.longest({"m"}) is not None
+    brought("9")
+    assert unseen.longest({"m"}) is None
+
+    controller._writes.wrote(at("9"), "8")
+    assert unseen.longest({"m"}) is None  # the cache had it already
 
 
 class HangingCreates:
