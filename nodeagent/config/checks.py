@@ -132,7 +132,14 @@ def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
         )
 
 
+EVICTION_APIS = ("auto", "upstream", "nodeagent")
+
+
 def _check_eviction(ev: EvictionConfig) -> None:
+    if ev.api not in EVICTION_APIS:
+        raise ConfigError(
+            f"eviction.api: must be one of {', '.join(EVICTION_APIS)}, got {ev.api!r}"
+        )
     _check_heartbeat_deadline(ev.heartbeat_deadline)
     if not 0 < ev.backoff_base <= ev.backoff_cap:
         raise ConfigError(

@@ -100,6 +100,10 @@ class EvictionConfig:
     backoff_base: float = EVICTION_BACKOFF_BASE
     backoff_cap: float = EVICTION_BACKOFF_CAP
     annotate_interceptors: tuple[AnnotateInterceptor, ...] = ()
+    # which EvictionRequest API the leader serves and the maintenances request evictions
+    # through: "upstream" (lifecycle.k8s.io/v1alpha1), "nodeagent" (our CRD), or "auto" (the
+    # upstream one where the server serves it)
+    api: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -246,7 +246,8 @@ async def _run(env: Env, steps: list[Obj]) -> tuple[bool, list[str]]:
             "spec": {"target": {"pod": {"name": md["name"], "uid": md["uid"]}}},
         },
     )
-    name, old = eviction["metadata"]["name"], {}
+    name = eviction["metadata"]["name"]
+    old: Obj = {}
     for i, status in enumerate(steps):
         port = refusals(old, status, datetime.now(UTC))
         patch = {"status": {"conditions": None, **status}}
