@@ -3,23 +3,19 @@ EvictionRequest, including the ``imperative-eviction.k8s.io`` interceptor's Evic
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Protocol
 
-from nodeagent.controllers.evictionrequest.reconcile import (
-    EvictionOutcome,
-    ImperativeState,
-    Plan,
-    plan_request,
-)
+from nodeagent.controllers.evictionrequest.plan import EvictionOutcome, ImperativeState, Plan
+from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.events import EventSink
+from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
@@ -36,12 +32,6 @@ __all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", 
 
 log = logging.getLogger(__name__)
 
-# A request we wrote is decided on again only once the informer shows our write (or anything
-# after it), for at most this long: decided on the version our write replaced, the next write
-# is refused (409) and the request decided again anyway. Its watch event comes within ms; with
-# many workers a request's next turn (the pod's events, an immediate requeue) often came first.
-WRITE_SEEN_TIMEOUT = 5.0
-
 
 class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
     """The part of `KubeClient` the controller and the interceptors need."""
@@ -56,6 +46,11 @@ def refusal_detail(exc: KubeError) -> str:
         if isinstance(cause, Mapping) and cause.get("message"):
             parts.append(str(cause["message"]))
     return text + (": " + " ".join(parts) if parts else "")
+
+
+def _version(obj: Obj) -> str:
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return "" if version is None else str(version)
 
 
 def _pod_key(obj: Obj) -> str | None:
@@ -103,12 +98,17 @@ class EvictionRequestController(Controller):
         # keys of requests whose target pod (that UID) the pod informer saw deleted
         self._pod_deleted: set[str] = set()
         self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
-        # key -> (the resourceVersions our last writes replaced, loop time): WRITE_SEEN_TIMEOUT
-        self._written: dict[str, tuple[frozenset[str], float]] = {}
+        # A request we wrote is decided on again only once the informer shows our write (or
+        # anything after it): decided on the version our write replaced, the next write is
+        # refused (409) and the request decided again anyway. With many workers a request's
+        # next turn (the pod's events, an immediate requeue) often came before the watch event.
+        self._written = Expectations(WRITE_SEEN_TTL)
         # a request is read once per object the cache holds, not on every reconcile of it
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
-        self.requests.add_handler(on_delete=self._view.forget)
+        self.requests.add_handler(
+            self._on_request, lambda _, new: self._on_request(new), self._on_request_deleted
+        )
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self.enqueue_on(self.pods, self._keys_for_pod)
         self.budgets.add_handler(
@@ -116,6 +116,13 @@ class EvictionRequestController(Controller):
             lambda _, new: self._on_budget(new),
             self._on_budget_deleted,
         )
+
+    def _on_request(self, request: Obj) -> None:
+        self._written.observed(key_of(request), _version(request))
+
+    def _on_request_deleted(self, request: Obj) -> None:
+        self._written.forget(key_of(request))
+        self._view.forget(request)
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         key = _pod_key(pod)
@@ -171,7 +178,7 @@ class EvictionRequestController(Controller):
         if request is None:
             self._forget(key)
             return None
-        if (left := self._write_unseen(key, request)) is not None:
+        if (left := self._written.left(key)) is not None:
             return Result(requeue_after=left)  # its watch event brings us back sooner
         # Read here only, before any await: a request deleted meanwhile is not read again after
         # its delete event made the memo forget it.
@@ -189,18 +196,6 @@ class EvictionRequestController(Controller):
                 self._let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, view, pod, state, outcome, gate)
         return await self._apply(key, request, view, plan, pod)
-
-    def _write_unseen(self, key: str, request: Obj) -> float | None:
-        """Seconds left to wait while the cache still shows a version our last writes to the
-        request replaced (a plan made from it would only be refused, 409)."""
-        written = self._written.get(key)
-        if written is None:
-            return None
-        left = written[1] + WRITE_SEEN_TIMEOUT - asyncio.get_running_loop().time()
-        if left > 0 and (request.get("metadata") or {}).get("resourceVersion") in written[0]:
-            return left
-        del self._written[key]
-        return None
 
     def _gate(self, pod: Obj) -> BudgetGate | None:
         namespace = (pod.get("metadata") or {}).get("namespace")
@@ -332,7 +327,9 @@ class EvictionRequestController(Controller):
             self._forget(key)
             return None
         if current is not request:
-            self._written[key] = (frozenset(replaced), asyncio.get_running_loop().time())
+            cached = self.requests.store.get(key)
+            shown = _version(cached) if cached is not None else None
+            self._written.expect_write(key, replaced, shown)
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)
@@ -365,7 +362,7 @@ class EvictionRequestController(Controller):
         )
 
     def _forget(self, key: str) -> None:
-        self._written.pop(key, None)
+        self._written.forget(key)
         self._pod_deleted.discard(key)
         self._imperative.pop(key, None)
         self._activations.pop(key, None)
