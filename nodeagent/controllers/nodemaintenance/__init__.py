@@ -1,8 +1,8 @@
 """The NodeMaintenance controller (KEP-4212, DESIGN 2.1).
 
-The pure decision is :mod:`nodeagent.model.nodemaintenance` (``reconcile`` re-exports it);
-`controller.NodeMaintenanceController` is the shell, `signatures` what it reads of the watched
-objects, `membership` which maintenances share nodes.
+The pure decision is :mod:`nodeagent.model.nodemaintenance`; `controller.NodeMaintenanceController`
+is the shell, `writes` what it writes and expects the informers to bring back, `signatures`
+what it reads of the watched objects, `membership` which maintenances share nodes.
 """
 
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
