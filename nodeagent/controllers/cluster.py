@@ -12,12 +12,15 @@ from nodeagent.controllers.evictionrequest.controller import EvictionRequestCont
 from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
+from nodeagent.controllers.lifecycle.controller import LifecycleEvictionController
+from nodeagent.controllers.lifecycle.evictor import ImperativeEvictor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import Controller, SharedInformers
+from nodeagent.kube.discovery import serves
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
     OperatorMetrics,
@@ -48,12 +51,31 @@ class ClusterControllers:
             registry, by_result=operator.evictions if operator is not None else None
         )
         self.recorder = EventRecorder(client, component="nodeagent-controllers")
+        self.eviction_api = config.eviction.api
+
+    async def upstream_api(self) -> bool:
+        """Whether this term serves the upstream EvictionRequest API (`eviction.api`: auto
+        asks the server, once per term: a gate turned on or off takes effect at the next)."""
+        if self.eviction_api == "nodeagent":
+            return False
+        served = await serves(self.client, UPSTREAM_EVICTIONREQUESTS)
+        if self.eviction_api == "upstream" and not served:
+            raise RuntimeError(
+                "eviction.api is upstream, but the API server does not serve "
+                "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
+                "--runtime-config=lifecycle.k8s.io/v1alpha1=true)"
+            )
+        return served
 
     async def run(self) -> None:
         # fresh informers each term: a new leader must not act on an old term's cache
         informers = SharedInformers(self.client)
-        parts = self._controllers(informers)
-        log.info("leading: running the cluster controllers")
+        upstream = await self.upstream_api()
+        parts = self._controllers(informers, upstream)
+        log.info(
+            "leading: running the cluster controllers%s",
+            " and those of lifecycle.k8s.io/v1alpha1" if upstream else "",
+        )
         if self.operator is not None:
             self.operator.leader.set(1)
             self.operator.maintenances = informers.informer(NODEMAINTENANCES).store.list
@@ -67,7 +89,7 @@ class ClusterControllers:
                 self.operator.leader.set(0)
                 self.operator.maintenances = None
 
-    def _controllers(self, informers: SharedInformers) -> list[Controller]:
+    def _controllers(self, informers: SharedInformers, upstream: bool) -> list[Controller]:
         """This term's controllers and interceptors, on its informers."""
         parts: list[Controller] = [
             NodeMaintenanceController(
@@ -114,4 +136,24 @@ class ClusterControllers:
                     queue_metrics=self.queue_metrics.for_queue("annotate-interceptors"),
                 )
             )
+        if upstream:
+            parts += self._upstream_controllers(informers)
         return parts
+
+    def _upstream_controllers(self, informers: SharedInformers) -> list[Controller]:
+        """The evictionrequest-controller and the imperative evictor of lifecycle.k8s.io."""
+        return [
+            LifecycleEvictionController(
+                self.client,
+                informers,
+                heartbeat_deadline=self.settings.heartbeat_deadline.total_seconds(),
+                queue_metrics=self.queue_metrics.for_queue("evictions"),
+            ),
+            ImperativeEvictor(
+                self.client,
+                informers,
+                backoff=(self.settings.backoff_base, self.settings.backoff_cap),
+                queue_metrics=self.queue_metrics.for_queue("imperative-evictor"),
+                workers=self.request_concurrency,
+            ),
+        ]

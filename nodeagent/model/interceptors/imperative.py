@@ -4,6 +4,9 @@ evictions, and the refusal messages that carry the retry count."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
 from nodeagent.model.backoff import capped_exponential
 from nodeagent.model.budgets import WAITING_PREFIX
@@ -11,6 +14,8 @@ from nodeagent.model.budgets import WAITING_PREFIX
 __all__ = [
     "EVICTION_BACKOFF_BASE",
     "EVICTION_BACKOFF_CAP",
+    "EvictionOutcome",
+    "ImperativeState",
     "eviction_backoff",
     "imperative_refusal_cause",
     "imperative_refusal_message",
@@ -21,6 +26,36 @@ EVICTION_BACKOFF_BASE = 1.0
 """Seconds after the first refused eviction (`eviction.backoffBase`'s default)."""
 EVICTION_BACKOFF_CAP = 15 * 60.0
 """The KEP's "maximum approx. 15 minutes" between evictions (`eviction.backoffCap`'s default)."""
+
+
+
+@dataclass(frozen=True)
+class ImperativeState:
+    """The imperative eviction's retry state for one pod, kept in memory by the controller
+    (the retry count is also in the interceptor's or responder's message, where a new leader
+    picks it up)."""
+
+    retries: int = 0
+    next_attempt: datetime | None = None
+    message: str = ""
+    """The last message, written again should its first write have been lost."""
+    evicted: bool = False
+    """The Eviction API accepted: the pod is on its way out and is never evicted again."""
+    held_since: datetime | None = None
+    """Since when a disruption budget that allows nothing has held the eviction back
+    (:mod:`nodeagent.model.budgets`); None while it does not."""
+
+
+@dataclass(frozen=True)
+class EvictionOutcome:
+    """What the Eviction API answered. ``gone``: 404, or a 409 for a pod since replaced;
+    ``refused``: 429 (a PodDisruptionBudget), a 5xx such as the one for a pod under two budgets,
+    or a 409 for the same pod (a conflict on the server's side: tried again with backoff);
+    ``error``: anything else."""
+
+    kind: Literal["evicted", "gone", "refused", "error"]
+    detail: str = ""
+
 
 _RETRIES = re.compile(r"number of retries: (\d+)")
 

@@ -34,6 +34,7 @@ from nodeagent.model.lifecycle.responders import pod_responders, sort_responders
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
+    "COMPLETION_GRACE",
     "EVICTIONS_API_VERSION",
     "FAILED",
     "SERVER_HEARTBEAT_DEADLINE",
@@ -50,6 +51,9 @@ TARGET_EVICTED = "TargetEvicted"
 FAILED = "Failed"
 SERVER_HEARTBEAT_DEADLINE = timedelta(minutes=20)
 """The server refuses to move an Active responder on sooner (less 30 s of clock skew)."""
+COMPLETION_GRACE = timedelta(seconds=10)
+"""How long the last responder's completion waits for the pod to be seen terminating or gone
+before the Eviction fails with no responder left."""
 
 Intent = Literal["Eviction", "Withdrawn"]
 Obj = dict[str, Any]
@@ -348,11 +352,15 @@ def _advance(out: Obj, pod: _Pod, now: datetime, deadline: timedelta) -> tuple[O
     progress = _responder(out, str(active.get("name")))
     if pod.terminating:
         return out, None
-    if progress.get("completionTime"):
+    if (done := parse_time(progress.get("completionTime"))) is not None:
+        if order.index(active) == len(order) - 1 and now < done + COMPLETION_GRACE:
+            # the evictor completes as the server accepts the eviction: give the pod's end
+            # (another watch than this Eviction's) time to show before no one is left
+            return out, (done + COMPLETION_GRACE - now).total_seconds()
         _hand_on(out, order, active, "Completed", now)
         return out, None
-    last = parse_time(progress.get("heartbeatTime")) or parse_time(progress.get("startTime"))
-    lapse = (last or now) + deadline
+    beat = parse_time(progress.get("heartbeatTime")) or parse_time(progress.get("startTime"))
+    lapse = (beat or now) + deadline
     if now < lapse:
         return out, (lapse - now).total_seconds()
     _hand_on(out, order, active, "Interrupted", now)

@@ -354,6 +354,8 @@ def parts_of(module: Path) -> tuple[str, ...] | None:
         return ("controllers",)
     if rel == "kube/leader.py":
         return ("leader",)
+    if rel == "kube/evict.py":  # the imperative eviction of both EvictionRequest APIs
+        return ("controllers",)
     if rel == "kube/events.py":  # both record Events
         return ("node", "controllers")
     return None
@@ -445,6 +447,8 @@ def api_uses() -> list[Use]:
                 found.append((group, plural + ("/status" if status else ""), verb, where))
             elif isinstance(parent, ast.Call) and callee in INFORMER_CALLS and node in parent.args:
                 found += [(group, plural, "list", where), (group, plural, "watch", where)]
+            elif isinstance(parent, ast.Call) and callee == "serves":  # kube.discovery: a list
+                found.append((group, plural, "list", where))
             elif isinstance(parent, ast.Attribute):
                 pass  # reading .api_version, .kind, .path(): no request
             else:

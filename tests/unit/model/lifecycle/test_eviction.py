@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from nodeagent.model.bodies import condition
 from nodeagent.model.lifecycle.eviction import (
+    COMPLETION_GRACE,
     SERVER_HEARTBEAT_DEADLINE,
     EvictionPlan,
     Target,
@@ -269,7 +270,12 @@ def test_no_responder_left_fails_it() -> None:
     for _ in range(3):
         w.now += timedelta(minutes=1)
         w.respond(heartbeatTime=w.now, completionTime=w.now)
-        w.step()
+        plan = w.step()
+    # the last one's completion waits a little for the pod's end to show
+    assert w.reason("Failed") == "False/AwaitingEviction"
+    assert plan.requeue_after == COMPLETION_GRACE.total_seconds()
+    w.now += COMPLETION_GRACE
+    w.step()
     assert w.reason("Failed") == "True/NoFurtherResponder"
     assert w.reason("TargetEvicted") == "False/EvictionFailed"
     assert set(w.states().values()) == {"Completed"}

@@ -1,0 +1,182 @@
+"""The `imperative-eviction.k8s.io/evictor` responder's turn on an upstream Eviction, pure:
+whether to call the policy/v1 Eviction API now, and what its entry in `status.responders` says.
+
+As the CRD's imperative interceptor (`controllers.evictionrequest.imperative`): the call is
+budget-aware (held back while the cached budget allows nothing, at most HELD_AT_MOST), a
+refusal is retried after a backoff doubling up to `eviction.backoffCap` and counted in the
+message, and DaemonSet and mirror pods are not evicted (the API cannot keep them off the node):
+the evictor completes at once saying so. It completes as the server accepts the eviction; the
+controller waits for the pod's end (`COMPLETION_GRACE`) before it calls the Eviction failed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodeagent.model.bodies import items, mapping, metadata_of
+from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.drainplan import PodType, classify
+from nodeagent.model.interceptors.heartbeats import heartbeat_interval
+from nodeagent.model.interceptors.imperative import (
+    EvictionOutcome,
+    ImperativeState,
+    eviction_backoff,
+    imperative_refusal_message,
+    parse_retries,
+)
+from nodeagent.model.lifecycle.eviction import SERVER_HEARTBEAT_DEADLINE
+from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.podstate import pod_terminating
+from nodeagent.model.times import format_time, parse_time
+
+__all__ = ["HELD_AT_MOST", "EvictorTurn", "active_evictor", "evictor_turn"]
+
+HELD_AT_MOST = timedelta(seconds=10)
+"""How long a budget that allows nothing, as cached, holds an eviction back before the server
+is asked anyway (its watch event normally wakes the pod much sooner)."""
+# the server asks responders not to heartbeat more often than every 20 s; a quarter of its
+# deadline, at most 3 minutes, as our interceptors do
+_HEARTBEAT = heartbeat_interval(SERVER_HEARTBEAT_DEADLINE, timedelta(seconds=20))
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EvictorTurn:
+    call: bool = False
+    """Call the Eviction API for the pod (its UID as precondition), then decide again with
+    the outcome."""
+    entry: Obj | None = None
+    """The evictor's whole new `status.responders` entry, or None when it does not change."""
+    state: ImperativeState | None = None
+    requeue_after: float | None = None
+
+
+def active_evictor(eviction: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The evictor's `status.responders` entry while it is the Active responder."""
+    status = mapping(eviction, "status")
+    active = any(
+        t.get("name") == IMPERATIVE_RESPONDER and t.get("state") == "Active"
+        for t in items(status, "targetResponders")
+        if isinstance(t, Mapping)
+    )
+    if not active:
+        return None
+    return next(
+        (r for r in items(status, "responders") if r.get("name") == IMPERATIVE_RESPONDER), None
+    )
+
+
+def evictor_turn(
+    entry: Mapping[str, Any],
+    pod: Mapping[str, Any] | None,
+    target_uid: str,
+    state: ImperativeState | None,
+    outcome: EvictionOutcome | None,
+    gate: BudgetGate | None,
+    backoff: tuple[float, float],
+    now: datetime,
+) -> EvictorTurn:
+    """The Active evictor's turn, before the call (`outcome` None) or after it. `backoff`:
+    `eviction.backoffBase` and `eviction.backoffCap`."""
+    turn = _turn(entry, pod, target_uid, state, outcome, gate, backoff, now)
+    if turn.entry is not None and turn.entry == dict(entry):
+        return replace(turn, entry=None)
+    return turn
+
+
+def _turn(
+    entry: Mapping[str, Any],
+    pod: Mapping[str, Any] | None,
+    target_uid: str,
+    state: ImperativeState | None,
+    outcome: EvictionOutcome | None,
+    gate: BudgetGate | None,
+    backoff: tuple[float, float],
+    now: datetime,
+) -> EvictorTurn:
+    if state is None:
+        state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
+    if pod is None or metadata_of(pod).get("uid") != target_uid or entry.get("completionTime"):
+        return EvictorTurn(state=state)  # the controller ends it
+    if (why := _not_evicted(pod)) is not None:
+        return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
+    if pod_terminating(pod):
+        return _keep_alive(entry, replace(state, message="The pod is terminating."), now)
+    if outcome is not None:
+        return _after_the_call(entry, state, outcome, backoff, now)
+    if state.next_attempt is not None and now < state.next_attempt:
+        wait = (state.next_attempt - now).total_seconds()
+        return EvictorTurn(state=state, requeue_after=min(wait, _until_heartbeat(entry, now)))
+    held_since = state.held_since or now
+    if gate is not None and gate.room == 0 and now - held_since < HELD_AT_MOST:
+        # the budget's next change wakes this pod; should it not come, ask after HELD_AT_MOST
+        message = gate.waiting_message()
+        state = replace(state, held_since=held_since, message=message)
+        wait = (held_since + HELD_AT_MOST - now).total_seconds()
+        return EvictorTurn(entry=_report(entry, message, now), state=state, requeue_after=wait)
+    return EvictorTurn(call=True, state=state)
+
+
+def _not_evicted(pod: Mapping[str, Any]) -> str | None:
+    pod_type = classify(pod).pod_type
+    if pod_type is PodType.STATIC:
+        return (
+            "Not calling the Eviction API: it cannot remove mirror pods (the kubelet runs "
+            "static pods from their manifests)."
+        )
+    if pod_type is PodType.DAEMONSET:
+        return (
+            "Not calling the Eviction API: it cannot keep DaemonSet pods off the node (their "
+            "DaemonSet recreates them)."
+        )
+    return None
+
+
+def _after_the_call(
+    entry: Mapping[str, Any],
+    state: ImperativeState,
+    outcome: EvictionOutcome,
+    backoff: tuple[float, float],
+    now: datetime,
+) -> EvictorTurn:
+    if outcome.kind == "evicted":
+        after = f" after {state.retries} refused attempts" if state.retries else ""
+        message = f"Evicted the pod through the Eviction API{after}."
+        state = ImperativeState(state.retries, message=message, evicted=True)
+        return EvictorTurn(entry=_report(entry, message, now, done=True), state=state)
+    if outcome.kind == "gone":
+        message = "The pod was gone when the Eviction API was called."
+        state = ImperativeState(state.retries, message=message, evicted=True)
+        return EvictorTurn(entry=_report(entry, message, now, done=True), state=state)
+    retries = state.retries + 1
+    delay = eviction_backoff(retries, *backoff)
+    message = imperative_refusal_message(retries, outcome.detail)
+    state = ImperativeState(retries, now + timedelta(seconds=delay), message)
+    return EvictorTurn(entry=_report(entry, message, now), state=state, requeue_after=delay)
+
+
+def _keep_alive(entry: Mapping[str, Any], state: ImperativeState, now: datetime) -> EvictorTurn:
+    """Say `state.message` with a heartbeat, or when one is due; look again then."""
+    wait = _until_heartbeat(entry, now)
+    if wait > 0 and entry.get("message") == state.message:
+        return EvictorTurn(state=state, requeue_after=wait)
+    return EvictorTurn(entry=_report(entry, state.message, now), state=state)
+
+
+def _report(entry: Mapping[str, Any], message: str, now: datetime, done: bool = False) -> Obj:
+    """`entry` with `message`, a heartbeat when one is due, and `completionTime` when done."""
+    out = dict(entry)
+    out["message"] = message
+    if done or _until_heartbeat(entry, now) <= 0:
+        out["heartbeatTime"] = format_time(now)
+    if done:
+        out["completionTime"] = format_time(now)
+    return out
+
+
+def _until_heartbeat(entry: Mapping[str, Any], now: datetime) -> float:
+    last = parse_time(entry.get("heartbeatTime")) or parse_time(entry.get("startTime")) or now
+    return (last + _HEARTBEAT - now).total_seconds()

@@ -1,0 +1,242 @@
+"""nodeagent as the evictionrequest-controller and imperative evictor of `lifecycle.k8s.io`
+on the real server (v1.37, gate on): the leader's term runs them where the API is served, as
+the controllers' ServiceAccount under RBAC; the tests act as admin, as requesters and as the
+pods' own responders, and read what the server holds through watches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from nodeagent.config import Config, EvictionConfig
+from nodeagent.controllers.cluster import ClusterControllers
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import Conflict
+from nodeagent.kube.resources import (
+    DAEMONSETS,
+    EVICTIONS,
+    PDBS,
+    PODS,
+    UPSTREAM_EVICTIONREQUESTS,
+    Obj,
+)
+from nodeagent.model.bodies import condition
+from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.times import format_time, utcnow
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster, create_pod
+
+pytestmark = pytest.mark.backends("real")
+
+MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
+REQUESTER = "acme.io/drainer"
+VIEWED = (PODS, PDBS, DAEMONSETS, UPSTREAM_EVICTIONREQUESTS, EVICTIONS)
+
+
+@dataclass
+class Env:
+    admin: KubeClient
+    view: ClusterView
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def pod(self, name: str, *responders: tuple[str, int], **labels: str) -> Obj:
+        created = await create_pod(
+            self.admin,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "labels": labels},
+                "spec": {
+                    "nodeName": "node-1",
+                    "evictionResponders": [{"name": n, "priority": p} for n, p in responders],
+                    "containers": [{"name": "c", "image": "busybox"}],
+                },
+            },
+        )
+        await self.until(lambda: ready(self.view.get(PODS, name, "default")))
+        return created
+
+    async def request(self, pod: Obj, name: str, intent: str = "Eviction") -> Obj:
+        md = pod["metadata"]
+        return await self.admin.create(
+            UPSTREAM_EVICTIONREQUESTS,
+            {
+                "apiVersion": "lifecycle.k8s.io/v1alpha1",
+                "kind": "EvictionRequest",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "target": {"pod": {"name": md["name"], "uid": md["uid"]}},
+                    "requester": REQUESTER,
+                    "intent": intent,
+                },
+            },
+        )
+
+    def eviction(self, pod: Obj) -> Obj:
+        """The Eviction of `pod` (named after its UID by the controller), or {}."""
+        return self.view.get(EVICTIONS, pod["metadata"]["uid"], "default") or {}
+
+    def state(self, pod: Obj, responder: str) -> str | None:
+        for t in (self.eviction(pod).get("status") or {}).get("targetResponders") or []:
+            if t["name"] == responder:
+                return str(t["state"])
+        return None
+
+    def reason(self, obj: Obj, type_: str) -> str | None:
+        c = condition(obj.get("status") or {}, type_)
+        return f"{c['status']}/{c['reason']}" if c else None
+
+    async def respond(self, pod: Obj, responder: str, done: bool = False) -> None:
+        """As `responder`: a heartbeat (and its completion) in its entry of the Eviction, at
+        the version read (again if the controller wrote meanwhile)."""
+        name = pod["metadata"]["uid"]
+        async with asyncio.timeout(10):
+            while True:
+                eviction = await self.admin.get(EVICTIONS, name, "default")
+                now = format_time(utcnow())
+                entries = [
+                    {**r, "heartbeatTime": now, **({"completionTime": now} if done else {})}
+                    if r["name"] == responder
+                    else r
+                    for r in eviction["status"]["responders"]
+                ]
+                body = {
+                    "metadata": {"resourceVersion": eviction["metadata"]["resourceVersion"]},
+                    "status": {"responders": entries},
+                }
+                with contextlib.suppress(Conflict):
+                    await self.admin.patch_status(EVICTIONS, name, body, "default")
+                    return
+
+    async def until(self, cond: Any, timeout: float = 30) -> None:
+        await self.view.until(lambda: bool(cond()), timeout)
+
+
+def ready(pod: Obj | None) -> bool:
+    status = (pod or {}).get("status") or {}
+    return status.get("phase") == "Running"
+
+
+@pytest.fixture
+async def env(backend: TestCluster) -> AsyncIterator[Env]:
+    await backend.install_crds()
+    admin = backend.client(max_workers=8)
+    view = ClusterView(admin, VIEWED)
+    await view.start()
+    account = await backend.service_account(CONTROLLERS_ACCOUNT)
+    agent = backend.client(account, max_workers=8)
+    config = Config(eviction=EvictionConfig(api="upstream", backoff_base=0.2, backoff_cap=1.0))
+    leader = ClusterControllers(agent, config, CollectorRegistry())
+    e = Env(admin, view)
+    e.tasks.append(asyncio.create_task(leader.run()))
+    try:
+        yield e
+    finally:
+        for t in e.tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await view.stop()
+
+
+async def test_a_pod_under_a_budget_is_evicted_once_the_budget_allows(env: Env) -> None:
+    pod = await env.pod("web-0", app="web")
+    await env.admin.create(
+        PDBS,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 1},
+        },
+    )
+    await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
+    await env.request(pod, "drain-web-0")
+    await env.until(lambda: env.state(pod, IMPERATIVE_RESPONDER) == "Active")
+
+    def message() -> str:
+        for r in (env.eviction(pod).get("status") or {}).get("responders") or []:
+            if r["name"] == IMPERATIVE_RESPONDER:
+                return str(r.get("message", ""))
+        return ""
+
+    await env.until(lambda: "number of retries: 2" in message())
+    assert env.view.get(PODS, "web-0", "default") is not None  # the budget held it
+    await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
+    await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
+    assert env.view.get(PODS, "web-0", "default") is None
+    eviction = env.eviction(pod)
+    assert env.reason(eviction, "Failed") == "False/Succeeded"
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Completed"
+    assert eviction["metadata"]["labels"] == {
+        REQUESTER: "requester",
+        IMPERATIVE_RESPONDER: "responder",
+    }
+    [owner] = eviction["metadata"]["ownerReferences"]
+    assert owner["kind"] == "EvictionRequest" and owner["name"] == "drain-web-0"
+    await env.until(
+        lambda: (
+            env.reason(
+                env.view.get(UPSTREAM_EVICTIONREQUESTS, "drain-web-0", "default") or {},
+                "TargetEvicted",
+            )
+            == "True/PodDeleted"
+        )
+    )
+
+
+async def test_responders_take_their_turns_by_priority(env: Env) -> None:
+    pod = await env.pod("db-0", (MOVER, 10000), (KEEPER, 20000))
+    await env.request(pod, "drain-db-0")
+    await env.until(lambda: env.state(pod, KEEPER) == "Active")
+    assert env.state(pod, MOVER) == "Inactive"
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Inactive"
+    assert env.reason(env.eviction(pod), "TargetEvicted") == "False/AwaitingEviction"
+    await env.respond(pod, KEEPER, done=True)
+    await env.until(lambda: env.state(pod, MOVER) == "Active")
+    assert env.state(pod, KEEPER) == "Completed"
+    assert env.view.get(PODS, "db-0", "default") is not None  # only the evictor evicts
+    await env.respond(pod, MOVER, done=True)
+    await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
+    assert [env.state(pod, r) for r in (KEEPER, MOVER, IMPERATIVE_RESPONDER)] == ["Completed"] * 3
+
+
+async def test_withdrawal_cancels_and_a_new_intent_starts_over(env: Env) -> None:
+    pod = await env.pod("cache-0", (MOVER, 10000))
+    await env.request(pod, "drain-cache-0")
+    await env.until(lambda: env.state(pod, MOVER) == "Active")
+    first = env.eviction(pod)["metadata"]["uid"]
+    withdraw = {"spec": {"intent": "Withdrawn"}}
+    await env.admin.patch(UPSTREAM_EVICTIONREQUESTS, "drain-cache-0", withdraw, "default")
+    await env.until(
+        lambda: env.reason(env.eviction(pod), "Failed") == "True/CanceledDueToNoRequesters"
+    )
+    assert env.state(pod, MOVER) == "Canceled"
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Inactive"
+    assert (env.eviction(pod)["status"]["requesters"]) == [
+        {"name": REQUESTER, "intent": "Withdrawn"}
+    ]
+    assert ready(env.view.get(PODS, "cache-0", "default"))
+    again = {"spec": {"intent": "Eviction"}}
+    await env.admin.patch(UPSTREAM_EVICTIONREQUESTS, "drain-cache-0", again, "default")
+    await env.until(
+        lambda: (
+            env.eviction(pod).get("metadata", {}).get("uid") not in (None, first)
+            and env.state(pod, MOVER) == "Active"
+        )
+    )
+
+
+async def test_the_eviction_goes_with_its_last_request(env: Env) -> None:
+    pod = await env.pod("tmp-0", (MOVER, 10000))
+    await env.request(pod, "drain-tmp-0")
+    await env.until(lambda: env.state(pod, MOVER) == "Active")
+    await env.admin.delete(UPSTREAM_EVICTIONREQUESTS, "drain-tmp-0", "default")
+    # the garbage collector removes it with its last owner
+    await env.until(lambda: not env.eviction(pod), timeout=60)
+    assert ready(env.view.get(PODS, "tmp-0", "default"))
