@@ -1,8 +1,11 @@
 """Kubernetes access layer: the only package that imports `kubernetes`.
 
-Modules: `client` (async facade on dicts), `errors` (translation of every client failure),
-`resources`, `store`, `informer`, `workqueue`, `ratelimit`, `leader`, `events`; `official`
-imports only the modules of the official client that these use, before any of them does.
+Modules: `client` (async facade on dicts; `connection` loads its configuration,
+`requestparts` builds queries and bodies, `watchstream` reads a watch in its thread,
+`transport`, `tokenfile`), `errors` (translation of every client failure), `resources`,
+`store`, `informer`, `workqueue`, `ratelimit`, `controller`, `expectations`, `discovery`,
+`evict`, `leader`, `events`, `lean`; `official` imports only the modules of the official
+client that these use, before any of them does.
 """
 
 from nodeagent.kube import official
