@@ -1,0 +1,107 @@
+"""The imperative evictor's turn on an upstream Eviction (nodeagent.model.lifecycle.evictor)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
+from nodeagent.model.lifecycle.evictor import HELD_AT_MOST, active_evictor, evictor_turn
+from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.times import format_time
+
+T0 = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
+UID = "3c1b2a9e-0000-4000-8000-000000000001"
+BACKOFF = (1.0, 8.0)
+ENTRY = {"name": IMPERATIVE_RESPONDER, "startTime": format_time(T0)}
+
+
+def pod(**metadata: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web-0", "namespace": "default", "uid": UID, **metadata},
+        "spec": {},
+        "status": {"phase": "Running"},
+    }
+
+
+def turn(entry: dict[str, Any] = ENTRY, p: Any = None, **kw: Any) -> Any:
+    args: dict[str, Any] = {"state": None, "outcome": None, "gate": None, "now": T0}
+    args.update(kw)
+    return evictor_turn(entry, pod() if p is None else p, UID, backoff=BACKOFF, **args)
+
+
+def test_its_entry_only_while_it_is_the_active_responder() -> None:
+    status: dict[str, Any] = {
+        "targetResponders": [{"name": IMPERATIVE_RESPONDER, "priority": 100, "state": "Inactive"}],
+        "responders": [ENTRY],
+    }
+    assert active_evictor({"status": status}) is None
+    status["targetResponders"][0]["state"] = "Active"
+    assert active_evictor({"status": status}) == ENTRY
+
+
+def test_it_calls_then_completes_when_the_server_accepts() -> None:
+    first = turn()
+    assert first.call and first.entry is None
+    after = turn(state=first.state, outcome=EvictionOutcome("evicted"))
+    assert after.entry["completionTime"] == format_time(T0)
+    assert after.entry["message"] == "Evicted the pod through the Eviction API."
+    assert after.state.evicted
+
+
+def test_a_refusal_is_counted_and_retried_after_a_doubling_backoff() -> None:
+    refused = EvictionOutcome("refused", "429 Too Many Requests: budget web")
+    one = turn(outcome=refused)
+    assert one.requeue_after == 1.0 and not one.call
+    assert "number of retries: 1" in one.entry["message"]
+    assert "completionTime" not in one.entry
+    soon = turn(state=one.state, now=T0 + timedelta(seconds=0.5))
+    assert not soon.call and soon.requeue_after == 0.5
+    later = turn(state=one.state, now=T0 + timedelta(seconds=1))
+    assert later.call
+    two = turn(state=one.state, outcome=refused, now=T0 + timedelta(seconds=1))
+    assert two.requeue_after == 2.0 and "number of retries: 2" in two.entry["message"]
+
+
+def test_a_new_leader_picks_the_retry_count_up_from_the_message() -> None:
+    refused = EvictionOutcome("refused", "429")
+    one = turn(outcome=refused)
+    fresh = turn(one.entry, state=None, outcome=refused)
+    assert "number of retries: 2" in fresh.entry["message"]
+
+
+def test_a_budget_that_allows_nothing_holds_the_call_back_a_while() -> None:
+    gate = BudgetGate("default/web", "7", room=0)
+    held = turn(gate=gate)
+    assert not held.call and held.requeue_after == HELD_AT_MOST.total_seconds()
+    assert held.entry["message"].startswith("Waiting for disruption budget web")
+    assert turn(state=held.state, gate=gate, now=T0 + HELD_AT_MOST).call
+
+
+def test_daemonset_and_mirror_pods_are_not_evicted() -> None:
+    ds = pod(ownerReferences=[{"kind": "DaemonSet", "name": "agent", "controller": True}])
+    done = turn(p=ds)
+    assert not done.call and done.entry["completionTime"] == format_time(T0)
+    assert "DaemonSet" in done.entry["message"]
+    mirror = pod(annotations={"kubernetes.io/config.mirror": "abc"})
+    assert "mirror pods" in turn(p=mirror).entry["message"]
+
+
+def test_heartbeats_are_spaced_while_a_terminating_pod_ends() -> None:
+    terminating = pod(deletionTimestamp=format_time(T0))
+    first = turn(p=terminating)
+    assert first.entry == {**ENTRY, "message": "The pod is terminating."}  # started just now
+    again = turn(first.entry, p=terminating, state=first.state, now=T0 + timedelta(seconds=30))
+    assert again.entry is None and again.requeue_after == 150.0  # every 3 minutes
+    due = T0 + timedelta(minutes=3)
+    beat = turn(first.entry, p=terminating, state=first.state, now=due)
+    assert beat.entry["heartbeatTime"] == format_time(due)
+
+
+def test_nothing_for_a_gone_or_replaced_pod_or_after_completion() -> None:
+    assert evictor_turn(ENTRY, None, UID, None, None, None, BACKOFF, T0).entry is None
+    other = pod(uid="another")
+    assert not turn(p=other).call
+    done = {**ENTRY, "completionTime": format_time(T0)}
+    assert turn(done, state=ImperativeState()).entry is None
