@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Set
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,9 +67,9 @@ def from_mapping(raw: Any, source: str = "configuration") -> Config:
         if name in _SECTIONS:
             kwargs[name] = _section(_SECTIONS[name], value, f"{source}: {key}")
         elif name == "node_name":
-            kwargs[name] = _coerce(f"{source}: {key}", value, None, "str | None")
+            kwargs[name] = _coerce(f"{source}: {key}", value, "str | None")
         elif name in ("run_controllers", "run_node_agent", "node_conditions"):
-            kwargs[name] = _coerce(f"{source}: {key}", value, True, "bool")
+            kwargs[name] = _coerce(f"{source}: {key}", value, "bool")
         else:
             known = ", ".join(
                 [
@@ -98,37 +98,64 @@ def _camel_to_snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _coerce(where: str, value: Any, default: Any, annotation: str) -> Any:
-    """Coerce one YAML value to the type of the field's default/annotation."""
-    if "Path" in annotation:
-        if value is None and "None" in annotation:
-            return None
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{where}: must be a path, got {value!r}")
-        return Path(value)
-    if "bool" in annotation:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: must be true or false, got {value!r}")
-        return value
-    if "float" in annotation:
-        if value is None and "None" in annotation:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: must be a number of seconds, got {value!r}")
-        if not math.isfinite(value):
-            raise ConfigError(f"{where}: must be a finite number of seconds, got {value!r}")
-        return float(value)
-    if "int" in annotation:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: must be an integer, got {value!r}")
-        return value
-    if "str" in annotation:
-        if value is None and "None" in annotation:
-            return None
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}: must be a string, got {value!r}")
-        return value
+def _coerce(where: str, value: Any, annotation: str) -> Any:
+    """Coerce one YAML value to the type its field's annotation names: the first of
+    `_COERCIONS`' keywords the annotation contains; other types pass as they are."""
+    nullable = "None" in annotation
+    for keyword, coerce in _COERCIONS:
+        if keyword in annotation:
+            return coerce(where, value, nullable)
     return value
+
+
+def _as_path(where: str, value: Any, nullable: bool) -> Path | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: must be a path, got {value!r}")
+    return Path(value)
+
+
+def _as_bool(where: str, value: Any, nullable: bool) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: must be true or false, got {value!r}")
+    return value
+
+
+def _as_seconds(where: str, value: Any, nullable: bool) -> float | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: must be a number of seconds, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{where}: must be a finite number of seconds, got {value!r}")
+    return float(value)
+
+
+def _as_int(where: str, value: Any, nullable: bool) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: must be an integer, got {value!r}")
+    return value
+
+
+def _as_str(where: str, value: Any, nullable: bool) -> str | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a string, got {value!r}")
+    return value
+
+
+# In order: the first keyword an annotation contains picks its coercion. A None value is
+# kept where the annotation allows it, except for bools and ints (no setting of theirs is
+# optional).
+_COERCIONS: tuple[tuple[str, Callable[[str, Any, bool], Any]], ...] = (
+    ("Path", _as_path),
+    ("bool", _as_bool),
+    ("float", _as_seconds),
+    ("int", _as_int),
+    ("str", _as_str),
+)
 
 
 def _section(cls: type[T], raw: Any, where: str) -> T:
@@ -159,8 +186,7 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "final_phase":
             kwargs[name] = _section(FinalPhaseConfig, value, f"{where}.{key}")
             continue
-        default = f.default if f.default is not dataclasses.MISSING else None
-        kwargs[name] = _coerce(f"{where}.{key}", value, default, str(f.type))
+        kwargs[name] = _coerce(f"{where}.{key}", value, str(f.type))
     return cls(**kwargs)
 
 
@@ -169,38 +195,48 @@ def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:
         raise ConfigError(f"{where}: must be a list")
     out: list[AnnotateInterceptor] = []
     for i, item in enumerate(raw):
-        w = f"{where}[{i}]"
-        if not isinstance(item, Mapping):
-            raise ConfigError(f"{w}: must be a mapping")
-        unknown = set(item) - {"name", "podSelector", "annotationKey", "annotationValue"}
-        if unknown:
-            raise ConfigError(f"{w}.{sorted(unknown)[0]}: unknown setting")
-        for req in ("name", "podSelector", "annotationKey"):
-            if req not in item:
-                raise ConfigError(f"{w}.{req}: required")
-        if not isinstance(item["name"], str) or not DNS_SUBDOMAIN.fullmatch(item["name"]):
-            raise ConfigError(f"{w}.name: must be a DNS subdomain like mover.example.com")
-        if (why := validate_interceptor_name(item["name"])) is not None:
-            raise ConfigError(f"{w}.name: {item['name']!r} {why}")
-        if any(item["name"] == i.name for i in out):
-            raise ConfigError(f"{w}.name: {item['name']} is repeated")
-        if not isinstance(item["podSelector"], Mapping):
-            raise ConfigError(f"{w}.podSelector: must be a label selector mapping")
-        try:
-            label_selector_from_dict(item["podSelector"])
-        except SelectorError as e:
-            raise ConfigError(f"{w}.podSelector: {e}") from None
-        if (why := validate_label_key(str(item["annotationKey"]))) is not None:
-            raise ConfigError(f"{w}.annotationKey: {item['annotationKey']!r} {why}")
-        out.append(
-            AnnotateInterceptor(
-                name=item["name"],
-                pod_selector=dict(item["podSelector"]),
-                annotation_key=str(item["annotationKey"]),
-                annotation_value=str(item.get("annotationValue", "true")),
-            )
-        )
+        out.append(_interceptor(item, f"{where}[{i}]", {earlier.name for earlier in out}))
     return tuple(out)
+
+
+def _interceptor(item: Any, where: str, taken: Set[str]) -> AnnotateInterceptor:
+    """One entry; `taken`: the names of the entries before it."""
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: must be a mapping")
+    unknown = set(item) - {"name", "podSelector", "annotationKey", "annotationValue"}
+    if unknown:
+        raise ConfigError(f"{where}.{sorted(unknown)[0]}: unknown setting")
+    for req in ("name", "podSelector", "annotationKey"):
+        if req not in item:
+            raise ConfigError(f"{where}.{req}: required")
+    _check_interceptor_name(item["name"], f"{where}.name", taken)
+    _check_pod_selector(item["podSelector"], f"{where}.podSelector")
+    if (why := validate_label_key(str(item["annotationKey"]))) is not None:
+        raise ConfigError(f"{where}.annotationKey: {item['annotationKey']!r} {why}")
+    return AnnotateInterceptor(
+        name=item["name"],
+        pod_selector=dict(item["podSelector"]),
+        annotation_key=str(item["annotationKey"]),
+        annotation_value=str(item.get("annotationValue", "true")),
+    )
+
+
+def _check_interceptor_name(name: Any, where: str, taken: Set[str]) -> None:
+    if not isinstance(name, str) or not DNS_SUBDOMAIN.fullmatch(name):
+        raise ConfigError(f"{where}: must be a DNS subdomain like mover.example.com")
+    if (why := validate_interceptor_name(name)) is not None:
+        raise ConfigError(f"{where}: {name!r} {why}")
+    if name in taken:
+        raise ConfigError(f"{where}: {name} is repeated")
+
+
+def _check_pod_selector(selector: Any, where: str) -> None:
+    if not isinstance(selector, Mapping):
+        raise ConfigError(f"{where}: must be a label selector mapping")
+    try:
+        label_selector_from_dict(selector)
+    except SelectorError as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def _webhooks(raw: Any, where: str) -> tuple[Webhook, ...]:
@@ -224,38 +260,53 @@ def _webhook(item: Any, where: str) -> Webhook:
         url = notif.check_url(item["url"])
     except notif.InvalidSetting as e:
         raise ConfigError(f"{where}.url: {e}") from None
-    events = frozenset(notif.EVENTS)
-    if "events" in item:
-        raw = item["events"]
-        if not isinstance(raw, list) or not raw:
-            raise ConfigError(f"{where}.events: must be a list of one or more events")
-        for event in raw:
-            if event not in notif.EVENTS:
-                raise ConfigError(
-                    f"{where}.events: {event!r} is not an event (known: {', '.join(notif.EVENTS)})"
-                )
-        events = frozenset(raw)
+    events = _webhook_events(item, f"{where}.events")
     template = item.get("template")
-    if template is not None:
-        try:
-            notif.check_template(template)
-        except notif.InvalidSetting as e:
-            raise ConfigError(f"{where}.template{'' if str(e)[0] in '.[' else ': '}{e}") from None
+    _check_webhook_template(template, f"{where}.template")
     headers = item.get("headers") or {}
+    _check_webhook_headers(headers, f"{where}.headers")
+    timeout = _coerce(f"{where}.timeout", item.get("timeout", 5.0), "float")
+    if timeout <= 0:
+        raise ConfigError(f"{where}.timeout: must be positive")
+    attempts = _coerce(f"{where}.attempts", item.get("attempts", 3), "int")
+    if not 1 <= attempts <= MAX_ATTEMPTS:
+        raise ConfigError(f"{where}.attempts: must be from 1 to {MAX_ATTEMPTS}")
+    return Webhook(url, events, template, dict(headers), timeout, attempts)
+
+
+def _webhook_events(item: Mapping[str, Any], where: str) -> frozenset[str]:
+    """The events a webhook is sent: all of them unless it names some."""
+    if "events" not in item:
+        return frozenset(notif.EVENTS)
+    raw = item["events"]
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: must be a list of one or more events")
+    for event in raw:
+        if event not in notif.EVENTS:
+            raise ConfigError(
+                f"{where}: {event!r} is not an event (known: {', '.join(notif.EVENTS)})"
+            )
+    return frozenset(raw)
+
+
+def _check_webhook_template(template: Any, where: str) -> None:
+    if template is None:
+        return
+    try:
+        notif.check_template(template)
+    except notif.InvalidSetting as e:
+        # the error may start with the path inside the template (".x" or "[0]")
+        raise ConfigError(f"{where}{'' if str(e)[0] in '.[' else ': '}{e}") from None
+
+
+def _check_webhook_headers(headers: Any, where: str) -> None:
     if not isinstance(headers, Mapping):
-        raise ConfigError(f"{where}.headers: must be a mapping of header names to values")
+        raise ConfigError(f"{where}: must be a mapping of header names to values")
     for name, value in headers.items():
         try:
             notif.check_header(name, value)
         except notif.InvalidSetting as e:
-            raise ConfigError(f"{where}.headers: {e}") from None
-    timeout = _coerce(f"{where}.timeout", item.get("timeout", 5.0), 5.0, "float")
-    if timeout <= 0:
-        raise ConfigError(f"{where}.timeout: must be positive")
-    attempts = _coerce(f"{where}.attempts", item.get("attempts", 3), 3, "int")
-    if not 1 <= attempts <= MAX_ATTEMPTS:
-        raise ConfigError(f"{where}.attempts: must be from 1 to {MAX_ATTEMPTS}")
-    return Webhook(url, events, template, dict(headers), timeout, attempts)
+            raise ConfigError(f"{where}: {e}") from None
 
 
 def _drain_limit(raw: Any, where: str) -> DrainLimit | None:
