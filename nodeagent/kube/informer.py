@@ -165,12 +165,7 @@ class Informer:
             label_selector=self._label_selector,
             field_selector=self._field_selector,
         )
-        items = [item for item in listed.get("items") or [] if isinstance(item, dict)]
-        for item in items:  # a list's items do not say their kind; its watch events do
-            item.setdefault("apiVersion", self.resource.api_version)
-            item.setdefault("kind", self.resource.kind)
-        if self._transform is not None:
-            items = [self._transform(item) for item in items]
+        items = [self._kept(item) for item in listed.get("items") or [] if isinstance(item, dict)]
         deltas = self.store.replace(items)
         self._rv = metadata_of(listed).get("resourceVersion") or None
         log.debug(
@@ -208,10 +203,7 @@ class Informer:
             if rv:
                 self._rv = rv
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
-        if self._transform is not None:
-            obj = self._transform(obj)
+        obj = self._kept(obj)
         try:
             key = key_of(obj)
         except ValueError:
@@ -220,25 +212,39 @@ class Informer:
             )
             return
         if kind in ("ADDED", "MODIFIED"):
-            old = self.store.upsert(obj)
-            if old is None:
-                self._dispatch(Delta("Added", key, None, obj))
-            elif metadata_of(old).get("uid") != metadata_of(obj).get("uid"):
-                self._dispatch(Delta("Deleted", key, old, None))
-                self._dispatch(Delta("Added", key, None, obj))
-            elif metadata_of(old).get("resourceVersion") != rv:
-                self._dispatch(Delta("Updated", key, old, obj))
-            # else: the same version again (a resumed watch); nothing changed
+            self._upserted(key, obj, rv)
         elif kind == "DELETED":
-            old = self.store.delete(key)
-            if old is not None:
-                # Handlers get the final state the server sent, as in client-go.
-                self._dispatch(Delta("Deleted", key, obj, None))
+            self._deleted(key, obj)
         else:
             log.warning("watch of %s sent an unknown event type %r", self.resource, kind)
             return
         if rv:
             self._rv = rv
+
+    def _kept(self, obj: Obj) -> Obj:
+        """What the store keeps of a listed or watched object: with its kind (a list's items do
+        not say it; watch events do), transformed."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return obj if self._transform is None else self._transform(obj)
+
+    def _upserted(self, key: str, obj: Obj, rv: str | None) -> None:
+        """An object added or modified at `rv`, stored, and its change dispatched."""
+        old = self.store.upsert(obj)
+        if old is None:
+            self._dispatch(Delta("Added", key, None, obj))
+        elif metadata_of(old).get("uid") != metadata_of(obj).get("uid"):
+            self._dispatch(Delta("Deleted", key, old, None))
+            self._dispatch(Delta("Added", key, None, obj))
+        elif metadata_of(old).get("resourceVersion") != rv:
+            self._dispatch(Delta("Updated", key, old, obj))
+        # else: the same version again (a resumed watch); nothing changed
+
+    def _deleted(self, key: str, obj: Obj) -> None:
+        """An object deleted, removed from the store, and its delete dispatched."""
+        if self.store.delete(key) is not None:
+            # Handlers get the final state the server sent, as in client-go.
+            self._dispatch(Delta("Deleted", key, obj, None))
 
     def _dispatch(self, delta: Delta) -> None:
         for handlers in self._handlers:
