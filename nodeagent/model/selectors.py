@@ -199,6 +199,7 @@ class LabelSelector:
         return ",".join(r.to_string() for r in self.requirements)
 
 
+_SELECTOR_FIELDS = ("matchLabels", "matchExpressions")
 _SELECTOR_OPERATORS = {
     "In": Operator.IN,
     "NotIn": Operator.NOT_IN,
@@ -218,39 +219,48 @@ def label_selector_from_dict(d: Mapping[str, Any] | None) -> LabelSelector:
     """
     if d is None:
         return LabelSelector.nothing()
-    errors: list[str] = []
-    requirements: list[Requirement] = []
-    for name in d:
-        if name not in ("matchLabels", "matchExpressions"):
-            errors.append(f"{name}: unknown field")
-
-    match_labels = d.get("matchLabels")
-    if match_labels is not None:
-        if not isinstance(match_labels, Mapping):
-            errors.append("matchLabels: must be an object")
-        else:
-            for key, value in match_labels.items():
-                where = f"matchLabels[{key!r}]"
-                if not isinstance(value, str):
-                    errors.append(f"{where}: value must be a string")
-                elif (why := _label_pair_problem(key, value)) is not None:
-                    errors.append(f"{where}: {why}")
-                else:
-                    requirements.append(Requirement(key, Operator.EQUALS, (value,)))
-
-    expressions = d.get("matchExpressions")
-    if expressions is not None:
-        if not isinstance(expressions, list):
-            errors.append("matchExpressions: must be a list")
-        else:
-            for i, expr in enumerate(expressions):
-                req = _expression_requirement(expr, f"matchExpressions[{i}]", errors)
-                if req is not None:
-                    requirements.append(req)
-
+    errors = [f"{name}: unknown field" for name in d if name not in _SELECTOR_FIELDS]
+    requirements = [
+        *_match_labels_requirements(d.get("matchLabels"), errors),
+        *_match_expressions_requirements(d.get("matchExpressions"), errors),
+    ]
     if errors:
         raise SelectorError("invalid label selector: " + "; ".join(errors))
     return LabelSelector(tuple(requirements))
+
+
+def _match_labels_requirements(raw: object, errors: list[str]) -> list[Requirement]:
+    """matchLabels' requirements (key=value each); what is wrong is reported in ``errors``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, Mapping):
+        errors.append("matchLabels: must be an object")
+        return []
+    requirements: list[Requirement] = []
+    for key, value in raw.items():
+        where = f"matchLabels[{key!r}]"
+        if not isinstance(value, str):
+            errors.append(f"{where}: value must be a string")
+        elif (why := _label_pair_problem(key, value)) is not None:
+            errors.append(f"{where}: {why}")
+        else:
+            requirements.append(Requirement(key, Operator.EQUALS, (value,)))
+    return requirements
+
+
+def _match_expressions_requirements(raw: object, errors: list[str]) -> list[Requirement]:
+    """matchExpressions' requirements; what is wrong is reported in ``errors``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append("matchExpressions: must be a list")
+        return []
+    requirements: list[Requirement] = []
+    for i, expr in enumerate(raw):
+        req = _expression_requirement(expr, f"matchExpressions[{i}]", errors)
+        if req is not None:
+            requirements.append(req)
+    return requirements
 
 
 def _label_pair_problem(key: str, value: str) -> str | None:
