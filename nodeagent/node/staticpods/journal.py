@@ -88,59 +88,96 @@ class JournalEntry:
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str) -> JournalEntry:
-        try:
-            doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise JournalError(f"{where}: not valid JSON: {e}") from e
-        if not isinstance(doc, dict):
-            raise JournalError(f"{where}: not a JSON object")
-        if doc.get("version") != VERSION:
-            raise JournalError(f"{where}: unknown journal version {doc.get('version')!r}")
-
-        def text(key: str, *, optional: bool = False) -> Any:
-            value = doc.get(key)
-            if value is None and optional:
-                return None
-            if not isinstance(value, str) or not value:
-                raise JournalError(f"{where}: {key} must be a non-empty string")
-            return value
-
-        entry_id = text("id")
-        if not _ID.match(entry_id):
-            raise JournalError(f"{where}: malformed id {entry_id!r}")
-        try:
-            state = State(str(doc.get("state")))
-        except ValueError:
-            raise JournalError(f"{where}: unknown state {doc.get('state')!r}") from None
-        sha = text("sha256")
-        if not _SHA256.match(sha):
-            raise JournalError(f"{where}: malformed sha256 {sha!r}")
-        original = text("original_path")
-        if not original.startswith("/") or original.endswith("/"):
-            raise JournalError(f"{where}: original_path must be an absolute file path")
-        size = doc.get("size")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise JournalError(f"{where}: size must be a non-negative integer")
-        shutdown = doc.get("shutdown")
-        if not isinstance(shutdown, bool):
-            raise JournalError(f"{where}: shutdown must be true or false")
-        restore_name = text("restore_name", optional=True)
-        if restore_name is not None and ("/" in restore_name or restore_name in (".", "..")):
-            raise JournalError(f"{where}: restore_name must be a file name")
-        if state is State.RESTORING and restore_name is None:
-            raise JournalError(f"{where}: state restoring needs restore_name")
+        doc = _document(data, where)
+        entry_id = _matching(doc, "id", _ID, where)
+        state = _state(doc, where)
+        sha = _matching(doc, "sha256", _SHA256, where)
+        original = _original_path(doc, where)
+        size = _size(doc, where)
+        shutdown = _shutdown(doc, where)
+        restore_name = _restore_name(doc, state, where)
         return cls(
             id=entry_id,
             state=state,
             original_path=original,
             sha256=sha,
             size=size,
-            maintenance=text("maintenance"),
+            maintenance=_text(doc, "maintenance", where),
             shutdown=shutdown,
-            boot_id=text("boot_id"),
-            node=text("node"),
-            pod_namespace=text("pod_namespace"),
-            pod_name=text("pod_name"),
-            stashed_at=text("stashed_at"),
+            boot_id=_text(doc, "boot_id", where),
+            node=_text(doc, "node", where),
+            pod_namespace=_text(doc, "pod_namespace", where),
+            pod_name=_text(doc, "pod_name", where),
+            stashed_at=_text(doc, "stashed_at", where),
             restore_name=restore_name,
         )
+
+
+# Parsing an entry file: each reads one field of the document (`where`: the file, for errors).
+
+
+def _document(data: bytes, where: str) -> dict[str, Any]:
+    """The entry's JSON object, of the version this code writes."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise JournalError(f"{where}: not valid JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise JournalError(f"{where}: not a JSON object")
+    if doc.get("version") != VERSION:
+        raise JournalError(f"{where}: unknown journal version {doc.get('version')!r}")
+    return doc
+
+
+def _text(doc: dict[str, Any], key: str, where: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value:
+        raise JournalError(f"{where}: {key} must be a non-empty string")
+    return value
+
+
+def _matching(doc: dict[str, Any], key: str, pattern: re.Pattern[str], where: str) -> str:
+    value = _text(doc, key, where)
+    if not pattern.match(value):
+        raise JournalError(f"{where}: malformed {key} {value!r}")
+    return value
+
+
+def _state(doc: dict[str, Any], where: str) -> State:
+    try:
+        return State(str(doc.get("state")))
+    except ValueError:
+        raise JournalError(f"{where}: unknown state {doc.get('state')!r}") from None
+
+
+def _original_path(doc: dict[str, Any], where: str) -> str:
+    original = _text(doc, "original_path", where)
+    if not original.startswith("/") or original.endswith("/"):
+        raise JournalError(f"{where}: original_path must be an absolute file path")
+    return original
+
+
+def _size(doc: dict[str, Any], where: str) -> int:
+    size = doc.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise JournalError(f"{where}: size must be a non-negative integer")
+    return size
+
+
+def _shutdown(doc: dict[str, Any], where: str) -> bool:
+    shutdown = doc.get("shutdown")
+    if not isinstance(shutdown, bool):
+        raise JournalError(f"{where}: shutdown must be true or false")
+    return shutdown
+
+
+def _restore_name(doc: dict[str, Any], state: State, where: str) -> str | None:
+    """The file name the manifest is renamed back to; an entry in state `restoring` has one."""
+    if doc.get("restore_name") is None:
+        if state is State.RESTORING:
+            raise JournalError(f"{where}: state restoring needs restore_name")
+        return None
+    restore_name = _text(doc, "restore_name", where)
+    if "/" in restore_name or restore_name in (".", ".."):
+        raise JournalError(f"{where}: restore_name must be a file name")
+    return restore_name
