@@ -11,7 +11,7 @@ from nodeagent.controllers.evictionrequest.controller import (
     EvictionClient,
     EvictionRequestController,
 )
-from nodeagent.controllers.evictionrequest.plan import EvictionOutcome, ImperativeState, Plan
+from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.controllers.settings import AnnotateRule, EvictionSettings
 
@@ -19,10 +19,8 @@ __all__ = [
     "AnnotateRule",
     "EventSink",
     "EvictionClient",
-    "EvictionOutcome",
     "EvictionRequestController",
     "EvictionSettings",
-    "ImperativeState",
     "Plan",
     "plan_request",
 ]

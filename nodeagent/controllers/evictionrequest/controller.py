@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from nodeagent.controllers.evictionrequest.plan import EvictionOutcome, ImperativeState, Plan
+from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
-from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
+from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.events import EventSink
+from nodeagent.kube.evict import evict_pod
 from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
@@ -22,30 +23,20 @@ from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
+from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import EvictionRequestMetrics
 
-__all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController", "refusal_detail"]
+__all__ = ["Clock", "EventSink", "EvictionClient", "EvictionRequestController"]
 
 log = logging.getLogger(__name__)
 
 
 class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
     """The part of `KubeClient` the controller and the interceptors need."""
-
-
-def refusal_detail(exc: KubeError) -> str:
-    """A refused eviction in one line: the status, the message and the budget's cause."""
-    text = f"{exc.status} {exc.reason}".strip() if exc.status else (exc.reason or "no response")
-    parts = [exc.message] if exc.message else []
-    causes = exc.details.get("causes") if isinstance(exc.details, Mapping) else None
-    for cause in causes if isinstance(causes, list) else ():
-        if isinstance(cause, Mapping) and cause.get("message"):
-            parts.append(str(cause["message"]))
-    return text + (": " + " ".join(parts) if parts else "")
 
 
 def _version(obj: Obj) -> str:
@@ -252,20 +243,7 @@ class EvictionRequestController(Controller):
             return None
 
     async def _evict(self, view: EvictionRequestView, plan: Plan) -> EvictionOutcome:
-        try:
-            await self._client.evict(view.namespace, view.target_name, uid=view.target_uid)
-        except NotFound as exc:
-            result = EvictionOutcome("gone", refusal_detail(exc))
-        except Conflict as exc:
-            # 409: the UID precondition failed (the pod was replaced), or kube-apiserver met a
-            # conflict updating the budget or the pod: only the pod itself tells which
-            result = await self._after_conflict(view, exc)
-        except (TooManyRequests, ServerError) as exc:
-            result = EvictionOutcome("refused", refusal_detail(exc))
-        except KubeError as exc:
-            result = EvictionOutcome("error", refusal_detail(exc))
-        else:
-            result = EvictionOutcome("evicted")
+        result = await evict_pod(self._client, view.namespace, view.target_name, view.target_uid)
         log.info(
             "eviction of pod %s/%s for %s: %s %s",
             view.namespace,
@@ -277,17 +255,6 @@ class EvictionRequestController(Controller):
         if self._metrics is not None:
             self._metrics.eviction_attempt(view.namespace, view.name, view.target_name, result.kind)
         return result
-
-    async def _after_conflict(self, view: EvictionRequestView, exc: Conflict) -> EvictionOutcome:
-        try:
-            pod = await self._client.get(PODS, view.target_name, view.namespace)
-        except NotFound:
-            return EvictionOutcome("gone", refusal_detail(exc))
-        except KubeError as err:
-            return EvictionOutcome("error", refusal_detail(err))
-        if (pod.get("metadata") or {}).get("uid") != view.target_uid:
-            return EvictionOutcome("gone", refusal_detail(exc))
-        return EvictionOutcome("refused", refusal_detail(exc))  # same pod: try again later
 
     async def _apply(
         self, key: str, request: Obj, view: EvictionRequestView, plan: Plan, pod: Obj | None

@@ -11,13 +11,16 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from nodeagent.controllers.evictionrequest.plan import EvictionOutcome, ImperativeState, PlanBuilder
+from nodeagent.controllers.evictionrequest.plan import PlanBuilder
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors.heartbeats import heartbeat_interval, report_progress
 from nodeagent.model.interceptors.imperative import (
+    HELD_AT_MOST,
+    EvictionOutcome,
+    ImperativeState,
     eviction_backoff,
     imperative_refusal_message,
     parse_retries,
@@ -26,12 +29,7 @@ from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR, KUBELET_INTERCEPTOR
 from nodeagent.model.podstate import pod_terminating
 
-__all__ = ["HELD_AT_MOST", "imperative_turn"]
-
-# How long a budget that allows nothing, as cached, holds an eviction back before the server is
-# asked anyway: its watch event normally wakes the pod much sooner; this bounds what a missed
-# or unforeseen one costs (a 429, and the backoff, if the cache was right)
-HELD_AT_MOST = timedelta(seconds=10)
+__all__ = ["imperative_turn"]
 
 
 def imperative_turn(

@@ -1,6 +1,6 @@
 """What the eviction request controller's decision (:mod:`.reconcile`) returns, and the builder
-that makes it, pure: a :class:`Plan`, the :class:`ImperativeState` the controller keeps between
-plans, the :class:`EvictionOutcome` it brings back from the Eviction API."""
+that makes it, pure: a :class:`Plan` (with the imperative eviction's state the controller keeps
+between plans, `model.interceptors.imperative`)."""
 
 from __future__ import annotations
 
@@ -8,41 +8,15 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from nodeagent.model.bodies import Event, EventType, set_condition
+from nodeagent.model.interceptors.imperative import ImperativeState
 from nodeagent.model.interceptors.requests import CANCELED, EVICTED, EvictionRequestView
 from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR
 
-__all__ = ["EvictionOutcome", "ImperativeState", "Plan", "PlanBuilder"]
-
-
-@dataclass(frozen=True)
-class ImperativeState:
-    """The imperative eviction's retry state for one request, kept in memory by the controller
-    (the retry count is also in the interceptor's message, where a new leader picks it up)."""
-
-    retries: int = 0
-    next_attempt: datetime | None = None
-    message: str = ""
-    """The last message, written again should its first write have been lost."""
-    evicted: bool = False
-    """The Eviction API accepted: the pod is on its way out and is never evicted again."""
-    held_since: datetime | None = None
-    """Since when a disruption budget that allows nothing has held the eviction back
-    (:mod:`nodeagent.model.budgets`); None while it does not."""
-
-
-@dataclass(frozen=True)
-class EvictionOutcome:
-    """What the Eviction API answered. ``gone``: 404, or a 409 for a pod since replaced;
-    ``refused``: 429 (a PodDisruptionBudget), a 5xx such as the one for a pod under two budgets,
-    or a 409 for the same pod (a conflict on the server's side: tried again with backoff);
-    ``error``: anything else."""
-
-    kind: Literal["evicted", "gone", "refused", "error"]
-    detail: str = ""
+__all__ = ["Plan", "PlanBuilder"]
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from nodeagent.controllers.evictionrequest.imperative import imperative_turn
-from nodeagent.controllers.evictionrequest.plan import (
-    EvictionOutcome,
-    ImperativeState,
-    Plan,
-    PlanBuilder,
-)
+from nodeagent.controllers.evictionrequest.plan import Plan, PlanBuilder
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event, uid_of
 from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import (
     InvalidInterceptors,

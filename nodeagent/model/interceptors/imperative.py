@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from nodeagent.model.backoff import capped_exponential
@@ -14,6 +14,7 @@ from nodeagent.model.budgets import WAITING_PREFIX
 __all__ = [
     "EVICTION_BACKOFF_BASE",
     "EVICTION_BACKOFF_CAP",
+    "HELD_AT_MOST",
     "EvictionOutcome",
     "ImperativeState",
     "eviction_backoff",
@@ -27,6 +28,11 @@ EVICTION_BACKOFF_BASE = 1.0
 EVICTION_BACKOFF_CAP = 15 * 60.0
 """The KEP's "maximum approx. 15 minutes" between evictions (`eviction.backoffCap`'s default)."""
 
+
+HELD_AT_MOST = timedelta(seconds=10)
+"""How long a budget that allows nothing, as cached, holds an eviction back before the server is
+asked anyway: its watch event normally wakes the pod much sooner; this bounds what a missed or
+unforeseen one costs (a 429, and the backoff, if the cache was right)."""
 
 
 @dataclass(frozen=True)

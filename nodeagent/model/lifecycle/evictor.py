@@ -20,6 +20,7 @@ from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors.heartbeats import heartbeat_interval
 from nodeagent.model.interceptors.imperative import (
+    HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
     eviction_backoff,
@@ -31,11 +32,8 @@ from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.podstate import pod_terminating
 from nodeagent.model.times import format_time, parse_time
 
-__all__ = ["HELD_AT_MOST", "EvictorTurn", "active_evictor", "evictor_turn"]
+__all__ = ["EvictorTurn", "active_evictor", "evictor_turn"]
 
-HELD_AT_MOST = timedelta(seconds=10)
-"""How long a budget that allows nothing, as cached, holds an eviction back before the server
-is asked anyway (its watch event normally wakes the pod much sooner)."""
 # the server asks responders not to heartbeat more often than every 20 s; a quarter of its
 # deadline, at most 3 minutes, as our interceptors do
 _HEARTBEAT = heartbeat_interval(SERVER_HEARTBEAT_DEADLINE, timedelta(seconds=20))

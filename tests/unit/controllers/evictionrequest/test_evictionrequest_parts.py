@@ -10,11 +10,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.controllers.evictionrequest.controller import refusal_detail
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
 from nodeagent.controllers.interceptors.plans import has_taint
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.errors import TooManyRequests, Unreachable
+from nodeagent.kube.evict import refusal_detail
 from nodeagent.kube.workqueue import WorkQueue
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import holds_pods_off

@@ -11,12 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.controllers.evictionrequest.imperative import HELD_AT_MOST
-from nodeagent.controllers.evictionrequest.plan import EvictionOutcome, ImperativeState, Plan
+from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors.imperative import imperative_refusal_cause
+from nodeagent.model.interceptors.imperative import (
+    HELD_AT_MOST,
+    EvictionOutcome,
+    ImperativeState,
+    imperative_refusal_cause,
+)
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.names import (
     DAEMONSET_INTERCEPTOR,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
-from nodeagent.model.lifecycle.evictor import HELD_AT_MOST, active_evictor, evictor_turn
+from nodeagent.model.interceptors.imperative import HELD_AT_MOST, EvictionOutcome, ImperativeState
+from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 
