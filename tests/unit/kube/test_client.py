@@ -30,8 +30,7 @@ from nodeagent.kube.errors import (
 from nodeagent.kube.resources import LEASES, NODEMAINTENANCES, NODES, PODS, Resource
 from nodeagent.kube.transport import Transport
 from tests.faketime import FakeClock
-
-from .waiting import eventually
+from tests.until import until
 
 Obj = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -282,6 +281,7 @@ async def test_request_hook_and_bounded_concurrency(server: FakeServer) -> None:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
+        # real time: the requests must overlap for a third one at once to show
         await asyncio.sleep(0.05)
         in_flight -= 1
         return web.json_response({"metadata": {"name": "n1"}})
@@ -343,6 +343,7 @@ async def test_watch_streams_events_split_across_chunks(
         await resp.prepare(request)
         data = line(pod_event("ADDED", "a", "1")) + line(pod_event("MODIFIED", "a", "2"))
         await resp.write(data[:10])
+        # real time: the client's thread reads the first piece alone, so it must join the line
         await asyncio.sleep(0.05)
         await resp.write(data[10:] + b"\n")  # a blank line is skipped
         await resp.write(
@@ -385,7 +386,7 @@ async def test_watch_error_event_410_raises_gone(server: FakeServer, client: Kub
                 }
             )
         )
-        await asyncio.sleep(5)  # a real server may keep the stream open; we must not wait
+        await asyncio.Event().wait()  # a real server may keep the stream open; we must not wait
         return resp
 
     server.on("GET", "/api/v1/pods", handler)
@@ -414,14 +415,13 @@ async def test_closing_a_watch_ends_the_response_and_thread(
         resp = web.StreamResponse()
         resp.enable_chunked_encoding()
         await resp.prepare(request)
+        await resp.write(line(pod_event("ADDED", "a", "1")))
         try:
-            await resp.write(line(pod_event("ADDED", "a", "1")))
-            while True:
-                await asyncio.sleep(0.02)
-                await resp.write(b"\n")  # keep-alive noise; a closed client makes this fail
-        except (ConnectionResetError, asyncio.CancelledError):
+            await asyncio.Event().wait()  # the stream stays open
+        except asyncio.CancelledError:  # aiohttp's word that the client closed the connection
             disconnected.set()
             raise
+        return resp
 
     server.on("GET", "/api/v1/pods", handler)
     before = set(threading.enumerate())
@@ -430,8 +430,9 @@ async def test_closing_a_watch_ends_the_response_and_thread(
         first = await anext(stream)
         assert first["type"] == "ADDED"
         assert watch_threads("watch pods", before)
-    await asyncio.wait_for(disconnected.wait(), 2)
-    await eventually(lambda: not watch_threads("watch pods", before), within=2)
+    async with asyncio.timeout(2):
+        await disconnected.wait()
+    await until(lambda: not watch_threads("watch pods", before), timeout=2)
 
 
 async def test_cancelling_the_consumer_closes_the_watch(
@@ -441,7 +442,7 @@ async def test_cancelling_the_consumer_closes_the_watch(
         resp = web.StreamResponse()
         resp.enable_chunked_encoding()
         await resp.prepare(request)
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # the stream stays open
         return resp
 
     server.on("GET", "/api/v1/nodes", handler)
@@ -453,11 +454,11 @@ async def test_cancelling_the_consumer_closes_the_watch(
 
     before = set(threading.enumerate())
     task = asyncio.create_task(consume())
-    await eventually(lambda: bool(watch_threads("watch nodes", before)), within=2)
+    await until(lambda: bool(watch_threads("watch nodes", before)), timeout=2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await eventually(lambda: not watch_threads("watch nodes", before), within=2)
+    await until(lambda: not watch_threads("watch nodes", before), timeout=2)
 
 
 async def test_client_close_ends_open_watches(server: FakeServer) -> None:
@@ -466,7 +467,7 @@ async def test_client_close_ends_open_watches(server: FakeServer) -> None:
         resp.enable_chunked_encoding()
         await resp.prepare(request)
         await resp.write(line(pod_event("ADDED", "a", "1")))
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()  # the stream stays open
         return resp
 
     server.on("GET", "/api/v1/pods", handler)
@@ -476,8 +477,9 @@ async def test_client_close_ends_open_watches(server: FakeServer) -> None:
     stream = kc.watch(PODS)
     await anext(stream)
     assert watch_threads("watch pods", before)
-    await asyncio.wait_for(kc.close(), 2)
-    await eventually(lambda: not watch_threads("watch pods", before), within=2)
+    async with asyncio.timeout(2):
+        await kc.close()
+    await until(lambda: not watch_threads("watch pods", before), timeout=2)
     await stream.aclose()
     api.close()
 

@@ -20,7 +20,7 @@ from tests.unit.controllers.evictionrequest.test_evictionrequest_reconcile impor
     SETTINGS,
     make_request,
 )
-from tests.unit.kube.waiting import eventually
+from tests.until import until
 
 
 class RequestSource:
@@ -85,14 +85,14 @@ async def test_a_request_is_read_once_per_cached_object_and_forgotten_with_it(
         changed = copy.deepcopy(request)
         changed["metadata"]["resourceVersion"] = "21"
         source.send("MODIFIED", changed)
-        await eventually(lambda: informer.store.get("ns/u1") is not cached)
+        await until(lambda: informer.store.get("ns/u1") is not cached)
         reads.clear()
         await reconcile()
         assert len(reads) == 3 and cached not in reads  # the new object, read anew
 
         assert len(controller._view) == len(interceptor._view) == 1
         source.send("DELETED", changed)
-        await eventually(lambda: informer.store.get("ns/u1") is None)
+        await until(lambda: informer.store.get("ns/u1") is None)
         assert len(controller._view) == len(interceptor._view) == 0
     finally:
         watching.cancel()
