@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from nodeagent.kube.resources import Resource
+from tests.until import until
 
 
 class RequestCounter:
@@ -26,7 +27,4 @@ class RequestCounter:
 
     async def until(self, cond: Callable[[], bool], timeout: float = 10) -> None:
         """Wait until `cond` holds, re-checking after every request counted."""
-        async with asyncio.timeout(timeout):
-            while not cond():
-                self._changed.clear()
-                await self._changed.wait()
+        await until(cond, changed=self._changed, timeout=timeout)

@@ -25,7 +25,6 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,9 +239,9 @@ class FakeLogind:
         self.kill_unit_calls: list[tuple[str, str, int]] = []
         self.kill_unit_called = asyncio.Event()
         self.reloaded = asyncio.Event()
+        self.changed = asyncio.Event()  # set whenever an inhibitor is taken or released
         self.bus: MessageBus | None = None
         self._ids = itertools.count(1)
-        self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Future[None]] = set()
         iface_cls = _ManagerWithMetadata if with_metadata else _Manager
         self.manager = iface_cls(self)
@@ -302,28 +301,24 @@ class FakeLogind:
     def active(self, who: str = "nodeagent") -> list[FakeInhibitor]:
         return [i for i in self.inhibitors if i.active and i.who == who]
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout), self._changed:
-            await self._changed.wait_for(predicate)
-
     async def lock_taken(self, after: int = 0, timeout: float = 5.0) -> FakeInhibitor:
-        """The first active inhibitor with an id above `after`."""
-
-        def found() -> bool:
-            return any(i.id > after for i in self.active())
-
-        await self.wait_for(found, timeout)
-        return next(i for i in self.active() if i.id > after)
+        """The first active inhibitor with an id above `after`, once there is one."""
+        async with asyncio.timeout(timeout):
+            while not (taken := [i for i in self.active() if i.id > after]):
+                self.changed.clear()
+                await self.changed.wait()
+        return taken[0]
 
     async def lock_released(
         self, timeout: float = 1.0, inhibitor: "FakeInhibitor | None" = None
     ) -> None:
         """Wait until `inhibitor` (default: every nodeagent inhibitor) is released."""
-        if inhibitor is not None:
-            async with asyncio.timeout(timeout):
+        async with asyncio.timeout(timeout):
+            if inhibitor is not None:
                 await inhibitor.released.wait()
-        else:
-            await self.wait_for(lambda: not self.active(), timeout)
+            else:
+                while held := self.active():
+                    await held[0].released.wait()
 
     # -- config reload
 
@@ -412,7 +407,7 @@ class FakeLogind:
             os.close(write_fd)
 
         sent.add_done_callback(close_our_copy)
-        self._notify()
+        self.changed.set()
 
     def _on_readable(self, inh: FakeInhibitor) -> None:
         try:
@@ -425,13 +420,4 @@ class FakeLogind:
         loop.remove_reader(inh.read_fd)
         os.close(inh.read_fd)
         inh.released.set()
-        self._notify()
-
-    def _notify(self) -> None:
-        async def notify() -> None:
-            async with self._changed:
-                self._changed.notify_all()
-
-        task = asyncio.ensure_future(notify())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.changed.set()

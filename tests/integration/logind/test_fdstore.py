@@ -20,6 +20,7 @@ from nodeagent.logind.fdstore import FdStore
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.conftest import FAST_RECONNECT, Handler
+from tests.until import until
 
 
 class ServiceManager:
@@ -143,7 +144,8 @@ async def test_a_new_lock_replaces_the_stored_one(
     # logind restarts: the guard takes a new lock, stores it, and lets the old one go
     await fake.restart()
     second = await fake.lock_taken(after=first.id, timeout=10)
-    await fake.wait_for(lambda: len(manager.fds()) == 1 and not first.active, timeout=5)
+    await fake.lock_released(inhibitor=first, timeout=5)
+    await until(lambda: len(manager.fds()) == 1, changed=manager.changed, timeout=5)
     (stored,) = manager.fds()
     assert guard._lock is not None and guard._lock.fd is not None
     assert os.fstat(stored[0]).st_ino == os.fstat(guard._lock.fd).st_ino
