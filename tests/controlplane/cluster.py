@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import random
+import select
 import signal
 import socket
 import ssl
@@ -313,7 +314,7 @@ class ControlPlane:
                         return
             except (urllib.error.URLError, OSError) as e:
                 last = str(e)
-            time.sleep(delay)
+            time.sleep(delay)  # nothing announces that it serves: ask again
             delay = min(delay * 1.5, 0.5)
         raise ClusterError(
             f"kube-apiserver not ready after {START_TIMEOUT:.0f} s ({last}); see {self.logs}"
@@ -355,15 +356,27 @@ def _alive(pid: int) -> bool:
 
 
 def _kill_group(pid: int, grace: float = 10.0) -> None:
-    """SIGTERM the component's process group, SIGKILL what is left after `grace` seconds."""
+    """SIGTERM the component's process group, SIGKILL what is left once its leader has exited
+    or after `grace` seconds."""
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.05)
+    _wait_exit(pid, grace)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
+
+
+def _wait_exit(pid: int, timeout: float) -> None:
+    """Return once `pid` has exited (its pidfd turns readable: child or not, reaped or not) or
+    after `timeout` seconds."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)

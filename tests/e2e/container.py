@@ -208,7 +208,7 @@ class Container:
                 ).strip()
                 if state in ("running", "degraded"):
                     return
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # systemd not listening yet: ask again
 
     async def _init_pid(self) -> int:
         """The container's systemd (PID 1 in its own namespace), once it is there."""

@@ -40,7 +40,7 @@ async def kubelet_lock_other_than(c: Container, pid: int | None) -> int:
     ask it (each question a D-Bus call in the node)."""
     async with asyncio.timeout(60):
         while (holder := await kubelet_lock_pid(c)) in (None, pid):  # noqa: ASYNC110
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # logind signals no new lock: ask again
     assert holder is not None
     return holder
 

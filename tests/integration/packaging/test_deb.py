@@ -478,6 +478,6 @@ async def test_agent_runs_from_the_package_across_upgrade_and_removal(
             while True:  # logind re-reads its configuration on SIGHUP, soon
                 if await c.inhibit_delay_max_usec() == 5_000_000:
                     break
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # nothing tells when it has: ask again
     finally:
         await c.stop()
