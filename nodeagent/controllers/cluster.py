@@ -99,6 +99,7 @@ class ClusterControllers:
                 metrics=self.queue_metrics.for_queue("nodemaintenance"),
                 drain_duration=self.operator.drain_duration if self.operator else None,
                 settings=self.maintenance_settings,
+                upstream=upstream,
             ),
             EvictionRequestController(
                 self.client,

@@ -21,10 +21,11 @@ from nodeagent.model.lifecycle.eviction import (
     EvictionPlan,
     Target,
     decide,
+    target_index,
 )
 from nodeagent.model.times import Clock, utcnow
 
-__all__ = ["EvictionClient", "LifecycleEvictionController", "target_index"]
+__all__ = ["EvictionClient", "LifecycleEvictionController"]
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +36,6 @@ class EvictionClient(Creator, Patcher, StatusPatcher, Deleter, Protocol):
 
 def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(mapping(mapping(obj, "spec"), "target"), "pod")
-
-
-def target_index(obj: Obj) -> list[str]:
-    """``namespace/pod-UID`` of a request's or an Eviction's target pod."""
-    namespace, uid = metadata_of(obj).get("namespace"), _target(obj).get("uid")
-    return [f"{namespace}/{uid}"] if namespace and isinstance(uid, str) and uid else []
 
 
 class LifecycleEvictionController(Controller):

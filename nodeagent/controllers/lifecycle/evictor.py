@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
-from nodeagent.controllers.lifecycle.controller import target_index
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.evict import EvictClient, evict_pod
@@ -21,6 +20,7 @@ from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.budgets import budget_gate
 from nodeagent.model.interceptors.imperative import ImperativeState
+from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import Clock, utcnow

@@ -31,6 +31,7 @@ from prometheus_client import Histogram
 
 from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.controllers.nodemaintenance.membership import Membership
+from nodeagent.controllers.nodemaintenance.requestsource import RequestSource
 from nodeagent.controllers.nodemaintenance.signatures import (
     drain_started,
     eviction_request_node_index,
@@ -49,7 +50,7 @@ from nodeagent.controllers.nodemaintenance.writes import (
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.expectations import Expectations
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import EvictionRequest, as_maintenance, as_map, metadata_of, name_of
@@ -102,17 +103,17 @@ class NodeMaintenanceController(Controller):
         metrics: WorkQueueMetrics | None = None,
         drain_duration: Histogram | None = None,
         settings: NodeMaintenanceConfig | None = None,
+        upstream: bool = False,
     ) -> None:
         self._settings = settings or NodeMaintenanceConfig()
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES)
         self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
-        self._requests = informers.informer(
-            EVICTIONREQUESTS, indexers={"node": eviction_request_node_index}
-        )
+        # with `upstream`, ours on lifecycle.k8s.io too, shown as the CRD's (requestsource.py)
+        self._requests = RequestSource(informers, upstream=upstream)
         super().__init__(
             "nodemaintenance",
-            informers=[self._maintenances, self._nodes, self._pods, self._requests],
+            informers=[self._maintenances, self._nodes, self._pods, *self._requests.informers],
             workers=workers,
             metrics=metrics,
         )
@@ -122,6 +123,7 @@ class NodeMaintenanceController(Controller):
             recorder,
             maintenances=self._maintenances.store,
             requests=self._requests.store,
+            upstream=self._upstream_target,
             enqueue_after=self.enqueue_after,
             clock=clock,
             max_concurrent_writes=max_concurrent_writes,
@@ -257,6 +259,15 @@ class NodeMaintenanceController(Controller):
             and pod is not None
             and metadata_of(pod).get("uid") == name_of(er),
         )
+
+    def _upstream_target(self, namespace: str, pod_name: str, request_key: str) -> bool:
+        """Whether a request is ours on lifecycle.k8s.io: one there already, or a new one for
+        a pod of a kind its evictor evicts."""
+        if self._requests.store.upstream(request_key):
+            return True
+        if request_key in self._requests.crd.store:
+            return False
+        return self._requests.goes_upstream(self._pods.store.get(f"{namespace}/{pod_name}"))
 
     def _pod_gone(self, pod: Obj) -> None:
         self._writes.pod_gone(pod)

@@ -15,14 +15,23 @@ from typing import Any, Protocol, TypeVar
 
 from prometheus_client import Histogram
 
+from nodeagent.controllers.nodemaintenance.requestsource import RequestStore
 from nodeagent.controllers.nodemaintenance.signatures import drain_started
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
 from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
+from nodeagent.kube.resources import (
+    EVICTIONREQUESTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    UPSTREAM_EVICTIONREQUESTS,
+    Obj,
+)
 from nodeagent.kube.store import Store, key_of
 from nodeagent.model.bodies import Event, metadata_of
+from nodeagent.model.lifecycle.mirror import intent, upstream_body, upstream_name
 from nodeagent.model.names import FINALIZER
 from nodeagent.model.nodemaintenance.actions import (
     Actions,
@@ -65,7 +74,8 @@ class Writes:
         recorder: EventSink,
         *,
         maintenances: Store,
-        requests: Store,
+        requests: RequestStore,
+        upstream: Callable[[str, str, str], bool],
         enqueue_after: Callable[[str, float], None],
         clock: Callable[[], datetime],
         max_concurrent_writes: int,
@@ -75,6 +85,8 @@ class Writes:
         self._recorder = recorder
         self._maintenances = maintenances  # the informers' stores
         self._requests = requests
+        # (namespace, pod name, request key): is that request ours on lifecycle.k8s.io?
+        self._upstream = upstream
         self._enqueue_after = enqueue_after
         self._clock = clock
         self._concurrency = max(1, max_concurrent_writes)
@@ -254,7 +266,11 @@ class Writes:
             # AlreadyExists: our cache lags, or another requester was first; the informer event
             # for the existing request brings us back to add the requester if it is missing.
             with contextlib.suppress(AlreadyExists):
-                await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
+                target = c.body["spec"]["target"]["pod"]
+                if self._upstream(c.namespace, target["name"], key):
+                    await self._client.create(UPSTREAM_EVICTIONREQUESTS, upstream_body(c.body))
+                else:
+                    await self._client.create(EVICTIONREQUESTS, c.body, c.namespace)
         except BaseException:
             self.created.forget(key)  # not created: nothing to wait for
             raise
@@ -272,7 +288,21 @@ class Writes:
 
     async def _patch_requesters(self, p: RequesterPatch) -> None:
         with contextlib.suppress(NotFound):
-            await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
+            if self._requests_upstream(p.namespace, p.name):
+                # upstream a requester has a request of its own, and says whether it wants
+                # the eviction: our requester in or out of the list is our intent
+                patch = {
+                    "metadata": {"resourceVersion": p.resource_version},
+                    "spec": {"intent": intent(p.requesters)},
+                }
+                name = upstream_name(p.name)
+                await self._client.patch(UPSTREAM_EVICTIONREQUESTS, name, patch, p.namespace)
+            else:
+                await self._client.patch(EVICTIONREQUESTS, p.name, p.to_patch(), p.namespace)
+
+    def _requests_upstream(self, namespace: str, name: str) -> bool:
+        """Whether the request the decision knows as `name` (its pod's UID) is ours upstream."""
+        return self._requests.upstream(f"{namespace}/{name}")
 
     async def _escalate(self, nm: Mapping[str, Any], deletes: Sequence[PodDelete]) -> None:
         """Delete the pods past the drain deadline, each once (until the pod informer shows it
@@ -308,14 +338,20 @@ class Writes:
             if left is not None:
                 self._enqueue_after(maintenance, left)
                 return
+        uid, version = d.uid or None, d.resource_version or None  # preconditions
         with contextlib.suppress(NotFound):
-            await self._client.delete(
-                EVICTIONREQUESTS,
-                d.name,
-                d.namespace,
-                uid=d.uid or None,
-                resource_version=d.resource_version or None,
-            )
+            if self._requests_upstream(d.namespace, d.name):
+                await self._client.delete(
+                    UPSTREAM_EVICTIONREQUESTS,
+                    upstream_name(d.name),
+                    d.namespace,
+                    uid=uid,
+                    resource_version=version,
+                )
+            else:
+                await self._client.delete(
+                    EVICTIONREQUESTS, d.name, d.namespace, uid=uid, resource_version=version
+                )
         cached = self._requests.get(f"{d.namespace}/{d.name}")
         if d.uid and cached is not None and metadata_of(cached).get("uid") == d.uid:
             self.deleted.expect(d.uid)

@@ -44,6 +44,7 @@ __all__ = [
     "StatusWrite",
     "Target",
     "decide",
+    "target_index",
 ]
 
 EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
@@ -57,6 +58,14 @@ before the Eviction fails with no responder left."""
 
 Intent = Literal["Eviction", "Withdrawn"]
 Obj = dict[str, Any]
+
+
+def target_index(obj: Mapping[str, Any]) -> list[str]:
+    """``namespace/pod-UID`` of a request's or an Eviction's target pod (an informer index:
+    every request and Eviction of one pod under one key)."""
+    namespace = metadata_of(obj).get("namespace")
+    uid = mapping(mapping(mapping(obj, "spec"), "target"), "pod").get("uid")
+    return [f"{namespace}/{uid}"] if namespace and isinstance(uid, str) and uid else []
 
 
 @dataclass(frozen=True)
