@@ -25,7 +25,7 @@ from nodeagent.model.maintenance import Validity
 from nodeagent.model.names import FINALIZER
 from nodeagent.model.nodemaintenance.actions import Actions, EvictionRequestCreate
 from nodeagent.model.nodemaintenance.decide import decide
-from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import World
+from tests.unit.controllers.nodemaintenance.world import World
 
 
 class RecordingClient:

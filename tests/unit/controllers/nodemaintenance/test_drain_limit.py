@@ -22,13 +22,7 @@ from nodeagent.model.nodemaintenance.actions import PodDelete
 from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
 from nodeagent.model.nodemaintenance.decide import decide
 from nodeagent.model.nodemaintenance.inputs import Inputs
-from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import (
-    PDB_REFUSAL,
-    World,
-    entry,
-    refused,
-    summary,
-)
+from tests.unit.controllers.nodemaintenance.world import PDB_REFUSAL, World, entry, refused, summary
 
 Obj = dict[str, Any]
 

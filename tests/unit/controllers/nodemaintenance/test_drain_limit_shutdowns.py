@@ -13,7 +13,7 @@ from nodeagent.model import names
 from nodeagent.model import shutdown as model
 from nodeagent.model.drainplan import classify
 from tests.unit.controllers.nodemaintenance.test_drain_limit import LimitedWorld, message
-from tests.unit.controllers.nodemaintenance.test_nodemaintenance_reconcile import Obj
+from tests.unit.controllers.nodemaintenance.world import Obj
 
 BOOT = "boot-a"
 NEXT_BOOT = "boot-b"

@@ -1,6 +1,7 @@
 """The membership index answers as a walk over the whole graph would, after any sequence of
 changes, including its shortcut for maintenances that share no node, and tells which nodes no
-maintenance has any more."""
+maintenance has any more. The walk itself (`connected`) and the nodes a maintenance counts as
+its own (`maintenance_nodes`) are checked here too."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeagent.controllers.nodemaintenance.membership import Membership
+from nodeagent.model.maintenance import maintenance_nodes
+from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.model.nodemaintenance.selection import connected
+from tests.unit.controllers.nodemaintenance.world import World
 
 NAMES = ["a", "b", "c", "d"]
 NODES = [f"n{i}" for i in range(6)]
@@ -69,3 +73,23 @@ def test_a_maintenance_alone_is_its_own_component() -> None:
     assert members.around_node("n3") == {"big", "other"}
     members.assign("other", {"m1"})
     assert not members.shares_nodes("big") and not members.shares_nodes("other")
+
+
+def test_connected_components_through_shared_nodes() -> None:
+    sets = {
+        "a": frozenset({"one", "two"}),
+        "b": frozenset({"two", "three"}),
+        "c": frozenset({"three"}),
+        "d": frozenset({"four"}),
+    }
+    assert connected(["a"], sets) == ({"a", "b", "c"}, {"one", "two", "three"})
+    assert connected(["d"], sets) == ({"d"}, {"four"})
+    assert connected(["missing"], sets) == (set(), set())
+
+
+def test_maintenance_nodes_include_status_and_held_nodes() -> None:
+    w = World()
+    nm = w.maintenance("m", ["one"])
+    nm["status"] = {"nodeStatuses": [{"nodeRef": {"name": "two"}}]}
+    w.edit_node("three")["metadata"]["annotations"] = {CORDONED_BY_ANNOTATION: "x,m"}
+    assert maintenance_nodes(nm, w.nodes) == {"one", "two", "three"}
