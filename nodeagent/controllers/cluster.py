@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
 from prometheus_client import CollectorRegistry
 
@@ -21,6 +22,7 @@ from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.discovery import serves
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
+from nodeagent.model.lifecycle.mirror import upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
     OperatorMetrics,
@@ -99,7 +101,10 @@ class ClusterControllers:
                 metrics=self.queue_metrics.for_queue("nodemaintenance"),
                 drain_duration=self.operator.drain_duration if self.operator else None,
                 settings=self.maintenance_settings,
-                upstream=upstream,
+                # pods only the imperative eviction takes a turn at go to the upstream API
+                upstream=partial(upstream_evicts, configured=self.settings.configured)
+                if upstream
+                else None,
             ),
             EvictionRequestController(
                 self.client,

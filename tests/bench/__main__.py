@@ -151,6 +151,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
             ),
             _per_backend(per, "drain: kubectl drain", lambda r: f"{r['kubectl']['seconds']:.2f} s"),
             _per_backend(
+                {b: r for b, r in per.items() if r and "upstream_vs_crd" in r},
+                "  ordered drain, upstream EvictionRequest API / our CRD: time, requests per pod",
+                lambda r: (
+                    f"{r['upstream_vs_crd']['seconds']:.3f}, "
+                    f"{r['upstream_vs_crd']['requests_per_pod']:.3f} "
+                    f"({r['nodeagent']['requests_per_pod_with_cleanup']:.2f} vs "
+                    f"{r['nodeagent_crd']['requests_per_pod_with_cleanup']:.2f})"
+                ),
+            ),
+            _per_backend(
                 per,
                 "  nodeagent (ordered) / critical path",
                 lambda r: f"{r['ratios']['nodeagent_vs_critical_path']:.3f}",

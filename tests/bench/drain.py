@@ -23,12 +23,14 @@ from nodeagent.kube.errors import AlreadyExists
 from nodeagent.kube.resources import (
     DEPLOYMENTS,
     EVICTIONREQUESTS,
+    EVICTIONS,
     LEASES,
     NODEMAINTENANCES,
     NODES,
     PDBS,
     PODS,
     STATEFULSETS,
+    UPSTREAM_EVICTIONREQUESTS,
     Obj,
     Resource,
 )
@@ -64,6 +66,8 @@ KINDS: dict[str, Resource] = {
     "Pod": PODS,
 }
 WATCHED = [PODS, NODES, PDBS, NODEMAINTENANCES, EVICTIONREQUESTS, LEASES]
+# the real control plane serves the upstream EvictionRequest API too (the sim does not)
+WATCHED_UPSTREAM = [*WATCHED, UPSTREAM_EVICTIONREQUESTS, EVICTIONS]
 
 
 def pod_requests(requests: dict[str, Any]) -> int:
@@ -242,7 +246,7 @@ async def wait_agent_leading(b: Backend, view: ClusterView, timeout: float = 120
             await asyncio.sleep(0.1)
 
 
-def agent_config(kubeconfig: Path, node: str) -> dict[str, Any]:
+def agent_config(kubeconfig: Path, node: str, api: str = "auto") -> dict[str, Any]:
     """Production defaults; the leader Lease where packaging/kubernetes puts it (its RBAC
     allows that one on the real server). The agent runs with the controllers' credentials,
     which may not write Node status: its own node's conditions are off (a DaemonSet agent
@@ -253,16 +257,20 @@ def agent_config(kubeconfig: Path, node: str) -> dict[str, Any]:
         extra={
             "leader": {"namespace": AGENT_NAMESPACE, "leaseName": LEADER_LEASE},
             "nodeConditions": False,
+            "eviction": {"api": api},
         },
     )
 
 
-async def eviction_requests_gone(view: ClusterView, timeout: float) -> float | None:
-    """Wait until no EvictionRequest is left (the controller deletes them once Evicted);
-    seconds waited, or None if some were still there after `timeout`."""
+async def eviction_requests_gone(
+    view: ClusterView, timeout: float, kinds: tuple[Resource, ...] = (EVICTIONREQUESTS,)
+) -> float | None:
+    """Wait until no EvictionRequest is left (the controller deletes them once Evicted; the
+    collector removes upstream ones with their pod); seconds waited, or None if some were
+    still there after `timeout`."""
     t0 = time.monotonic()
     try:
-        await view.until(lambda: not view.list(EVICTIONREQUESTS), timeout=timeout)
+        await view.until(lambda: not any(view.list(k) for k in kinds), timeout=timeout)
     except TimeoutError:
         return None
     return round(time.monotonic() - t0, 2)
@@ -274,15 +282,18 @@ async def drain_nodeagent(
     workdir: Path,
     drain_plan: list[dict[str, Any]] | None,
     binaries: Binaries | None,
+    api: str = "auto",
 ) -> dict[str, Any]:
     """`drain_plan`: the NodeMaintenance's spec.drainPlan (None: KEP-4212's default entries
-    only, where every pod of this workload falls into the first entry)."""
+    only, where every pod of this workload falls into the first entry). `api`: the agent's
+    `eviction.api` (auto: the upstream EvictionRequest API where served, the real server)."""
+    kinds = (EVICTIONREQUESTS, UPSTREAM_EVICTIONREQUESTS) if backend == "real" else ()
     async with open_backend(backend, NODES_COUNT, workdir, binaries) as b:
-        view = b.view(WATCHED)
+        view = b.view(WATCHED_UPSTREAM if backend == "real" else WATCHED)
         await view.start()
         try:
             await prepare(b, view, workload)
-            cfg = agent_config(await b.agent_kubeconfig(), "node-2")
+            cfg = agent_config(await b.agent_kubeconfig(), "node-2", api)
             async with common.run_agent(workdir, cfg, "agent") as agent:
                 await wait_agent_leading(b, view)
                 await asyncio.sleep(1.0)  # the controllers start their workers once synced
@@ -298,12 +309,13 @@ async def drain_nodeagent(
                 left = len(_on_node(view))
                 # the EvictionRequests are deleted once Evicted, some after Drained: that is
                 # work of the drain too
-                cleanup = await eviction_requests_gone(view, timeout=60)
+                cleanup = await eviction_requests_gone(view, 60, kinds or (EVICTIONREQUESTS,))
                 with_cleanup = await b.requests_since(mark, common.AGENT)
         finally:
             await view.stop()
     assert progress.drained_at is not None
     return {
+        "eviction_api": "upstream" if backend == "real" and api == "auto" else "nodeagent",
         "seconds": round(progress.drained_at, 3),
         "last_pod_gone_seconds": round(max(progress.pods_gone, default=0.0), 3),
         "cordoned_seconds": progress.cordoned_at,
@@ -396,7 +408,22 @@ async def run_backend(
     kubectl = await drain_kubectl(backend, workload, workdir / "kubectl", binaries)
     cp = workload.critical_path()
     flat = workload.flat_bound()
+    out: dict[str, Any] = {}
+    if backend == "real":
+        # the real server serves lifecycle.k8s.io: the drains above went through it; the same
+        # ordered drain through our CRD, side by side
+        crd = await drain_nodeagent(
+            backend, workload, workdir / "nodeagent-crd", DRAIN_PLAN, binaries, api="nodeagent"
+        )
+        out["nodeagent_crd"] = crd
+        out["upstream_vs_crd"] = {
+            "seconds": round(ordered["seconds"] / crd["seconds"], 3),
+            "requests_per_pod": round(
+                ordered["requests_per_pod_with_cleanup"] / crd["requests_per_pod_with_cleanup"], 3
+            ),
+        }
     return {
+        **out,
         "nodeagent": ordered,
         "nodeagent_default_plan": default,
         "kubectl": kubectl,

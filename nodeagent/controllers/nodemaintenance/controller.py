@@ -103,7 +103,7 @@ class NodeMaintenanceController(Controller):
         metrics: WorkQueueMetrics | None = None,
         drain_duration: Histogram | None = None,
         settings: NodeMaintenanceConfig | None = None,
-        upstream: bool = False,
+        upstream: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self._settings = settings or NodeMaintenanceConfig()
         self._maintenances = informers.informer(NODEMAINTENANCES)

@@ -1,9 +1,9 @@
 """Where the NodeMaintenance controller's EvictionRequests are: our CRD's, and, where the
 server serves `lifecycle.k8s.io/v1alpha1`, ours on the upstream API shown as the CRD's
 (:mod:`nodeagent.model.lifecycle.mirror`), in one store and one stream of events the decision and
-the shell read as before. Which API a new request goes to is decided per pod: the upstream one
-for pods the imperative evictor can evict; DaemonSet and mirror pods stay on our CRD, whose
-interceptors (daemonset.apps.k8s.io, the node agents' kubelet.k8s.io) remove them."""
+the shell read as before. Which API a new request goes to is decided per pod (`upstream`): the
+upstream one for pods only the imperative eviction takes a turn at; pods with interceptors of
+ours (DaemonSet and mirror pods, annotate-and-wait) stay on our CRD, where they run."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, UPSTREAM_EVICTIONREQUESTS, Obj
 from nodeagent.kube.store import Store, key_of
 from nodeagent.model.bodies import deleting, metadata_of
-from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.mirror import as_crd_request, is_ours
 
@@ -53,9 +52,15 @@ class RequestStore:
 
 
 class RequestSource:
-    """The CRD's informer, and with `upstream` the mirror of ours on `lifecycle.k8s.io`."""
+    """The CRD's informer, and with `upstream` (which pods' requests go upstream) the mirror
+    of ours on `lifecycle.k8s.io`."""
 
-    def __init__(self, informers: SharedInformers, *, upstream: bool) -> None:
+    def __init__(
+        self,
+        informers: SharedInformers,
+        *,
+        upstream: Callable[[Mapping[str, Any]], bool] | None,
+    ) -> None:
         self.crd = informers.informer(
             EVICTIONREQUESTS, indexers={"node": eviction_request_node_index}
         )
@@ -64,7 +69,7 @@ class RequestSource:
         self.informers: list[Informer] = [self.crd]
         self.upstream = upstream
         self._handlers: list[tuple[OnAdd | None, OnUpdate | None, OnAdd | None]] = []
-        if upstream:
+        if upstream is not None:
             self._requests = informers.informer(
                 UPSTREAM_EVICTIONREQUESTS, indexers={"target": target_index}
             )
@@ -84,7 +89,7 @@ class RequestSource:
 
     def goes_upstream(self, pod: Mapping[str, Any] | None) -> bool:
         """Whether a new request for `pod` goes to the upstream API."""
-        return self.upstream and pod is not None and classify(pod).pod_type is PodType.DEFAULT
+        return self.upstream is not None and pod is not None and self.upstream(pod)
 
     def _sync(self, obj: Obj) -> None:
         """A request or an Eviction of a pod changed: show ours anew."""
