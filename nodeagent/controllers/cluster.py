@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from functools import partial
 
@@ -20,8 +21,10 @@ from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.discovery import serves
+from nodeagent.kube.errors import KubeError
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
+from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.lifecycle.mirror import upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
@@ -57,17 +60,31 @@ class ClusterControllers:
 
     async def upstream_api(self) -> bool:
         """Whether this term serves the upstream EvictionRequest API (`eviction.api`: auto
-        asks the server, once per term: a gate turned on or off takes effect at the next)."""
+        asks the server, once per term: a gate turned on or off takes effect at the next).
+        Until the server answers, and with `upstream` until it serves the group, the term
+        waits (retrying with backoff, saying why once) rather than guess."""
         if self.eviction_api == "nodeagent":
             return False
-        served = await serves(self.client, UPSTREAM_EVICTIONREQUESTS)
-        if self.eviction_api == "upstream" and not served:
-            raise RuntimeError(
-                "eviction.api is upstream, but the API server does not serve "
-                "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
-                "--runtime-config=lifecycle.k8s.io/v1alpha1=true)"
-            )
-        return served
+        backoff = JitteredBackoff(base=1.0, cap=60.0)
+        said = False
+        for attempt in itertools.count(1):
+            try:
+                served = await serves(self.client, UPSTREAM_EVICTIONREQUESTS)
+            except KubeError as exc:
+                why = f"cannot tell whether the server serves lifecycle.k8s.io/v1alpha1: {exc}"
+            else:
+                if served or self.eviction_api == "auto":
+                    return served
+                why = (
+                    "eviction.api is upstream, but the API server does not serve "
+                    "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
+                    "--runtime-config=lifecycle.k8s.io/v1alpha1=true); the controllers wait"
+                )
+            if not said:
+                log.error("%s", why)
+                said = True
+            await asyncio.sleep(backoff.delay(attempt))
+        raise AssertionError("unreachable")
 
     async def run(self) -> None:
         # fresh informers each term: a new leader must not act on an old term's cache
