@@ -285,7 +285,8 @@ class Container:
         with contextlib.suppress(AssertionError, TimeoutError):
             await self.exec("systemctl", "poweroff", "--force", "--force", check=False, timeout=10)
         try:
-            await asyncio.wait_for(self.proc.wait(), 30)
+            async with asyncio.timeout(30):
+                await self.proc.wait()
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()
