@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ VIEWED = (PODS, PDBS, DAEMONSETS, UPSTREAM_EVICTIONREQUESTS, EVICTIONS)
 class Env:
     admin: KubeClient
     view: ClusterView
+    leader: Callable[[], ClusterControllers]  # a new leader's controllers, for its term
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def pod(self, name: str, *responders: tuple[str, int], **labels: str) -> Obj:
@@ -130,10 +132,9 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     await view.start()
     account = await backend.service_account(CONTROLLERS_ACCOUNT)
     agent = backend.client(account, max_workers=8)
-    config = Config(eviction=EvictionConfig(api="upstream", backoff_base=0.2, backoff_cap=1.0))
-    leader = ClusterControllers(agent, config, CollectorRegistry())
-    e = Env(admin, view)
-    e.tasks.append(asyncio.create_task(leader.run()))
+    config = Config(eviction=EvictionConfig(api="upstream", backoff_base=0.5, backoff_cap=1.0))
+    e = Env(admin, view, lambda: ClusterControllers(agent, config, CollectorRegistry()))
+    e.tasks.append(asyncio.create_task(e.leader().run()))
     try:
         yield e
     finally:
@@ -159,13 +160,7 @@ async def test_a_pod_under_a_budget_is_evicted_once_the_budget_allows(env: Env) 
     await env.request(pod, "drain-web-0")
     await env.until(lambda: env.state(pod, IMPERATIVE_RESPONDER) == "Active")
 
-    def message() -> str:
-        for r in (env.eviction(pod).get("status") or {}).get("responders") or []:
-            if r["name"] == IMPERATIVE_RESPONDER:
-                return str(r.get("message", ""))
-        return ""
-
-    await env.until(lambda: "number of retries: 2" in message())
+    await env.until(lambda: "number of retries: 2" in evictor_message(env, pod))
     assert env.view.get(PODS, "web-0", "default") is not None  # the budget held it
     await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
     await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
@@ -240,3 +235,48 @@ async def test_the_eviction_goes_with_its_last_request(env: Env) -> None:
     # the garbage collector removes it with its last owner
     await env.until(lambda: not env.eviction(pod), timeout=60)
     assert ready(env.view.get(PODS, "tmp-0", "default"))
+
+
+async def test_a_new_leader_carries_on_where_the_last_stopped(env: Env) -> None:
+    pod = await env.pod("web-0", app="web")
+    await env.admin.create(
+        PDBS,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 1},
+        },
+    )
+    await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
+    await env.request(pod, "drain-web-0")
+    await env.until(lambda: "number of retries: 2" in evictor_message(env, pod))
+    for t in env.tasks:  # the leader is gone mid-way (its process killed: nothing runs on)
+        t.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await t
+    env.tasks.clear()
+    env.tasks.append(asyncio.create_task(env.leader().run()))
+    # the count goes on from the message the last one wrote
+    await env.until(lambda: "number of retries: 3" in evictor_message(env, pod))
+    await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
+    await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
+    found = re.search(r"after (\d+) refused attempts", evictor_message(env, pod))
+    assert found is not None and int(found.group(1)) >= 3, evictor_message(env, pod)
+
+
+async def test_a_request_for_a_pod_already_gone_ends_evicted(env: Env) -> None:
+    pod = await env.pod("gone-0")
+    await env.admin.delete(PODS, "gone-0", "default", grace_period_seconds=0)
+    await env.until(lambda: env.view.get(PODS, "gone-0", "default") is None)
+    await env.request(pod, "late")
+    await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
+    # the first status already ends it: no responder was ever Active
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Inactive"
+
+
+def evictor_message(env: Env, pod: Obj) -> str:
+    for r in (env.eviction(pod).get("status") or {}).get("responders") or []:
+        if r["name"] == IMPERATIVE_RESPONDER:
+            return str(r.get("message", ""))
+    return ""
