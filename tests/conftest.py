@@ -187,9 +187,8 @@ class Kubectl:
         self, *args: str, stdin: str | None = None, timeout: float = 120
     ) -> KubectlResult:
         proc = await self.start(*args)
-        out, err = await asyncio.wait_for(
-            proc.communicate(stdin.encode() if stdin is not None else None), timeout
-        )
+        async with asyncio.timeout(timeout):
+            out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
         assert proc.returncode is not None
         return KubectlResult(proc.returncode, out.decode(), err.decode())
 

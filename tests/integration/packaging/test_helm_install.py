@@ -95,7 +95,8 @@ class Helm:
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
-        out, err = await asyncio.wait_for(proc.communicate(), TIMEOUT)
+        async with asyncio.timeout(TIMEOUT):
+            out, err = await proc.communicate()
         assert proc.returncode == 0, (
             f"helm {' '.join(args)} failed ({proc.returncode}):\n{out.decode()}{err.decode()}"
         )

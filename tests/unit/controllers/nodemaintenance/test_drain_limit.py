@@ -1,8 +1,6 @@
 """The limit on nodes draining at once and the drain deadline, in the pure decision.
 
-`LimitedWorld` is the reconcile tests' `World` with the limit's inputs: a maintenance is
-decided on the whole world (the shell hands every maintenance in Drain to each decision
-under a limit).
+`LimitedWorld` (limited.py) is the reconcile tests' `World` with the limit's inputs.
 """
 
 from __future__ import annotations
@@ -17,56 +15,13 @@ from hypothesis import strategies as st
 
 from nodeagent.model.drainplan import classify
 from nodeagent.model.drainslots import Candidate, DrainLimit, InvalidLimit, allot
-from nodeagent.model.names import REQUESTER
 from nodeagent.model.nodemaintenance.actions import PodDelete
 from nodeagent.model.nodemaintenance.deadline import DEADLINE_CONDITION
 from nodeagent.model.nodemaintenance.decide import decide
-from nodeagent.model.nodemaintenance.inputs import Inputs
-from tests.unit.controllers.nodemaintenance.world import PDB_REFUSAL, World, entry, refused, summary
+from tests.unit.controllers.nodemaintenance.limited import LimitedWorld, message
+from tests.unit.controllers.nodemaintenance.world import PDB_REFUSAL, entry, refused, summary
 
 Obj = dict[str, Any]
-
-
-class LimitedWorld(World):
-    def __init__(
-        self,
-        limit: int | None,
-        *,
-        nodes: tuple[str, ...] = ("one", "two", "three", "four", "five"),
-        cordon_while_waiting: bool = False,
-        deadline: float | None = None,
-    ) -> None:
-        super().__init__(nodes)
-        self.limit = limit
-        self.cordon_while_waiting = cordon_while_waiting
-        self.deadline = deadline
-        self.escalation = "None"
-
-    def inputs(self, name: str) -> Inputs:
-        return dataclasses.replace(
-            super().inputs(name),
-            max_draining=self.limit,
-            cordon_while_waiting=self.cordon_while_waiting,
-            drain_deadline=self.deadline,
-            deadline_escalation=self.escalation,
-        )
-
-    def open_requests(self) -> dict[str, set[str]]:
-        """Node -> pods with an EvictionRequest of ours whose pod is still there."""
-        out: dict[str, set[str]] = {}
-        for er in self.ers.values():
-            pod = self.pods.get(er["metadata"]["name"])
-            if pod is not None and {"name": REQUESTER} in er["spec"]["requesters"]:
-                out.setdefault(pod["spec"]["nodeName"], set()).add(pod["metadata"]["name"])
-        return out
-
-    def evict_requested(self) -> None:
-        for uid in [u for u in self.ers if u in self.pods]:
-            del self.pods[uid]
-
-
-def message(w: World, nm: str, node: str) -> str:
-    return str(w.status(nm, node)["drainMessage"])
 
 
 # --- the limit as configured ---------------------------------------------------------------------

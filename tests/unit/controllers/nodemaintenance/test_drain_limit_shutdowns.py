@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nodeagent.model import names
 from nodeagent.model import shutdown as model
 from nodeagent.model.drainplan import classify
-from tests.unit.controllers.nodemaintenance.test_drain_limit import LimitedWorld, message
+from tests.unit.controllers.nodemaintenance.limited import LimitedWorld, message
 from tests.unit.controllers.nodemaintenance.world import Obj
 
 BOOT = "boot-a"

@@ -1,0 +1,55 @@
+"""`LimitedWorld`: the reconcile tests' `World` with the limit's inputs (nodes draining at once,
+the drain deadline). A maintenance is decided on the whole world (the shell hands every
+maintenance in Drain to each decision under a limit)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from nodeagent.model.names import REQUESTER
+from nodeagent.model.nodemaintenance.inputs import Inputs
+from tests.unit.controllers.nodemaintenance.world import World
+
+__all__ = ["LimitedWorld", "message"]
+
+
+class LimitedWorld(World):
+    def __init__(
+        self,
+        limit: int | None,
+        *,
+        nodes: tuple[str, ...] = ("one", "two", "three", "four", "five"),
+        cordon_while_waiting: bool = False,
+        deadline: float | None = None,
+    ) -> None:
+        super().__init__(nodes)
+        self.limit = limit
+        self.cordon_while_waiting = cordon_while_waiting
+        self.deadline = deadline
+        self.escalation = "None"
+
+    def inputs(self, name: str) -> Inputs:
+        return dataclasses.replace(
+            super().inputs(name),
+            max_draining=self.limit,
+            cordon_while_waiting=self.cordon_while_waiting,
+            drain_deadline=self.deadline,
+            deadline_escalation=self.escalation,
+        )
+
+    def open_requests(self) -> dict[str, set[str]]:
+        """Node -> pods with an EvictionRequest of ours whose pod is still there."""
+        out: dict[str, set[str]] = {}
+        for er in self.ers.values():
+            pod = self.pods.get(er["metadata"]["name"])
+            if pod is not None and {"name": REQUESTER} in er["spec"]["requesters"]:
+                out.setdefault(pod["spec"]["nodeName"], set()).add(pod["metadata"]["name"])
+        return out
+
+    def evict_requested(self) -> None:
+        for uid in [u for u in self.ers if u in self.pods]:
+            del self.pods[uid]
+
+
+def message(w: World, nm: str, node: str) -> str:
+    return str(w.status(nm, node)["drainMessage"])
