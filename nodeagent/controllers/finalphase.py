@@ -27,9 +27,9 @@ from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model import final_phase as model
-from nodeagent.model.bodies import metadata_of
+from nodeagent.model.bodies import metadata_of, spec_stage
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
-from nodeagent.model.shutdown import shutdown_node, stage
+from nodeagent.model.shutdown import shutdown_node
 
 __all__ = ["FinalPhaseController"]
 
@@ -91,7 +91,7 @@ class FinalPhaseController(Controller):
 
     async def reconcile(self, key: str) -> Result | None:
         nm = self._maintenances.store.get(key)
-        if nm is None or metadata_of(nm).get("deletionTimestamp") or stage(nm) != "Drain":
+        if nm is None or metadata_of(nm).get("deletionTimestamp") or spec_stage(nm) != "Drain":
             self._asked.pop(key, None)
             self._said.pop(key, None)
             return None

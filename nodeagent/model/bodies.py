@@ -49,6 +49,7 @@ __all__ = [
     "metadata_of",
     "name_of",
     "set_condition",
+    "spec_stage",
     "uid_of",
 ]
 
@@ -237,6 +238,12 @@ def generation(obj: Mapping[str, Any]) -> int | None:
 
 
 # --- meta/v1 Conditions ---------------------------------------------------------------------------
+
+
+def spec_stage(nm: Mapping[str, Any]) -> str:
+    """A NodeMaintenance's ``spec.stage`` as written (Idle when absent)."""
+    raw = mapping(nm, "spec").get("stage")
+    return raw if isinstance(raw, str) and raw else "Idle"
 
 
 def find_condition(conditions: Iterable[object], type_: str) -> Mapping[str, Any] | None:

@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from nodeagent.model.bodies import annotations_of, as_map, deleting, items, mapping, name_of
+from nodeagent.model.bodies import (
+    annotations_of,
+    as_map,
+    deleting,
+    items,
+    mapping,
+    name_of,
+    spec_stage,
+)
 from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
 from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.model.nodeselectors import node_selector_matches, validate_node_selector
@@ -53,7 +61,6 @@ __all__ = [
     "maintenance_nodes",
     "selected_nodes",
     "selects",
-    "spec_stage",
     "started_stages",
     "status_nodes",
     "validate",
@@ -92,12 +99,6 @@ class Stage(StrEnum):
 
 
 _STAGE_RANK = {s: i for i, s in enumerate(Stage)}
-
-
-def spec_stage(nm: Mapping[str, Any]) -> str:
-    """``spec.stage`` as written (Idle when absent)."""
-    raw = mapping(nm, "spec").get("stage")
-    return raw if isinstance(raw, str) and raw else Stage.IDLE.value
 
 
 def effective_stage(nm: Mapping[str, Any]) -> Stage | None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.model.bodies import condition_true, labels_of
+from nodeagent.model.bodies import condition_true, labels_of, spec_stage
 from nodeagent.model.names import (
     AGENT,
     ANNOTATION_SHUTDOWN_TYPE,
@@ -99,10 +99,6 @@ def boot_of(nm: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def stage(nm: Mapping[str, Any]) -> str:
-    return str((nm.get("spec") or {}).get("stage") or "Idle")
-
-
 def is_drained(nm: Mapping[str, Any]) -> bool:
     return condition_true(nm, "Drained")
 
@@ -137,7 +133,7 @@ def next_step(
     ours = [m for m in maintenances if is_ours(m, node) and boot_of(m) == boot_id]
     for m in ours:
         meta = m.get("metadata") or {}
-        if stage(m) != "Complete" and not meta.get("deletionTimestamp"):
+        if spec_stage(m) != "Complete" and not meta.get("deletionTimestamp"):
             return "adopt", str(meta.get("name"))
     for m in ours:
         meta = m.get("metadata") or {}

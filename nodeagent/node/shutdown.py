@@ -38,7 +38,7 @@ from nodeagent.model import final_phase as final
 from nodeagent.model import notifications
 from nodeagent.model import shutdown as model
 from nodeagent.model.backoff import JitteredBackoff
-from nodeagent.model.bodies import name_of
+from nodeagent.model.bodies import name_of, spec_stage
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
@@ -169,7 +169,7 @@ async def shutdown_maintenances(client: Lister, node: str, boot_id: str | None =
 async def complete_maintenance(client: Patcher, nm: Obj) -> bool:
     """Move a shutdown maintenance to stage Complete (the NodeMaintenance controller then lets
     the node and the requesters go); False when it already was. NotFound when it is gone."""
-    if model.stage(nm) == "Complete":
+    if spec_stage(nm) == "Complete":
         return False
     await client.patch(NODEMAINTENANCES, name_of(nm), {"spec": {"stage": "Complete"}})
     return True

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nodeagent.model.bodies import describe, mapping, name_of
+from nodeagent.model.bodies import describe, mapping, name_of, spec_stage
 from nodeagent.model.drainplan import DRAIN_SKIP, DrainPlanEntry, targets_cover_class
 from nodeagent.model.draintargets.pods import PodInfo
 from nodeagent.model.draintargets.tracks import plan_targets
-from nodeagent.model.maintenance import selects, spec_stage, validate
+from nodeagent.model.maintenance import selects, validate
 from nodeagent.model.names import DRAIN_ANNOTATION
 from nodeagent.model.podstate import pod_phase
 from nodeagent.model.preview.refusals import Budget, budgets_by_namespace, refusals_of
