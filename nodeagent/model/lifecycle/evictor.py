@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.budgets import BudgetGate
@@ -79,35 +79,48 @@ def evictor_turn(
 ) -> EvictorTurn:
     """The Active evictor's turn, before the call (`outcome` None) or after it. `backoff`:
     `eviction.backoffBase` and `eviction.backoffCap`."""
-    turn = _turn(entry, pod, target_uid, state, outcome, gate, backoff, now)
+    ask = _Ask(entry, pod, target_uid, state, outcome, gate, backoff, now)
+    turn = _turn(ask)
     if turn.entry is not None and turn.entry == dict(entry):
         return replace(turn, entry=None)
     return turn
 
 
-def _turn(
-    entry: Mapping[str, Any],
-    pod: Mapping[str, Any] | None,
-    target_uid: str,
-    state: ImperativeState | None,
-    outcome: EvictionOutcome | None,
-    gate: BudgetGate | None,
-    backoff: tuple[float, float],
-    now: datetime,
-) -> EvictorTurn:
+class _Ask(NamedTuple):
+    entry: Mapping[str, Any]
+    pod: Mapping[str, Any] | None
+    target_uid: str
+    state: ImperativeState | None
+    outcome: EvictionOutcome | None
+    gate: BudgetGate | None
+    backoff: tuple[float, float]
+    now: datetime
+
+
+def _turn(ask: _Ask) -> EvictorTurn:
+    entry, pod, state, outcome, gate, now = (
+        ask.entry,
+        ask.pod,
+        ask.state,
+        ask.outcome,
+        ask.gate,
+        ask.now,
+    )
     if state is None:
         state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
-    if pod is None or metadata_of(pod).get("uid") != target_uid or entry.get("completionTime"):
+    if pod is None or metadata_of(pod).get("uid") != ask.target_uid or entry.get("completionTime"):
         return EvictorTurn(state=state)  # the controller ends it
     if (why := _not_evicted(pod)) is not None:
         return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
     if pod_terminating(pod):
         return _keep_alive(entry, replace(state, message="The pod is terminating."), now)
     if outcome is not None:
-        return _after_the_call(entry, state, outcome, backoff, now)
+        return _after_the_call(entry, state, outcome, ask.backoff, now)
     if state.next_attempt is not None and now < state.next_attempt:
+        # waiting out the backoff: heartbeats go on meanwhile (the cap is 15 minutes)
         wait = (state.next_attempt - now).total_seconds()
-        return EvictorTurn(state=state, requeue_after=min(wait, _until_heartbeat(entry, now)))
+        kept = _keep_alive(entry, state, now)
+        return replace(kept, requeue_after=min(wait, kept.requeue_after or wait))
     held_since = state.held_since or now
     if gate is not None and gate.room == 0 and now - held_since < HELD_AT_MOST:
         # the budget's next change wakes this pod; should it not come, ask after HELD_AT_MOST

@@ -105,3 +105,14 @@ def test_nothing_for_a_gone_or_replaced_pod_or_after_completion() -> None:
     assert not turn(p=other).call
     done = {**ENTRY, "completionTime": format_time(T0)}
     assert turn(done, state=ImperativeState()).entry is None
+
+
+def test_heartbeats_go_on_while_a_long_backoff_runs() -> None:
+    refused = EvictionOutcome("refused", "429")
+    state = ImperativeState(retries=9)
+    one = turn(state=state, outcome=refused)  # the tenth refusal: 8 s (the cap here)
+    assert one.requeue_after == 8.0
+    entry = {**one.entry, "heartbeatTime": format_time(T0 - timedelta(minutes=3))}
+    due = turn(entry, state=one.state, now=T0 + timedelta(seconds=1))
+    assert due.entry["heartbeatTime"] == format_time(T0 + timedelta(seconds=1))
+    assert due.requeue_after == 7.0 and not due.call
