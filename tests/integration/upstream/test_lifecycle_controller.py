@@ -30,7 +30,9 @@ from nodeagent.kube.resources import (
 from nodeagent.model.bodies import condition
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time, utcnow
-from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster, create_pod
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
+from tests.integration.upstream.common import budget, pinned_pod
+from tests.tasks import cancel_and_wait
 
 pytestmark = pytest.mark.backends("real")
 
@@ -47,19 +49,7 @@ class Env:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def pod(self, name: str, *responders: tuple[str, int], **labels: str) -> Obj:
-        created = await create_pod(
-            self.admin,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": "default", "labels": labels},
-                "spec": {
-                    "nodeName": "node-1",
-                    "evictionResponders": [{"name": n, "priority": p} for n, p in responders],
-                    "containers": [{"name": "c", "image": "busybox"}],
-                },
-            },
-        )
+        created = await pinned_pod(self.admin, name, "node-1", responders, **labels)
         await self.until(lambda: ready(self.view.get(PODS, name, "default")))
         return created
 
@@ -138,24 +128,13 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     try:
         yield e
     finally:
-        for t in e.tasks:
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(e.tasks)
         await view.stop()
 
 
 async def test_a_pod_under_a_budget_is_evicted_once_the_budget_allows(env: Env) -> None:
     pod = await env.pod("web-0", app="web")
-    await env.admin.create(
-        PDBS,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 1},
-        },
-    )
+    await budget(env.admin, "web", min_available=1)
     await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
     await env.request(pod, "drain-web-0")
     await env.until(lambda: env.state(pod, IMPERATIVE_RESPONDER) == "Active")
@@ -239,22 +218,11 @@ async def test_the_eviction_goes_with_its_last_request(env: Env) -> None:
 
 async def test_a_new_leader_carries_on_where_the_last_stopped(env: Env) -> None:
     pod = await env.pod("web-0", app="web")
-    await env.admin.create(
-        PDBS,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": "web"}}, "minAvailable": 1},
-        },
-    )
+    await budget(env.admin, "web", min_available=1)
     await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
     await env.request(pod, "drain-web-0")
     await env.until(lambda: "number of retries: 2" in evictor_message(env, pod))
-    for t in env.tasks:  # the leader is gone mid-way (its process killed: nothing runs on)
-        t.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await t
+    await cancel_and_wait(env.tasks)  # the leader is gone mid-way (killed: nothing runs on)
     env.tasks.clear()
     env.tasks.append(asyncio.create_task(env.leader().run()))
     # the count goes on from the message the last one wrote

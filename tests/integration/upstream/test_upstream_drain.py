@@ -6,7 +6,6 @@ cluster's tests cover that path). The whole leader runs, as the controllers' Ser
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,9 @@ from nodeagent.kube.resources import (
 from nodeagent.model.bodies import condition
 from nodeagent.model.lifecycle.mirror import upstream_name
 from nodeagent.model.names import UPSTREAM_REQUESTER
-from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster, create_pod
+from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
+from tests.integration.upstream.common import budget, pinned_pod
+from tests.tasks import cancel_and_wait
 
 pytestmark = pytest.mark.backends("real")
 
@@ -51,22 +52,7 @@ class Env:
         self.tasks.append(asyncio.create_task(leader.run()))
 
     async def pods_on(self, node: str, count: int, app: str) -> list[Obj]:
-        return [
-            await create_pod(
-                self.admin,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": f"{app}-{i}",
-                        "namespace": "default",
-                        "labels": {"app": app},
-                    },
-                    "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
-                },
-            )
-            for i in range(count)
-        ]
+        return [await pinned_pod(self.admin, f"{app}-{i}", node, app=app) for i in range(count)]
 
     async def maintenance(self, name: str, node: str) -> None:
         await self.admin.create(
@@ -114,10 +100,7 @@ async def env(backend: TestCluster) -> AsyncIterator[Env]:
     try:
         yield e
     finally:
-        for t in e.tasks:
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(e.tasks)
         await view.stop()
 
 
@@ -144,15 +127,7 @@ async def test_a_maintenance_drains_through_the_upstream_api(env: Env) -> None:
 
 async def test_completing_a_maintenance_withdraws_its_upstream_requests(env: Env) -> None:
     [pod] = await env.pods_on("node-1", 1, "db")
-    await env.admin.create(
-        PDBS,
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "db", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": 1},
-        },
-    )
+    await budget(env.admin, "db", min_available=1)
     await env.lead("auto")
     await env.maintenance("upgrade", "node-1")
 
