@@ -13,7 +13,7 @@
 #     ARG BASE=python:3.11.13-slim-bookworm@sha256:<digest>
 # and bump both together (Dependabot and Renovate update such pins). `--build-arg BASE=...`
 # takes another base with a python3 at /usr/local/bin/python3 (the real-node tests build this
-# image without a registry from a local Debian base: tests/realnode/images.py).
+# image without a registry from a local Debian base: nodeagent_testbed.realnode.images).
 ARG BASE=python:3.11.13-slim-bookworm
 
 FROM ${BASE} AS build

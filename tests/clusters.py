@@ -2,8 +2,8 @@
 
 `sim`: nodeagent's simulated API server and kubelets, in the test's own event loop.
 `real`: kube-apiserver, kube-controller-manager, kube-scheduler and kwok built from upstream
-(tests/controlplane), on an etcd shared by the test session; every test gets API servers of its
-own on a fresh etcd prefix, so no state leaks from one test to the next.
+(nodeagent_testbed.controlplane), on an etcd shared by the test session; every test gets API
+servers of its own on a fresh etcd prefix, so no state leaks from one test to the next.
 
 Tests read the cluster through `ClusterView`, caches filled by list+watch over HTTP like any
 client's, and wait for conditions with `until`, which re-checks on every change seen (no
@@ -33,9 +33,9 @@ from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import CRDS, NODES, PODS, Obj, Resource
 from nodeagent.manifests import crd_documents
 from nodeagent.model.backoff import JitteredBackoff
+from nodeagent_testbed.controlplane.kubeapi import api_client, create_from_dict
 from nodeagent_testbed.sim.actors.staticpods import MIRROR, Manifest, is_mirror, mirror_pod, scan
 from nodeagent_testbed.sim.cluster import SimCluster
-from tests.kubeapi import api_client, create_from_dict
 from tests.tasks import cancel_and_wait
 from tests.until import until as wait_until
 

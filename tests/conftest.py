@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from nodeagent_testbed.controlplane.build import Binaries, BuildError, ensure_built, go_command
+from nodeagent_testbed.controlplane.cluster import ClusterError, ControlPlane, State, etcd_prefix
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.clusters import BACKENDS, REPO, RealBackend, SimBackend, TestCluster, mirror_pods
-from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
-from tests.controlplane.cluster import ClusterError, ControlPlane, State, etcd_prefix
 
 # Hypothesis' per-example deadline measures the machine, not the code: on 2 shared cores a
 # property test of pure logic failed it under load (tests/unit/kube/test_lean.py, 2026-11-27)

@@ -2,9 +2,9 @@
 
 `scripts/helm/` is a small Go module of ours (no upstream source) requiring
 `helm.sh/helm/v3`; the binary is built once into `<cache>/helm/<version>-<key>/helm` (the cache
-of tests/controlplane/build.py, keyed by a hash of go.mod and go.sum), with the version and the
-Kubernetes version helm assumes set as helm's Makefile sets them (`helm template` checks the
-chart's kubeVersion against the latter).
+of nodeagent_testbed.controlplane.build, keyed by a hash of go.mod and go.sum), with the version
+and the Kubernetes version helm assumes set as helm's Makefile sets them (`helm template` checks
+the chart's kubeVersion against the latter).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.controlplane.build import ROOT, BuildError, cache_root, go_command
+from nodeagent_testbed.controlplane.build import ROOT, BuildError, cache_root, go_command
 
 MODULE = ROOT / "scripts" / "helm"
 

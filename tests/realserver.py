@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.controlplane.cluster import free_port
+from nodeagent_testbed.controlplane.cluster import free_port
 
 
 def apiserver_pid(plane_dir: Path) -> int:

@@ -25,9 +25,9 @@ from typing import Any
 
 import psutil
 
+from nodeagent_testbed.controlplane.build import Binaries, BuildError, ensure_built, go_command
 from tests.bench import common, imports
 from tests.bench.backends import BACKENDS
-from tests.controlplane.build import Binaries, BuildError, ensure_built, go_command
 
 FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision", "gns")
 GOALS = {

@@ -2,7 +2,7 @@
 
 `sim`: nodeagent's simulated cluster (`nodeagent_testbed.sim`), served over HTTP from this process.
 `real`: kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok built from upstream
-(tests/controlplane), a fresh control plane per measurement, with its audit log on.
+(nodeagent_testbed.controlplane), a fresh control plane per measurement, with its audit log on.
 
 What the figures measure is read the same way on both: timestamps from a watch
 (`tests.clusters.ClusterView.listen`, the harness is a client like any other), and requests per
@@ -39,13 +39,13 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.manifests import crd_documents
+from nodeagent_testbed.controlplane.build import Binaries
+from nodeagent_testbed.controlplane.cluster import ControlPlane
+from nodeagent_testbed.controlplane.nodes import node_body
 from nodeagent_testbed.sim.cluster import SimCluster
 from tests.bench.common import AGENT
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, RealBackend
 from tests.clusters import NAMESPACE as AGENT_NAMESPACE
-from tests.controlplane.build import Binaries
-from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.nodes import node_body
 
 BACKENDS = ("sim", "real")
 KUBECTL = "kubectl"
@@ -420,8 +420,8 @@ class RealBench(Backend):
                 await asyncio.sleep(max(2.0, left / 2000))
 
     async def create_nodes(self, count: int, timeout: float) -> None:
-        """kwok nodes node-1..count, as tests.controlplane.nodes makes them (the pod CIDR from
-        the index, valid past 255 nodes), and the wait until they are Ready."""
+        """kwok nodes node-1..count, as nodeagent_testbed.controlplane.nodes makes them (the pod
+        CIDR from the index, valid past 255 nodes), and the wait until they are Ready."""
 
         def body(i: int) -> Obj:
             b = node_body(f"node-{i}", i)
@@ -449,7 +449,8 @@ class RealBench(Backend):
 
 
 def _node_ready(node: Obj) -> bool:
-    """Ready, and no node.kubernetes.io taint (tests.controlplane.nodes.ready, on a dict)."""
+    """Ready, and no node.kubernetes.io taint (nodeagent_testbed.controlplane.nodes.ready, on a
+    dict)."""
     conditions = (node.get("status") or {}).get("conditions") or []
     taints = (node.get("spec") or {}).get("taints") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) and (

@@ -34,6 +34,7 @@ from nodeagent.kube.resources import (
     Obj,
     Resource,
 )
+from nodeagent_testbed.controlplane.build import Binaries
 from tests.bench import common
 from tests.bench.backends import (
     KUBECTL,
@@ -53,7 +54,6 @@ from tests.bench.workload import (
 )
 from tests.clusters import NAMESPACE as AGENT_NAMESPACE
 from tests.clusters import PRIORITY_CLASSES, ClusterView, create_pod
-from tests.controlplane.build import Binaries
 
 NODES_COUNT = 4  # node-1 is drained; the others take the replacements
 MAINTENANCE = "bench-drain"

@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent.kube.resources import NODES, PDBS, PODS, Resource
+from nodeagent_testbed.controlplane.build import Binaries
+from nodeagent_testbed.controlplane.cluster import ControlPlane
+from nodeagent_testbed.nspawn import REBOOT_EXIT
+from nodeagent_testbed.realnode.container import prepared_node
+from nodeagent_testbed.realnode.images import BUSYBOX
+from nodeagent_testbed.realnode.node import NO_GNS
 from tests.clusters import CONTROLLERS_ACCOUNT, PRIORITY_CLASSES, ClusterView, RealBackend
-from tests.controlplane.build import Binaries
-from tests.controlplane.cluster import ControlPlane
-from tests.e2e.container import REBOOT_EXIT
 from tests.e2e.node import install_package, kind_of, running
-from tests.realnode.container import prepared_node
-from tests.realnode.images import BUSYBOX
-from tests.realnode.node import NO_GNS
 from tests.realnode.workloads import (
     create_on_node,
     daemonset,

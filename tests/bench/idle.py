@@ -35,11 +35,11 @@ from typing import Any
 import psutil
 
 from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS
+from nodeagent_testbed.controlplane.build import Binaries
 from nodeagent_testbed.fakelogind import DBusDaemon, FakeLogind, dbus_daemon_path
 from tests.bench import common, imports
 from tests.bench.backends import Backend, RealBench, open_backend
 from tests.clusters import NODE_ACCOUNT, RealBackend
-from tests.controlplane.build import Binaries
 
 WORKLOAD = """
 apiVersion: apps/v1

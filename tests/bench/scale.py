@@ -24,10 +24,10 @@ from typing import Any
 import psutil
 
 from nodeagent.kube.resources import EVICTIONREQUESTS, LEASES, NODEMAINTENANCES, NODES, PODS, Obj
+from nodeagent_testbed.controlplane.build import Binaries
 from tests.bench import common
 from tests.bench.backends import Backend, condition_true, open_backend
 from tests.bench.drain import agent_config, eviction_requests_gone, wait_agent_leading
-from tests.controlplane.build import Binaries
 
 POOL_LABEL = "bench.nodeagent.io/pool"
 MAINTENANCE = "bench-scale"

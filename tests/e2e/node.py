@@ -15,8 +15,9 @@ import yaml
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import DAEMONSETS, DEPLOYMENTS, NODEMAINTENANCES, NODES, PDBS, PODS
+from nodeagent_testbed.nspawn import Container
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
-from tests.e2e.container import Container, agent_kubeconfig
+from tests.e2e.container import agent_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_DIR = "/etc/kubernetes/manifests"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
-from tests.e2e.container import REBOOT_EXIT
+from nodeagent_testbed.nspawn import REBOOT_EXIT
 from tests.e2e.node import (
     MANIFEST_DIR,
     Node,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
+from nodeagent_testbed.nspawn import REBOOT_EXIT, Container
 from tests.clusters import TestCluster
-from tests.e2e.container import REBOOT_EXIT, Container
 from tests.e2e.node import (
     Node,
     agent_settings,

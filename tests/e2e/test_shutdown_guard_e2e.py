@@ -11,14 +11,9 @@ import pytest
 import yaml
 
 from nodeagent.kube.resources import NODEMAINTENANCES
+from nodeagent_testbed.nspawn import REBOOT_EXIT, Container
 from tests.clusters import ClusterView, TestCluster
-from tests.e2e.container import (
-    REBOOT_EXIT,
-    Container,
-    agent_kubeconfig,
-    require_tools,
-    wheelhouse,
-)
+from tests.e2e.container import agent_kubeconfig, require_tools, wheelhouse
 
 pytestmark = pytest.mark.e2e
 

@@ -35,6 +35,7 @@ from nodeagent.model import shutdown as model
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent.node.staticpods.policy import interceptor_entry
+from nodeagent_testbed.controlplane.kubeapi import api_client
 from tests.clusters import (
     CONTROLLERS_ACCOUNT,
     NAMESPACE,
@@ -43,7 +44,6 @@ from tests.clusters import (
     TestCluster,
     create_pod,
 )
-from tests.kubeapi import api_client
 
 pytestmark = pytest.mark.backends("real")
 

@@ -1,5 +1,6 @@
 """Fixtures of the real-node tests: a real control plane whose node-1 is a real kubelet with
-containerd in a systemd-nspawn container (tests/realnode/node.py), node-2 and node-3 kwok's.
+containerd in a systemd-nspawn container (nodeagent_testbed.realnode.node), node-2 and node-3
+kwok's.
 
 They run where `NODEAGENT_TEST_NODE=real` (CI sets it; `scripts/test --node real`); elsewhere
 each test is skipped saying so. Asked for, a node that cannot be set up is an error, never a
@@ -17,11 +18,11 @@ import pytest
 
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS
+from nodeagent_testbed.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
+from nodeagent_testbed.nspawn import Container
+from nodeagent_testbed.realnode.container import prepared_node
+from nodeagent_testbed.realnode.node import NO_GNS
 from tests.clusters import ClusterView, RealBackend
-from tests.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
-from tests.e2e.container import Container
-from tests.realnode.container import prepared_node
-from tests.realnode.node import NO_GNS
 
 NODE = "node-1"
 
@@ -78,8 +79,8 @@ async def node_container(
     tmp_path: Path, real_cluster: RealBackend, kubelet_gns: tuple[int, int], agent_image: bool
 ) -> AsyncIterator[Container]:
     """node-1's container, prepared but not booted: the test installs the agent first. One real
-    node on the host at a time: tests/realnode/container.py holds a host-wide lock from before
-    the container exists until after the sweep."""
+    node on the host at a time: nodeagent_testbed.realnode.container holds a host-wide lock from
+    before the container exists until after the sweep."""
     async with prepared_node(
         tmp_path, NODE, real_cluster.kubeconfig, real_cluster.pki_dir, kubelet_gns, agent_image
     ) as c:

@@ -15,7 +15,7 @@ from watchfiles import awatch
 
 from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Resource
 from nodeagent.model.names import NODE_LABEL
-from tests.e2e.container import REBOOT_EXIT
+from nodeagent_testbed.nspawn import REBOOT_EXIT
 from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.workloads import ETCD, SCHEDULER, deb_node_with_pods, static_pods_running

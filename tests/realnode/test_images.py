@@ -1,5 +1,5 @@
-"""The real node's images (tests/realnode/images.py): made without a registry, imported by name
-into a containerd of their own (Debian's 1.6, runc), and run there."""
+"""The real node's images (nodeagent_testbed.realnode.images): made without a registry, imported
+by name into a containerd of their own (Debian's 1.6, runc), and run there."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import IO
 import psutil
 import pytest
 
-from tests.realnode import images
+from nodeagent_testbed.realnode import images
 
 pytestmark = pytest.mark.realnode
 

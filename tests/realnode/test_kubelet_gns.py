@@ -14,8 +14,8 @@ import pytest
 
 from nodeagent.kube.resources import EVENTS, PODS, Resource
 from nodeagent.model.kubelet_shutdown import EVENT_ON
+from nodeagent_testbed.nspawn import REBOOT_EXIT, Container
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView
-from tests.e2e.container import REBOOT_EXIT, Container
 from tests.e2e.node import install_package, kind_of, running
 from tests.realnode.conftest import NODE, RealNode
 from tests.realnode.workloads import WORKLOADS, create_on_node, node_pods

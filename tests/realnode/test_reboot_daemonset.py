@@ -24,12 +24,12 @@ import pytest
 import yaml
 
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
+from nodeagent_testbed.nspawn import REBOOT_EXIT
+from nodeagent_testbed.realnode.images import NODEAGENT
+from nodeagent_testbed.realnode.node import MANIFEST_DIR
 from tests.conftest import Kubectl
-from tests.e2e.container import REBOOT_EXIT
 from tests.e2e.node import kind_of, running
 from tests.realnode.conftest import NODE, RealNode
-from tests.realnode.images import NODEAGENT
-from tests.realnode.node import MANIFEST_DIR
 from tests.realnode.workloads import (
     ETCD,
     SCHEDULER,

@@ -1,5 +1,5 @@
 """What the real-node tests run on node-1: static pods, workloads under budgets, a DaemonSet,
-all from the images made locally (tests/realnode/images.py; `imagePullPolicy: Never`: no
+all from the images made locally (nodeagent_testbed.realnode.images; `imagePullPolicy: Never`: no
 registry is reachable). Each container exits at once on SIGTERM, as a well-behaved server does."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import yaml
 
 from nodeagent.kube.resources import NODES, PODS
+from nodeagent_testbed.realnode.images import BUSYBOX
+from nodeagent_testbed.realnode.node import MANIFEST_DIR
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView
 from tests.e2e.node import KINDS, install_package, kind_of, running
-from tests.realnode.images import BUSYBOX
-from tests.realnode.node import MANIFEST_DIR
 
 # `sleep & wait` so the shell runs its TERM trap at once, not after the sleep
 SERVE = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]

@@ -24,8 +24,9 @@ import yaml
 
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
+from nodeagent_testbed.nspawn import Container
 from nodeagent_testbed.sim.cluster import SimCluster, kubeconfig_dict
-from tests.e2e.container import Container, require_tools
+from tests.e2e.container import require_tools
 from tests.simutil import install_crds
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.container import host_mirror
+from nodeagent_testbed.nspawn import host_mirror
 
 
 def apt_dir(tmp_path: Path, one_line: str = "", deb822: str = "") -> Path:

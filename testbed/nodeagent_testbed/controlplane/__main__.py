@@ -1,4 +1,4 @@
-"""`python -m tests.controlplane up|down DIR` (what `scripts/cluster` runs)."""
+"""`python -m nodeagent_testbed.controlplane up|down DIR` (what `scripts/cluster` runs)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.controlplane.build import BuildError, ensure_built
-from tests.controlplane.cluster import ClusterError, ControlPlane
+from nodeagent_testbed.controlplane.build import BuildError, ensure_built
+from nodeagent_testbed.controlplane.cluster import ClusterError, ControlPlane
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""A real node: kubelet v1.37 (built with the control plane, tests/controlplane/build.py) and
+"""A real node: kubelet v1.37 (built with the control plane, controlplane/build.py) and
 Debian's containerd, runc and CNI plugins in a Debian container with real systemd, logind and
 D-Bus (systemd-nspawn), joined to a real control plane with node credentials.
 
@@ -25,12 +25,12 @@ from typing import IO, Any
 import psutil
 import yaml
 
-from tests.controlplane.pki import Pki
+from nodeagent_testbed.controlplane.pki import Pki
 
 MANIFEST_DIR = "/etc/kubernetes/manifests"
 BRIDGE = "nacni0"  # the pods' bridge on the host network: ours alone, so sweep may delete it
 POD_SUBNET = "10.244.0.0/24"
-from tests.realnode.images import PAUSE as PAUSE_IMAGE  # noqa: E402
+from nodeagent_testbed.realnode.images import PAUSE as PAUSE_IMAGE  # noqa: E402
 
 # logind's own default: a node whose kubelet runs without Graceful Node Shutdown
 NO_GNS = (0, 0)
@@ -208,7 +208,7 @@ WantedBy=multi-user.target
 
 
 def prepare(rootfs: Path, spec: NodeSpec, images: list[Path]) -> None:
-    """Everything the node needs in `rootfs` (a copy of tests.e2e.container.node_rootfs):
+    """Everything the node needs in `rootfs` (a copy of nodeagent_testbed.nspawn.node_rootfs):
     the kubelet, its credentials and configuration, containerd's, the CNI network, units, and
     the images to import at boot (`images`: OCI archives, imported before the kubelet starts)."""
     shutil.copy2(spec.kubelet, rootfs / "usr/local/bin/kubelet")

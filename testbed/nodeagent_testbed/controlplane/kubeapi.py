@@ -1,7 +1,8 @@
-"""Typed doors into the corners of the `kubernetes` package that carry no annotations, for the
-tests' admin calls to the real control plane: loading a kubeconfig into an ApiClient, creating
-the objects of a manifest, watching. The rest of kubernetes.client is typed (pydantic models;
-its API methods validate a dict body into the model, as `Model.model_validate` does)."""
+"""Typed doors into the corners of the `kubernetes` package that carry no annotations, for admin
+calls to the real control plane (the bed's and the tests'): loading a kubeconfig into an
+ApiClient, creating the objects of a manifest, watching. The rest of kubernetes.client is typed
+(pydantic models; its API methods validate a dict body into the model, as `Model.model_validate`
+does)."""
 
 from __future__ import annotations
 

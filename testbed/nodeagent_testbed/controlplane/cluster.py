@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.build import Binaries, ensure_built
-from tests.controlplane.nodes import KWOK_ANNOTATION, create_nodes, wait_settled
-from tests.controlplane.pki import Pair, Pki
+from nodeagent_testbed.controlplane.build import Binaries, ensure_built
+from nodeagent_testbed.controlplane.nodes import KWOK_ANNOTATION, create_nodes, wait_settled
+from nodeagent_testbed.controlplane.pki import Pair, Pki
 
 STAGES = Path(__file__).with_name("kwok-stages.yaml")
 # the alpha APIs and gates of 1.37 that nodeagent's later work needs, where 1.37 has them
@@ -135,7 +135,7 @@ class ControlPlane:
     ) -> State:
         """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
         starting one, so tests can have fresh API servers on one etcd. Nodes named in
-        `kubelets` are not made for kwok: a real kubelet registers them (tests/realnode)."""
+        `kubelets` are not made for kwok: a real kubelet registers them (realnode)."""
         if self.state() is not None:
             raise ClusterError(f"{self.dir} already has a running control plane; run down first")
         bins = binaries or ensure_built()
@@ -177,7 +177,7 @@ class ControlPlane:
                     # new nodes would wait for the node lifecycle controller to lift a not-ready
                     # taint: seconds per test for nothing nodeagent looks at
                     "--disable-admission-plugins=TaintNodesByCondition",
-                    # a real kubelet (tests/realnode) is reached at its node's address, not by
+                    # a real kubelet (realnode) is reached at its node's address, not by
                     # a node name no resolver knows
                     "--kubelet-preferred-address-types=InternalIP",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",

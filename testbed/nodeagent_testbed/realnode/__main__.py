@@ -1,5 +1,5 @@
 """`scripts/node up DIR --cluster CPDIR [--name node-1] [--gns 30,10]` / `scripts/node down DIR`:
-a real node (kubelet and containerd in systemd-nspawn, tests/realnode/node.py) joined to a
+a real node (kubelet and containerd in systemd-nspawn, node.py) joined to a
 control plane that `scripts/cluster up CPDIR --real-node NAME` left that node name to.
 
 `up` returns once the node is Ready; the container keeps running (enter it with
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import psutil
 
-from tests.controlplane.build import BuildError, ensure_built
-from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.nodes import wait_node_ready
-from tests.e2e.container import Container, is_init, node_rootfs
-from tests.realnode import images
-from tests.realnode.node import (
+from nodeagent_testbed.controlplane.build import BuildError, ensure_built
+from nodeagent_testbed.controlplane.cluster import ControlPlane
+from nodeagent_testbed.controlplane.nodes import wait_node_ready
+from nodeagent_testbed.nspawn import Container, is_init, node_rootfs
+from nodeagent_testbed.realnode import images
+from nodeagent_testbed.realnode.node import (
     HOST_LOCK,
     NSPAWN_ARGS,
     NodeSpec,

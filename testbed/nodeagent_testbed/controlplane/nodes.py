@@ -9,7 +9,7 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.kubeapi import api_client, watch_stream
+from nodeagent_testbed.controlplane.kubeapi import api_client, watch_stream
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # kwok's node-initialize stage fills in the rest of the status

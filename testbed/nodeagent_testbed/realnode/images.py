@@ -4,7 +4,7 @@ Three OCI archives that `ctr -n k8s.io images import ARCHIVE` takes as they are 
 image with the `io.containerd.image.name` annotation in index.json, which containerd 1.6's
 importer uses before anything else):
 
-- PAUSE, the sandbox image: our own static pause program (tests/realnode/pause, Go, no cgo);
+- PAUSE, the sandbox image: our own static pause program (pause/ beside this module, Go, no cgo);
 - BUSYBOX, the workloads' image: Debian's busybox-static with a link for each of its applets;
 - NODEAGENT, the agent's image built from the repository's Dockerfile with buildah, on a local
   Debian base (debootstrap: python3, python3-venv, python3-pip; /usr/local/bin/python3 links to
@@ -22,8 +22,8 @@ The archives are cached in `<cache>/images` (<cache> as for the control plane's 
 NODEAGENT_CONTROLPLANE_CACHE, else $XDG_CACHE_HOME/nodeagent, else ~/.cache/nodeagent), named by
 a hash of what makes each: the pause sources and the Go version; the busybox-static version; the
 Dockerfile, .dockerignore, pyproject.toml, the nodeagent/ sources and the base's recipe (not
-README.md, which only reaches the package metadata). `python -m tests.realnode.images` makes
-them and prints their paths.
+README.md, which only reaches the package metadata). `python -m
+nodeagent_testbed.realnode.images` makes them and prints their paths.
 """
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.build import BuildError, cache_root, go_command
-from tests.e2e.container import host_mirror, locked
+from nodeagent_testbed.controlplane.build import ROOT, BuildError, cache_root, go_command
+from nodeagent_testbed.nspawn import host_mirror, locked
 
-ROOT = Path(__file__).resolve().parents[2]
 PAUSE_SOURCE = Path(__file__).resolve().parent / "pause"
 
 PAUSE = "localhost/nodeagent-test/pause:1"

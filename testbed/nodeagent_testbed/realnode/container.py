@@ -1,5 +1,6 @@
 """node-1's container, prepared but not booted, under the host's real-node lock: what the
-`node_container` fixture (conftest.py) and the bench's GNS figure (tests/bench/gns.py) share."""
+`node_container` fixture (tests/realnode/conftest.py) and the bench's GNS figure
+(tests/bench/gns.py) share."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import yaml
 
-from tests.controlplane.build import ensure_built
-from tests.e2e.container import Container, node_rootfs
-from tests.realnode import images
-from tests.realnode.node import (
+from nodeagent_testbed.controlplane.build import ensure_built
+from nodeagent_testbed.nspawn import Container, node_rootfs
+from nodeagent_testbed.realnode import images
+from nodeagent_testbed.realnode.node import (
     NSPAWN_ARGS,
     NodeSpec,
     one_node_at_a_time,

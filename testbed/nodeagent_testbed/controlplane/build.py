@@ -17,7 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+# the repository checkout: the bed builds from its Go modules (and the real node's images from
+# its Dockerfile), so the test bed is installed editable (scripts/setup)
+ROOT = Path(__file__).resolve().parents[3]
 MODULES = ROOT / "scripts" / "controlplane"
 COMPONENTS = (
     "kube-apiserver",
