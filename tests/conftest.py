@@ -26,7 +26,7 @@ from nodeagent_testbed.sim.cluster import SimCluster
 from tests.clusters import BACKENDS, REPO, RealBackend, SimBackend, TestCluster, mirror_pods
 
 # Hypothesis' per-example deadline measures the machine, not the code: on 2 shared cores a
-# property test of pure logic failed it under load (tests/unit/kube/test_lean.py, 2026-11-27)
+# property test of pure logic failed it under load (tests/unit/kube/test_cache_transforms.py)
 settings.register_profile("nodeagent", deadline=None)
 settings.load_profile("nodeagent")
 

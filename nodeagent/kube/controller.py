@@ -30,9 +30,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeagent.kube.cache_transforms import transform_for
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS, Informer, ListWatcher
-from nodeagent.kube.lean import transform_for
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import Indexer, Store

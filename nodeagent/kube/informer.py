@@ -83,7 +83,7 @@ class Informer:
         transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """`transform`: what the store keeps of each listed or watched object (and what the
-        handlers get), e.g. `lean.lean_pod`."""
+        handlers get), e.g. `cache_transforms.lean_pod`."""
         self._client = client
         self._transform = transform
         self.resource = resource

@@ -1,6 +1,6 @@
 """Memory per cached pod: realistic pods (what a real cluster serves: containers with env,
 probes and mounts, volumes, managedFields, kubectl's last-applied annotation, container
-statuses), kept whole against kept as the shared informers keep them (`kube.lean`), measured
+statuses), kept whole against kept as the shared informers keep them (`kube.cache_transforms`), measured
 side by side with tracemalloc in one run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import tracemalloc
 from typing import Any
 
-from nodeagent.kube.lean import lean_pod
+from nodeagent.kube.cache_transforms import lean_pod
 from nodeagent.kube.resources import Obj
 from nodeagent.kube.store import Store
 

@@ -1,5 +1,5 @@
 """The NodeMaintenance decision at scale, measured side by side in one run: N nodes x 30
-realistic pods (`cache.realistic_pod`, kept as the informers keep them, `kube.lean`), one
+realistic pods (`cache.realistic_pod`, kept as the informers keep them, `kube.cache_transforms`), one
 maintenance in Drain over every node, every pod's EvictionRequest in place (the middle of a
 drain, the decision's heaviest state). Per N, the median time of:
 
@@ -19,7 +19,7 @@ import statistics
 import time
 from typing import Any
 
-from nodeagent.kube.lean import lean_pod
+from nodeagent.kube.cache_transforms import lean_pod
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import as_eviction_request, as_maintenance
 from nodeagent.model.draintargets.pods import PodInfoMemo

@@ -23,8 +23,8 @@ STEPS: list[tuple[str, str]] = [
     ("PyYAML", "import yaml"),
     ("urllib3", "import urllib3"),
     (
-        "kubernetes: transport only (nodeagent.kube.official)",
-        "from nodeagent.kube import official; official.install()",
+        "kubernetes: transport only (nodeagent.kube.official_client)",
+        "from nodeagent.kube import official_client; official_client.install()",
     ),
     (
         "kubernetes.config.incluster_config (agent in a pod)",
@@ -101,7 +101,7 @@ async def run(repeat: int = 3) -> dict[str, Any]:
             stdlib,
             (
                 "parts",
-                "from nodeagent.kube import official; official.install();"
+                "from nodeagent.kube import official_client; official_client.install();"
                 " import kubernetes.config.kube_config",
             ),
         ]

@@ -1,4 +1,4 @@
-"""nodeagent.kube.official: the agent imports only the official client's transport.
+"""nodeagent.kube.official_client: the agent imports only the official client's transport.
 
 Each check runs in a fresh interpreter (`python -c`), since what matters is which modules an
 import leaves in `sys.modules`, and this test process has imported the whole client already.
@@ -39,10 +39,10 @@ def test_the_agent_imports_no_model_and_no_unused_subpackage() -> None:
         """
         import json, sys
         import nodeagent.app  # everything `nodeagent run` imports before it starts
-        from nodeagent.kube import official
+        from nodeagent.kube import official_client
         print(json.dumps({
             "modules": sorted(sys.modules),
-            "light": [n for n in official.LIGHT_PACKAGES if official.is_light(n)],
+            "light": [n for n in official_client.LIGHT_PACKAGES if official_client.is_light(n)],
         }))
         """
     )
@@ -85,7 +85,7 @@ def test_loading_a_kubeconfig_keeps_the_packages_light(tmp_path: Path) -> None:
         f"""
         import json, sys
         from nodeagent.kube.connection import load_api_client
-        from nodeagent.kube import official
+        from nodeagent.kube import official_client
         api = load_api_client({str(kubeconfig)!r})
         pydantic = [m for m in sys.modules if m.split(".")[0] == "pydantic"]
         # what the OIDC refresh constructs: the real ApiClient, imported only then
@@ -95,7 +95,7 @@ def test_loading_a_kubeconfig_keeps_the_packages_light(tmp_path: Path) -> None:
         print(json.dumps({{
             "host": api.configuration.host,
             "models": [m for m in sys.modules if m.startswith("kubernetes.client.models.")],
-            "light": [n for n in official.LIGHT_PACKAGES if official.is_light(n)],
+            "light": [n for n in official_client.LIGHT_PACKAGES if official_client.is_light(n)],
             "pydantic": pydantic,
             "refresher": type(refresher).__module__ + "." + type(refresher).__name__,
         }}))
@@ -115,7 +115,7 @@ def test_other_code_in_the_process_still_gets_the_whole_client() -> None:
         import nodeagent.kube.client
         from kubernetes import client, config
         import kubernetes
-        from nodeagent.kube import official
+        from nodeagent.kube import official_client
         stand_in = client.ApiClient  # asked for before the package completes
         pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p"))
         by_name = getattr(client.models, "V1Pod")  # as ApiClient.deserialize looks models up
@@ -127,7 +127,7 @@ def test_other_code_in_the_process_still_gets_the_whole_client() -> None:
             "real": client.ApiClient.__module__,
             "loader": callable(config.load_kube_config),
             "version": kubernetes.__version__,
-            "light": [n for n in official.LIGHT_PACKAGES if official.is_light(n)],
+            "light": [n for n in official_client.LIGHT_PACKAGES if official_client.is_light(n)],
         }))
         """
     )
@@ -146,9 +146,9 @@ def test_a_client_imported_first_is_left_as_it_is() -> None:
         """
         import json
         import kubernetes.client
-        from nodeagent.kube import official
-        print(json.dumps({"installed": official.install(), "light": [
-            n for n in official.LIGHT_PACKAGES if official.is_light(n)]}))
+        from nodeagent.kube import official_client
+        print(json.dumps({"installed": official_client.install(), "light": [
+            n for n in official_client.LIGHT_PACKAGES if official_client.is_light(n)]}))
         """
     )
     assert got == {"installed": False, "light": []}
@@ -174,9 +174,9 @@ def test_an_unknown_layout_is_imported_whole(tmp_path: Path) -> None:
     got = _run(
         """
         import json, sys
-        from nodeagent.kube import official
+        from nodeagent.kube import official_client
         import kubernetes
-        print(json.dumps({"installed": official.install(), "whole": kubernetes.WHOLE,
+        print(json.dumps({"installed": official_client.install(), "whole": kubernetes.WHOLE,
             "file": kubernetes.__file__}))
         """,
         path=[tmp_path],

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeagent.kube.cache_transforms import POD_SPEC_READ, POD_STATUS_READ, lean_pod
 from nodeagent.kube.controller import SharedInformers
-from nodeagent.kube.lean import POD_SPEC_READ, POD_STATUS_READ, lean_pod
 from nodeagent.kube.resources import NODES, PODS
 from nodeagent.model.names import LAST_APPLIED
 from tests.bench.cache import realistic_pod
