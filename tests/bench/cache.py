@@ -1,7 +1,7 @@
 """Memory per cached pod: realistic pods (what a real cluster serves: containers with env,
 probes and mounts, volumes, managedFields, kubectl's last-applied annotation, container
-statuses), kept whole against kept as the shared informers keep them (`kube.cache_transforms`), measured
-side by side with tracemalloc in one run."""
+statuses), kept whole against kept as the shared informers keep them
+(`kube.cache_transforms`), measured side by side with tracemalloc in one run."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The NodeMaintenance decision at scale, measured side by side in one run: N nodes x 30
-realistic pods (`cache.realistic_pod`, kept as the informers keep them, `kube.cache_transforms`), one
-maintenance in Drain over every node, every pod's EvictionRequest in place (the middle of a
-drain, the decision's heaviest state). Per N, the median time of:
+realistic pods (`cache.realistic_pod`, kept as the informers keep them,
+`kube.cache_transforms`), one maintenance in Drain over every node, every pod's
+EvictionRequest in place (the middle of a drain, the decision's heaviest state). Per N, the
+median time of:
 
 - **afresh**: a decision that derives everything again (no `Recall`; the pod and request
   memos the controller keeps are on, as before the incremental decision);
