@@ -14,7 +14,7 @@ from nodeagent.controllers.nodemaintenance.signatures import eviction_request_no
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, UPSTREAM_EVICTIONREQUESTS, Obj
-from nodeagent.kube.store import Store, key_of
+from nodeagent.kube.store import Store
 from nodeagent.model.bodies import deleting, metadata_of
 from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.mirror import as_crd_request, is_ours
@@ -101,13 +101,11 @@ class RequestSource:
                     self.mirror.delete(key)
                     self._fire(old, None)
                 continue
-            evictions = [e for e in self._evictions.store.by_index("target", key)]
+            evictions = list(self._evictions.store.by_index("target", key))
             live = [e for e in evictions if not deleting(e)] or evictions
             live.sort(key=lambda e: str(metadata_of(e).get("creationTimestamp", "")))
             new = as_crd_request(ours[0], live[0] if live else None)
             if old == new:
-                continue
-            if key_of(new) != key:  # a request whose target lists no namespace: never ours
                 continue
             self.mirror.upsert(new)
             self._fire(old, new)
