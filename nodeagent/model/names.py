@@ -9,6 +9,7 @@ from collections.abc import Mapping
 __all__ = [
     "AGENT",
     "ANNOTATION_SHUTDOWN_TYPE",
+    "BRIDGE_REQUESTER",
     "BUILTIN_PRIORITIES",
     "CORDONED_BY_ANNOTATION",
     "DAEMONSET_INTERCEPTOR",
@@ -41,6 +42,9 @@ AGENT = "nodeagent"
 and the managed-by value of the maintenances it makes."""
 REQUESTER = "nodemaintenance.k8s.io"
 """The one requester name every maintenance asks for evictions with."""
+BRIDGE_REQUESTER = "nodeagent.io/eviction-bridge"
+"""The eviction bridge's requester: a legacy eviction (kubectl drain, an autoscaler) it turned
+into an EvictionRequest."""
 
 # --- interceptors (KEP-4563) ----------------------------------------------------------------------
 

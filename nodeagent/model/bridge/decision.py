@@ -1,0 +1,288 @@
+"""The eviction bridge's answer to one eviction (DESIGN 1, "Legacy drains"), pure.
+
+A legacy drain (``kubectl drain``, kured, an autoscaler) calls the Eviction API and retries on
+429. For a pod with interceptors the bridge asks for the eviction with an EvictionRequest
+instead and answers 429 while an interceptor works, allows the eviction once the request's turn
+reaches the imperative eviction, and answers 404 once the pod the drain meant is gone, also when
+a pod of the same name replaced it (the drain retries by name only: ``kubectl drain`` sends no
+UID precondition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from nodeagent.model.bodies import metadata_of, uid_of
+from nodeagent.model.bridge.writes import AddRequester, CreateRequest, RecreateRequest, Write
+from nodeagent.model.bridge.writes import request_body as _body
+from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.targets import (
+    InvalidInterceptors,
+    SelectorInterceptor,
+    default_interceptors,
+    target_interceptors,
+)
+from nodeagent.model.names import (
+    BRIDGE_REQUESTER,
+    DAEMONSET_INTERCEPTOR,
+    IMPERATIVE_INTERCEPTOR,
+    KUBELET_INTERCEPTOR,
+)
+from nodeagent.model.podstate import pod_terminal, pod_terminating
+from nodeagent.model.times import parse_time
+
+__all__ = [
+    "DEPARTED_FOR",
+    "RETRY_AFTER",
+    "BridgeSettings",
+    "Departed",
+    "EvictionAttempt",
+    "Verdict",
+    "bridged_interceptors",
+    "decide",
+    "departure",
+]
+
+RETRY_AFTER = 5
+"""Seconds a client is told to wait before it tries again (``kubectl drain`` waits 5 s
+whatever it is told)."""
+DEPARTED_FOR = timedelta(minutes=5)
+"""How long a name-only eviction of a pod whose predecessor the bridge asked to evict is
+answered 404. A client retries every few seconds, so it learns within this; a new drain of the
+replacement within it is answered 404 too (the price of not tracking the client)."""
+
+
+@dataclass(frozen=True)
+class EvictionAttempt:
+    """What the bridge reads of one admission request for ``pods/eviction`` CREATE."""
+
+    namespace: str
+    name: str
+    uid: str | None
+    """The Eviction's ``deleteOptions.preconditions.uid``, if it names one."""
+    dry_run: bool
+    """The request's ``dryRun``, or ``deleteOptions.dryRun`` in the Eviction's body (``kubectl
+    drain --dry-run=server`` sets only the latter)."""
+    user: str
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    """What the bridge takes from configuration."""
+
+    own_users: frozenset[str]
+    """Users whose evictions always pass: the controllers' (the imperative eviction's) own."""
+    configured: tuple[SelectorInterceptor, ...] = ()
+    daemonset_pods: bool = False
+    """Wait for ``daemonset.apps.k8s.io`` too. It acts only within a NodeMaintenance, so by
+    default the bridge does not wait for it (nor for ``kubelet.k8s.io``)."""
+    static_pods: bool = False
+    retry_after: int = RETRY_AFTER
+    departed_for: timedelta = DEPARTED_FOR
+
+    @property
+    def passes(self) -> frozenset[str]:
+        """The interceptors at whose turn an eviction is allowed."""
+        out = {IMPERATIVE_INTERCEPTOR}
+        if not self.daemonset_pods:
+            out.add(DAEMONSET_INTERCEPTOR)
+        if not self.static_pods:
+            out.add(KUBELET_INTERCEPTOR)
+        return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Departed:
+    """A pod whose eviction the bridge asked for, seen deleted: the informers' memory of it."""
+
+    uid: str
+    requested_at: datetime | None
+    """When its EvictionRequest was created."""
+    gone_at: datetime
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer: allowed, or denied with ``code`` (429 or 404), and what to write first."""
+
+    allowed: bool
+    why: Literal["own", "no-interceptors", "leaving", "unknown", "turn", "waiting", "gone"]
+    """Briefly, for metrics and logs."""
+    message: str = ""
+    code: int = 200
+    retry_after: int | None = None
+    write: Write | None = None
+
+    @property
+    def reason(self) -> str:
+        """The meta/v1 Status reason that goes with ``code``."""
+        return {429: "TooManyRequests", 404: "NotFound"}.get(self.code, "")
+
+
+def bridged_interceptors(pod: Mapping[str, Any], settings: BridgeSettings) -> tuple[str, ...]:
+    """The interceptors the bridge waits for before it lets an eviction of ``pod`` through,
+    in order (empty: the pod has none that matter to an eviction). A malformed annotation
+    counts as absent, as the EvictionRequest controller treats it."""
+    try:
+        names = target_interceptors(pod, settings.configured)
+    except InvalidInterceptors:
+        names = default_interceptors(pod, settings.configured)
+    return tuple(n for n in names if n not in settings.passes)
+
+
+def departure(
+    pod: Mapping[str, Any], request: EvictionRequestView | None, now: datetime
+) -> Departed | None:
+    """What to remember of a deleted ``pod``: its departure, if the bridge asked to evict it
+    (``request`` is its EvictionRequest as cached when the pod's delete event came)."""
+    if request is None or BRIDGE_REQUESTER not in request.requesters:
+        return None
+    return Departed(uid_of(pod), request.creation_time, now)
+
+
+def decide(
+    attempt: EvictionAttempt,
+    pod: Mapping[str, Any] | None,
+    request: EvictionRequestView | None,
+    departed: Departed | None,
+    settings: BridgeSettings,
+    now: datetime,
+) -> Verdict:
+    """The bridge's answer to ``attempt``.
+
+    ``pod``: the pod of that namespace and name as cached, whatever its UID, or None.
+    ``request``: the EvictionRequest named after that pod's UID, as cached, or None.
+    ``departed``: the last pod of that name whose eviction the bridge asked for and that is gone.
+    A dry run gets the same answer and writes nothing.
+    """
+    verdict = _decide(attempt, pod, request, departed, settings, now)
+    if attempt.dry_run and verdict.write is not None:
+        return replace(verdict, write=None, message=verdict.message + " (dry run: nothing written)")
+    return verdict
+
+
+def _decide(
+    attempt: EvictionAttempt,
+    pod: Mapping[str, Any] | None,
+    request: EvictionRequestView | None,
+    departed: Departed | None,
+    settings: BridgeSettings,
+    now: datetime,
+) -> Verdict:
+    if attempt.user in settings.own_users:
+        return Verdict(True, "own")
+    ref = f"{attempt.namespace}/{attempt.name}"
+    if _meant_departed(attempt, pod, departed, settings, now):
+        assert departed is not None
+        return Verdict(
+            False,
+            "gone",
+            f"pod {ref} with UID {departed.uid}, whose eviction nodeagent asked for, is gone"
+            + (f"; a new pod of that name has UID {uid_of(pod)}" if pod is not None else ""),
+            code=404,
+        )
+    if pod is None or (attempt.uid is not None and attempt.uid != uid_of(pod)):
+        # Not the pod the cache has: the API server answers (404 or a failed precondition).
+        return Verdict(True, "unknown")
+    if pod_terminal(pod) or pod_terminating(pod):
+        return Verdict(True, "leaving")
+    waits_for = bridged_interceptors(pod, settings)
+    if not waits_for:
+        return Verdict(True, "no-interceptors")
+    return _by_request(ref, pod, request, waits_for, settings)
+
+
+def _meant_departed(
+    attempt: EvictionAttempt,
+    pod: Mapping[str, Any] | None,
+    departed: Departed | None,
+    settings: BridgeSettings,
+    now: datetime,
+) -> bool:
+    """Whether the attempt means a pod the bridge saw go: its UID, or by name only (within
+    ``departed_for``) while no pod of that name or a newer one than the bridge's request is
+    there."""
+    if departed is None or (pod is not None and uid_of(pod) == departed.uid):
+        return False
+    if attempt.uid is not None:
+        return attempt.uid == departed.uid
+    if now - departed.gone_at > settings.departed_for:
+        return False
+    if pod is None:
+        return True
+    created = parse_time(metadata_of(pod).get("creationTimestamp"))
+    return created is None or departed.requested_at is None or created >= departed.requested_at
+
+
+def _by_request(
+    ref: str,
+    pod: Mapping[str, Any],
+    request: EvictionRequestView | None,
+    waits_for: tuple[str, ...],
+    settings: BridgeSettings,
+) -> Verdict:
+    """The pod has interceptors: its EvictionRequest decides."""
+    first = waits_for[0]
+    namespace = str(metadata_of(pod).get("namespace") or "")
+    if request is None:
+        return _wait(
+            settings,
+            f"nodeagent asked for the eviction of pod {ref} with an EvictionRequest; "
+            f"interceptor {first} goes first",
+            CreateRequest(namespace, _body(pod)),
+        )
+    if request.deleting:
+        return _wait(settings, f"the last EvictionRequest of pod {ref} is being deleted")
+    if request.evicted:
+        return Verdict(True, "leaving")
+    if request.canceled:
+        return _wait(
+            settings,
+            f"nodeagent asked again for the eviction of pod {ref} (its last EvictionRequest "
+            f"was canceled); interceptor {first} goes first",
+            RecreateRequest(
+                namespace, request.name, request.uid, request.resource_version, _body(pod)
+            ),
+        )
+    active = request.active
+    if active in settings.passes or (active is None and request.target_interceptors):
+        # The imperative eviction's turn (or one the bridge does not wait for, or nobody's
+        # left): the eviction goes ahead and the disruption budgets decide as usual.
+        return Verdict(True, "turn")
+    add = None
+    if BRIDGE_REQUESTER not in request.requesters:
+        add = AddRequester(
+            namespace,
+            request.name,
+            request.resource_version,
+            (*request.requesters, BRIDGE_REQUESTER),
+        )
+    if active is None:
+        return _wait(
+            settings,
+            f"the EvictionRequest of pod {ref} waits for its first interceptor ({first}) "
+            "to be given its turn",
+            add,
+        )
+    said = request.entry(active).message
+    return _wait(
+        settings,
+        f"interceptor {active} is handling the eviction of pod {ref}"
+        + (f": {said}" if said else ""),
+        add,
+    )
+
+
+def _wait(settings: BridgeSettings, why: str, write: Write | None = None) -> Verdict:
+    return Verdict(
+        False,
+        "waiting",
+        f"{why}; the eviction is allowed when its turn reaches {IMPERATIVE_INTERCEPTOR}, "
+        f"retry in {settings.retry_after}s",
+        code=429,
+        retry_after=settings.retry_after,
+        write=write,
+    )
