@@ -25,7 +25,7 @@ from nodeagent.kube.errors import KubeError
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.backoff import JitteredBackoff
-from nodeagent.model.lifecycle.mirror import upstream_evicts
+from nodeagent.model.lifecycle.ourresponders import ResponderNames, upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
     OperatorMetrics,
@@ -109,7 +109,9 @@ class ClusterControllers:
                 self.operator.maintenances = None
 
     def _controllers(self, informers: SharedInformers, upstream: bool) -> list[Controller]:
-        """This term's controllers and interceptors, on its informers."""
+        """This term's controllers and interceptors, on its informers; with `upstream`, the
+        interceptors respond to upstream Evictions too."""
+        names = ResponderNames(self.settings.configured) if upstream else None
         parts: list[Controller] = [
             NodeMaintenanceController(
                 self.client,
@@ -118,10 +120,8 @@ class ClusterControllers:
                 metrics=self.queue_metrics.for_queue("nodemaintenance"),
                 drain_duration=self.operator.drain_duration if self.operator else None,
                 settings=self.maintenance_settings,
-                # pods only the imperative eviction takes a turn at go to the upstream API
-                upstream=partial(upstream_evicts, configured=self.settings.configured)
-                if upstream
-                else None,
+                # pods whose interceptors all respond upstream go to the upstream API
+                upstream=partial(upstream_evicts, names=names) if names is not None else None,
             ),
             EvictionRequestController(
                 self.client,
@@ -141,6 +141,7 @@ class ClusterControllers:
                 self.settings,
                 events=self.recorder,
                 queue_metrics=self.queue_metrics.for_queue("daemonset-interceptor"),
+                upstream=names,
             ),
             FinalPhaseController(
                 self.client,
@@ -157,18 +158,22 @@ class ClusterControllers:
                     self.settings,
                     events=self.recorder,
                     queue_metrics=self.queue_metrics.for_queue("annotate-interceptors"),
+                    upstream=names,
                 )
             )
-        if upstream:
-            parts += self._upstream_controllers(informers)
+        if names is not None:
+            parts += self._upstream_controllers(informers, names)
         return parts
 
-    def _upstream_controllers(self, informers: SharedInformers) -> list[Controller]:
+    def _upstream_controllers(
+        self, informers: SharedInformers, names: ResponderNames
+    ) -> list[Controller]:
         """The evictionrequest-controller and the imperative evictor of lifecycle.k8s.io."""
         return [
             LifecycleEvictionController(
                 self.client,
                 informers,
+                names=names,
                 heartbeat_deadline=self.settings.heartbeat_deadline.total_seconds(),
                 queue_metrics=self.queue_metrics.for_queue("evictions"),
             ),

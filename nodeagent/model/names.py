@@ -8,11 +8,13 @@ from collections.abc import Mapping
 
 __all__ = [
     "AGENT",
+    "ANNOTATE_RESPONDER_DOMAIN",
     "ANNOTATION_SHUTDOWN_TYPE",
     "BRIDGE_REQUESTER",
     "BUILTIN_PRIORITIES",
     "CORDONED_BY_ANNOTATION",
     "DAEMONSET_INTERCEPTOR",
+    "DAEMONSET_RESPONDER",
     "DRAIN_ANNOTATION",
     "FINALIZER",
     "FINAL_PHASE_ANNOTATION",
@@ -29,6 +31,7 @@ __all__ = [
     "MAINTENANCE_TAINT",
     "MIRROR_ANNOTATION",
     "NODE_LABEL",
+    "OWN_RESPONDER_PRIORITY",
     "REQUESTER",
     "SYSTEM_CRITICAL_PRIORITY",
     "TAINT_TEXT",
@@ -61,6 +64,13 @@ IMPERATIVE_RESPONDER = "imperative-eviction.k8s.io/evictor"
 """The default responder every pod's Eviction ends with: the policy/v1 Eviction API."""
 IMPERATIVE_RESPONDER_PRIORITY = 100
 """The server refuses any other priority for it; 0-999 are reserved to `*.k8s.io` responders."""
+DAEMONSET_RESPONDER = "nodeagent.io/daemonset"
+"""The DaemonSet interceptor's name as a responder (`daemonset.apps.k8s.io` is reserved)."""
+ANNOTATE_RESPONDER_DOMAIN = "annotate.nodeagent.io"
+"""An annotate-and-wait rule responds as `annotate.nodeagent.io/<rule name>`."""
+OWN_RESPONDER_PRIORITY = 10000
+"""Our responders' first priority, the one the API suggests to a pod's managing controller;
+the next of a pod's interceptors gets one less, so they keep the order they have on our CRD."""
 
 # --- labels ---------------------------------------------------------------------------------------
 

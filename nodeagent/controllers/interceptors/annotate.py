@@ -10,6 +10,9 @@ When the request is canceled before the pod went, the annotation is taken off th
 (only if it still has the configured value), so the operator does not move a pod nobody wants
 moved any more.
 
+The same on upstream Evictions where the server serves them (`apis`): a rule is the responder
+``annotate.nodeagent.io/<rule name>`` there.
+
 The decisions are `plans.plan_annotate` and `plans.plan_withdraw`; this module carries them out.
 """
 
@@ -17,12 +20,12 @@ from __future__ import annotations
 
 import logging
 
+from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
     InterceptorClient,
     complete,
     progress,
-    request_key_for_pod,
     target_pod,
     utcnow,
 )
@@ -32,10 +35,10 @@ from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
-from nodeagent.kube.store import key_of
+from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.lifecycle.ourresponders import ResponderNames
 
 __all__ = ["AnnotateInterceptors"]
 
@@ -43,7 +46,8 @@ log = logging.getLogger(__name__)
 
 
 class AnnotateInterceptors(Controller):
-    """All configured annotate-and-wait interceptors, over EvictionRequest keys."""
+    """All configured annotate-and-wait interceptors, over the keys of EvictionRequests (and of
+    upstream Evictions, with `upstream`: the responder names there)."""
 
     def __init__(
         self,
@@ -56,13 +60,14 @@ class AnnotateInterceptors(Controller):
         clock: Clock = utcnow,
         workers: int = 2,
         rate_limiter: RateLimiter | None = None,
+        upstream: ResponderNames | None = None,
         name: str = "annotate-interceptors",
     ) -> None:
-        self.requests = informers.informer(EVICTIONREQUESTS)
+        self.sources = turn_sources(informers, upstream)
         self.pods = informers.informer(PODS)
         super().__init__(
             name,
-            informers=[self.requests, self.pods],
+            informers=[*(s.informer for s in self.sources), self.pods],
             workers=workers,
             rate_limiter=rate_limiter,
             metrics=queue_metrics,
@@ -73,17 +78,19 @@ class AnnotateInterceptors(Controller):
         self._min_interval = settings.heartbeat_min_interval
         self._events = events
         self._clock = clock
-        self.enqueue_on(self.requests, self._keys_for_request)
-        self.enqueue_on(self.pods, request_key_for_pod(self.requests.store))
-
-    def _keys_for_request(self, request: Obj) -> list[str]:
-        return [key_of(request)] if self._rules else []
+        for source in self.sources:
+            self.enqueue_on(source.informer, source.keys)
+            self.enqueue_on(self.pods, source.keys_for_pod)
 
     async def reconcile(self, key: str) -> Result | None:
-        request = self.requests.store.get(key)
-        if request is None:
-            return None
-        view = EvictionRequestView.from_obj(request)
+        for source in self.sources:
+            if (request := source.get(key)) is not None:
+                return await self._reconcile(request, source.view(request), source.api)
+        return None
+
+    async def _reconcile(
+        self, request: Obj, view: EvictionRequestView, api: RequestApi
+    ) -> Result | None:
         if view.canceled:
             await self._withdraw(view)
             return None
@@ -94,7 +101,7 @@ class AnnotateInterceptors(Controller):
         pod = await target_pod(self._client, self.pods.store, view)
         plan = plan_annotate(rule, pod)
         if plan.complete or pod is None:
-            done = await complete(self._client, request, rule.name, now)
+            done = await complete(self._client, request, rule.name, now, api)
             if done is not None and self._events is not None:
                 await self._events.record(request, "Normal", "InterceptorCompleted", done.message)
             return None
@@ -109,7 +116,14 @@ class AnnotateInterceptors(Controller):
                     f"{rule.annotation_key}={rule.annotation_value} so its operator moves it.",
                 )
         return await progress(
-            self._client, request, rule.name, plan.message, now, self._deadline, self._min_interval
+            self._client,
+            request,
+            rule.name,
+            plan.message,
+            now,
+            self._deadline,
+            self._min_interval,
+            api,
         )
 
     async def _annotate(self, pod: Obj, rule: AnnotateRule, value: str | None) -> None:

@@ -4,19 +4,20 @@ and writing their own ``status.interceptors[]`` entry with optimistic concurrenc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from nodeagent.controllers.interceptors.apis import CRD, RequestApi
 from nodeagent.controllers.interceptors.plans import WAITING
 from nodeagent.kube.controller import Result
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
+from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.store import Store
 from nodeagent.model.interceptors.heartbeats import next_heartbeat_in, report_progress
 from nodeagent.model.interceptors.requests import EvictionRequestView
-from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
+from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "completion_message",
     "progress",
     "report",
-    "request_key_for_pod",
     "target_pod",
     "utcnow",
 ]
@@ -50,17 +50,6 @@ def completion_message(previous: str, view: EvictionRequestView) -> str:
         head, _, tail = previous.partition(WAITING)
         return head + gone + tail
     return gone[0].upper() + gone[1:]
-
-
-def request_key_for_pod(requests: Store) -> Callable[[Obj], Iterable[str]]:
-    """Maps a pod to the key of its EvictionRequest (named after the pod's UID), if one exists."""
-
-    def keys(pod: Obj) -> Iterable[str]:
-        md = pod.get("metadata") or {}
-        key = f"{md.get('namespace')}/{md.get('uid')}"
-        return [key] if md.get("uid") and key in requests else []
-
-    return keys
 
 
 async def target_pod(
@@ -88,18 +77,20 @@ async def report(
     request: Obj,
     name: str,
     update: Update,
+    api: RequestApi = CRD,
     attempts: int = 5,
 ) -> Obj | None:
-    """Write interceptor ``name``'s entry of ``status.interceptors`` as ``update`` makes it from
-    the current one (the rest untouched), onto the version read. When the request changed
-    meanwhile, read it again and recompute (client-go's RetryOnConflict), as long as it is still
-    this interceptor's turn. Returns the written request; None when nothing needed writing, or
-    the request is gone, canceled or no longer ours (after Evicted, the active interceptor may
-    still report its completion)."""
+    """Write interceptor ``name``'s entry (of ``status.interceptors``, or its responder's of an
+    upstream Eviction's ``status.responders``) as ``update`` makes it from the current one (the
+    rest untouched), onto the version read. When the request changed meanwhile, read it again
+    and recompute (client-go's RetryOnConflict), as long as it is still this interceptor's
+    turn. Returns the written request; None when nothing needed writing, or the request is
+    gone, canceled or no longer ours (after Evicted, the active interceptor may still report
+    its completion)."""
     md = request.get("metadata") or {}
     obj_name, namespace = str(md.get("name")), md.get("namespace")
     for attempt in range(attempts):
-        view = EvictionRequestView.from_obj(request)
+        view = api.read(request)
         if view.canceled or view.active != name:
             log.debug("interceptor %s: request %s/%s moved on", name, namespace, obj_name)
             return None
@@ -107,41 +98,38 @@ async def report(
         if entry is None:
             return None
         md = request.get("metadata") or {}
-        status = request.get("status") or {}
         patch = {
             "metadata": {"resourceVersion": md.get("resourceVersion")},
-            "status": {
-                "interceptors": with_interceptor_status(status.get("interceptors") or (), entry)
-            },
+            "status": api.entries_patch(request.get("status") or {}, entry),
         }
         try:
-            return await client.patch_status(EVICTIONREQUESTS, obj_name, patch, namespace)
+            return await client.patch_status(api.resource, obj_name, patch, namespace)
         except NotFound:
             return None
         except Conflict:
             if attempt + 1 == attempts:
                 raise
         try:
-            request = await client.get(EVICTIONREQUESTS, obj_name, namespace)
+            request = await client.get(api.resource, obj_name, namespace)
         except NotFound:
             return None
     return None
 
 
 async def complete(
-    client: InterceptorClient, request: Obj, name: str, now: datetime
+    client: InterceptorClient, request: Obj, name: str, now: datetime, api: RequestApi = CRD
 ) -> InterceptorStatus | None:
     """Set ``completionTime`` (the pod is gone), keeping what the last message said was done.
     Returns the entry written, or None."""
-    view = EvictionRequestView.from_obj(request)
+    view = api.read(request)
 
     def done(entry: InterceptorStatus) -> InterceptorStatus | None:
         if entry.completion_time is not None:
             return None
         return entry.complete(now, completion_message(entry.message, view))
 
-    written = await report(client, request, name, done)
-    return EvictionRequestView.from_obj(written).entry(name) if written is not None else None
+    written = await report(client, request, name, done, api)
+    return api.read(written).entry(name) if written is not None else None
 
 
 async def progress(
@@ -152,19 +140,21 @@ async def progress(
     now: datetime,
     deadline: timedelta,
     minimum: timedelta,
+    api: RequestApi = CRD,
 ) -> Result | None:
     """Report ``message`` (heartbeating when due, see `report_progress`). Returns when to look
     again (the entry's next heartbeat), or None when the request moved on (its watch event
     brings the caller back)."""
-    stored = EvictionRequestView.from_obj(request).entry(name)
+    stored = api.read(request).entry(name)
     if report_progress(stored, message, now, deadline, minimum) is not None:
         written = await report(
             client,
             request,
             name,
             lambda entry: report_progress(entry, message, now, deadline, minimum),
+            api,
         )
         if written is None:
             return None
-        stored = EvictionRequestView.from_obj(written).entry(name)
+        stored = api.read(written).entry(name)
     return Result(requeue_after=next_heartbeat_in(stored, now, deadline, minimum))

@@ -12,6 +12,9 @@ The taint stays while a NodeMaintenance holds the node's evicted pods off it
 node - the same rule as the static pods'); when none does any more, it is removed and the
 DaemonSet pods come back.
 
+On upstream Evictions, where the server serves them (`apis`), it is the responder
+``nodeagent.io/daemonset`` and does the same.
+
 The decisions are `plans.plan_daemonset`, `plans.taint_patch` and `plans.untaint_patch`; this
 module reads the caches (and the API server where the cache may lag), writes and heartbeats.
 """
@@ -21,13 +24,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
     InterceptorClient,
     complete,
     progress,
     report,
-    request_key_for_pod,
     target_pod,
     utcnow,
 )
@@ -43,23 +46,23 @@ from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS, Obj
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors.requests import EvictionRequestView
-from nodeagent.model.memo import ObjectMemo
+from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, TAINT_TEXT
 
 __all__ = ["DaemonSetInterceptor"]
 
 log = logging.getLogger(__name__)
 
-_REQUEST = "request/"
 _NODE = "node/"
 
 
 class DaemonSetInterceptor(Controller):
-    """Keys: ``request/<namespace>/<name>`` for EvictionRequests, ``node/<name>`` for the taint."""
+    """Keys: ``request/<namespace>/<name>`` for EvictionRequests, ``eviction/<namespace>/<name>``
+    for upstream Evictions (with `upstream`), ``node/<name>`` for the taint."""
 
     def __init__(
         self,
@@ -72,15 +75,21 @@ class DaemonSetInterceptor(Controller):
         clock: Clock = utcnow,
         workers: int = 2,
         rate_limiter: RateLimiter | None = None,
+        upstream: ResponderNames | None = None,
         name: str = "daemonset-interceptor",
     ) -> None:
-        self.requests = informers.informer(EVICTIONREQUESTS)
+        self.sources = turn_sources(informers, upstream)
         self.pods = informers.informer(PODS)
         self.nodes = informers.informer(NODES)
         self.maintenances = informers.informer(NODEMAINTENANCES)
         super().__init__(
             name,
-            informers=[self.requests, self.pods, self.nodes, self.maintenances],
+            informers=[
+                *(s.informer for s in self.sources),
+                self.pods,
+                self.nodes,
+                self.maintenances,
+            ],
             workers=workers,
             rate_limiter=rate_limiter,
             metrics=queue_metrics,
@@ -90,13 +99,9 @@ class DaemonSetInterceptor(Controller):
         self._min_interval = settings.heartbeat_min_interval
         self._events = events
         self._clock = clock
-        # every request is looked at on each change of it or its pod, mostly to find it is not
-        # this interceptor's turn: read once per object the cache holds
-        self._view = ObjectMemo(EvictionRequestView.from_obj)
-        pod_keys = request_key_for_pod(self.requests.store)
-        self.enqueue_on(self.requests, lambda er: [_REQUEST + key_of(er)])
-        self.requests.add_handler(on_delete=self._view.forget)
-        self.enqueue_on(self.pods, lambda pod: [_REQUEST + k for k in pod_keys(pod)])
+        for source in self.sources:
+            self.enqueue_on(source.informer, source.keys)
+            self.enqueue_on(self.pods, source.keys_for_pod)
         self.enqueue_on(self.nodes, lambda n: [_NODE + key_of(n)] if has_taint(n) else [])
         self.enqueue_on(self.maintenances, lambda _: self._tainted_nodes())
 
@@ -104,19 +109,22 @@ class DaemonSetInterceptor(Controller):
         return [_NODE + key_of(n) for n in self.nodes.store.list() if has_taint(n)]
 
     async def reconcile(self, key: str) -> Result | None:
-        if key.startswith(_REQUEST):
-            return await self._request(key.removeprefix(_REQUEST))
         if key.startswith(_NODE):
             await self._node(key.removeprefix(_NODE))
+            return None
+        for source in self.sources:
+            if (request := source.get(key)) is not None:
+                # every request is looked at on each change of it or its pod, mostly to find
+                # it is not this interceptor's turn: read once per object the cache holds
+                # (before any await, as a request deleted since is forgotten)
+                return await self._request(request, source.view(request), source.api)
         return None
 
     # -- the interceptor ------------------------------------------------------------------------
 
-    async def _request(self, key: str) -> Result | None:
-        request = self.requests.store.get(key)
-        if request is None:
-            return None
-        view = self._view(request)  # before any await, as a request deleted since is forgotten
+    async def _request(
+        self, request: Obj, view: EvictionRequestView, api: RequestApi
+    ) -> Result | None:
         if not daemonset_turn(view):
             return None
         now = self._clock()
@@ -127,12 +135,16 @@ class DaemonSetInterceptor(Controller):
             listed = await self._client.list(NODEMAINTENANCES)
             plan = plan_daemonset(pod, listed.get("items") or [])
         if plan.action == "complete" or pod is None:
-            await complete(self._client, request, DAEMONSET_INTERCEPTOR, now)
+            await complete(self._client, request, DAEMONSET_INTERCEPTOR, now, api)
             return None
         if plan.action != "evict":
             message = plan.message
             await report(
-                self._client, request, DAEMONSET_INTERCEPTOR, lambda e: e.complete(now, message)
+                self._client,
+                request,
+                DAEMONSET_INTERCEPTOR,
+                lambda e: e.complete(now, message),
+                api,
             )
             return None
         if plan.taint_node:
@@ -147,6 +159,7 @@ class DaemonSetInterceptor(Controller):
             now,
             self._deadline,
             self._min_interval,
+            api,
         )
 
     async def _taint(self, node_name: str) -> None:

@@ -23,6 +23,7 @@ from nodeagent.model.lifecycle.eviction import (
     decide,
     target_index,
 )
+from nodeagent.model.lifecycle.ourresponders import ResponderNames, our_responders
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = ["EvictionClient", "LifecycleEvictionController"]
@@ -40,13 +41,15 @@ def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 class LifecycleEvictionController(Controller):
     """Reconciles each target pod's Eviction from informers of upstream EvictionRequests,
-    Evictions and pods."""
+    Evictions and pods. `names`: our interceptors as responders (a new Eviction lists those
+    of its pod's that have an upstream name)."""
 
     def __init__(
         self,
         client: EvictionClient,
         informers: SharedInformers,
         *,
+        names: ResponderNames | None = None,
         heartbeat_deadline: float = SERVER_HEARTBEAT_DEADLINE.total_seconds(),
         clock: Clock = utcnow,
         workers: int = 4,
@@ -67,6 +70,7 @@ class LifecycleEvictionController(Controller):
         self._client = client
         self._clock = clock
         self._deadline = timedelta(seconds=heartbeat_deadline)
+        self._names = names or ResponderNames(())
         self.enqueue_on(self.requests, target_index)
         self.enqueue_on(self.evictions, target_index)
         self.enqueue_on(self.pods, self._keys_for_pod)
@@ -91,6 +95,7 @@ class LifecycleEvictionController(Controller):
             pod,
             self._clock(),
             self._deadline,
+            our_responders(pod, self._names),
         )
         await self._apply(namespace, plan)
         return Result(plan.requeue_after) if plan.requeue_after is not None else None

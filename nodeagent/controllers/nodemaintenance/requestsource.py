@@ -2,8 +2,9 @@
 server serves `lifecycle.k8s.io/v1alpha1`, ours on the upstream API shown as the CRD's
 (:mod:`nodeagent.model.lifecycle.mirror`), in one store and one stream of events the decision and
 the shell read as before. Which API a new request goes to is decided per pod (`upstream`): the
-upstream one for pods only the imperative eviction takes a turn at; pods with interceptors of
-ours (DaemonSet and mirror pods, annotate-and-wait) stay on our CRD, where they run."""
+upstream one for pods whose interceptors all respond there too
+(:func:`nodeagent.model.lifecycle.ourresponders.upstream_evicts`); mirror pods, and pods
+naming interceptors of others, stay on our CRD, where those run."""
 
 from __future__ import annotations
 

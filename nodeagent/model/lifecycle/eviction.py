@@ -30,7 +30,7 @@ from nodeagent.model.bodies import (
     metadata_of,
     set_condition,
 )
-from nodeagent.model.lifecycle.responders import pod_responders, sort_responders
+from nodeagent.model.lifecycle.responders import Responder, pod_responders, sort_responders
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -108,6 +108,7 @@ class _Pod:
     gone: str | None  # PodDeleted or PodTerminal, once it is
     terminating: bool
     obj: Mapping[str, Any] | None = field(default=None, compare=False)
+    ours: Sequence[Responder] = ()
 
 
 def decide(
@@ -117,9 +118,11 @@ def decide(
     pod: Mapping[str, Any] | None,
     now: datetime,
     heartbeat_deadline: timedelta = SERVER_HEARTBEAT_DEADLINE,
+    responders: Sequence[Responder] = (),
 ) -> EvictionPlan:
     """The writes that move `target`'s Eviction on. `requests` and `evictions` are those of the
-    target's UID; `pod` the pod of its name, whatever its UID."""
+    target's UID; `pod` the pod of its name, whatever its UID; `responders` nodeagent's
+    responders of the pod, which a new Eviction lists with the pod's own."""
     intents = _intents(requests)
     ours, duplicates = _adopt(evictions)
     invalid = tuple(_invalid(e, now) for e in duplicates)
@@ -132,7 +135,9 @@ def decide(
     if _canceled(status) and "Eviction" in intents.values():
         return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
-    new_status, requeue = _next_status(status, intents, _pod_state(target, pod), now, deadline)
+    new_status, requeue = _next_status(
+        status, intents, _pod_state(target, pod, responders), now, deadline
+    )
     new_status["observedGeneration"] = generation(ours) or 1
     write = None
     if _differs(new_status, status):
@@ -283,12 +288,12 @@ def _request_statuses(
 # -- the Eviction's status ---------------------------------------------------------------------
 
 
-def _pod_state(target: Target, pod: Mapping[str, Any] | None) -> _Pod:
+def _pod_state(target: Target, pod: Mapping[str, Any] | None, ours: Sequence[Responder]) -> _Pod:
     if pod is None or metadata_of(pod).get("uid") != target.uid:
         return _Pod(gone="PodDeleted", terminating=False)
     if mapping(pod, "status").get("phase") in ("Succeeded", "Failed"):
-        return _Pod(gone="PodTerminal", terminating=False, obj=pod)
-    return _Pod(gone=None, terminating=deleting(pod), obj=pod)
+        return _Pod(gone="PodTerminal", terminating=False, obj=pod, ours=ours)
+    return _Pod(gone=None, terminating=deleting(pod), obj=pod, ours=ours)
 
 
 def _next_status(
@@ -334,8 +339,8 @@ def _requesters(status: Mapping[str, Any], intents: Mapping[str, Intent]) -> lis
 
 
 def _first_responders(out: Obj, pod: _Pod, *, activate: bool, now: datetime) -> None:
-    """The responders the pod names and the imperative evictor, the first one Active."""
-    responders = pod_responders(pod.obj)
+    """The responders the pod names, ours and the imperative evictor, the first one Active."""
+    responders = pod_responders(pod.obj, pod.ours)
     out["targetResponders"] = [
         {
             "name": r.name,

@@ -8,16 +8,11 @@ into ours."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from nodeagent.model.bodies import condition, deleting, items, mapping, metadata_of
 from nodeagent.model.interceptors.requests import CANCELED, EVICTED
-from nodeagent.model.interceptors.targets import (
-    InvalidInterceptors,
-    SelectorInterceptor,
-    target_interceptors,
-)
 from nodeagent.model.lifecycle.eviction import EVICTIONS_API_VERSION, FAILED, TARGET_EVICTED
 from nodeagent.model.names import (
     IMPERATIVE_INTERCEPTOR,
@@ -32,7 +27,6 @@ __all__ = [
     "intent",
     "is_ours",
     "upstream_body",
-    "upstream_evicts",
     "upstream_name",
 ]
 
@@ -45,17 +39,6 @@ Obj = dict[str, Any]
 
 def upstream_name(pod_uid: str) -> str:
     return NAME_PREFIX + pod_uid
-
-
-def upstream_evicts(pod: Mapping[str, Any], configured: Sequence[SelectorInterceptor]) -> bool:
-    """Whether the upstream API evicts `pod` as our CRD would: only the imperative eviction
-    takes a turn at it. A pod with an interceptor of ours (an annotate-and-wait rule, its
-    `nodeagent.io/eviction-interceptors`, a DaemonSet's or a static pod's) stays on our CRD,
-    where those interceptors run."""
-    try:
-        return target_interceptors(pod, configured) == (IMPERATIVE_INTERCEPTOR,)
-    except InvalidInterceptors:
-        return False  # our CRD's controller says what is wrong with it
 
 
 def is_ours(request: Mapping[str, Any]) -> bool:

@@ -38,14 +38,22 @@ def sort_responders(entries: Iterable[Mapping[str, Any]]) -> list[Mapping[str, A
     return sorted(entries, key=key)
 
 
-def pod_responders(pod: Mapping[str, Any] | None) -> Sequence[Responder]:
-    """The pod's own `spec.evictionResponders` (the server validated them) and the imperative
-    evictor, in the server's order. A pod already gone has only the evictor."""
+def pod_responders(
+    pod: Mapping[str, Any] | None, ours: Sequence[Responder] = ()
+) -> Sequence[Responder]:
+    """The pod's own `spec.evictionResponders` (the server validated them), `ours` (nodeagent's
+    interceptors of the pod, see `ourresponders`) and the imperative evictor, in the server's
+    order; the evictor always, the first ten of the others. A pod already gone has only the
+    evictor."""
     own = [
         Responder(str(r["name"]), int(r["priority"]))
         for r in items(mapping(pod, "spec"), "evictionResponders")
         if isinstance(r, Mapping) and isinstance(r.get("name"), str)
         if isinstance(r.get("priority"), int) and r["name"] != IMPERATIVE_RESPONDER
     ]
-    every = [*own, Responder(IMPERATIVE_RESPONDER, IMPERATIVE_RESPONDER_PRIORITY)]
-    return sorted(every, key=lambda r: order_key(r.name, r.priority))[:MAX_RESPONDERS]
+    named = {r.name for r in own}
+    others = [*own, *(r for r in ours if r.name not in named and r.name != IMPERATIVE_RESPONDER)]
+    others.sort(key=lambda r: order_key(r.name, r.priority))
+    evictor = Responder(IMPERATIVE_RESPONDER, IMPERATIVE_RESPONDER_PRIORITY)
+    every = [*others[: MAX_RESPONDERS - 1], evictor]
+    return sorted(every, key=lambda r: order_key(r.name, r.priority))

@@ -90,10 +90,10 @@ async def test_a_request_is_read_once_per_cached_object_and_forgotten_with_it(
         await reconcile()
         assert len(reads) == 3 and cached not in reads  # the new object, read anew
 
-        assert len(controller._view) == len(interceptor._view) == 1
+        assert len(controller._view) == len(interceptor.sources[0].view) == 1
         source.send("DELETED", changed)
         await until(lambda: informer.store.get("ns/u1") is None)
-        assert len(controller._view) == len(interceptor._view) == 0
+        assert len(controller._view) == len(interceptor.sources[0].view) == 0
     finally:
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):

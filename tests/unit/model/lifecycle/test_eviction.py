@@ -22,8 +22,8 @@ from nodeagent.model.lifecycle.eviction import (
     Target,
     decide,
 )
-from nodeagent.model.lifecycle.responders import order_key, sort_responders
-from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.lifecycle.responders import Responder, order_key, sort_responders
+from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim.lifecycle_rules import refusals
 
@@ -62,10 +62,11 @@ class World:
     now: datetime = T0
     version: int = 1
     refused: list[str] = field(default_factory=list)
+    ours: tuple[Responder, ...] = ()
 
     def step(self) -> EvictionPlan:
         evictions = [self.eviction] if self.eviction is not None else []
-        plan = decide(TARGET, self.requests, evictions, self.pod, self.now)
+        plan = decide(TARGET, self.requests, evictions, self.pod, self.now, responders=self.ours)
         if plan.start_over is not None:
             self.eviction = None
         if plan.create is not None:
@@ -161,6 +162,27 @@ def test_responders_go_highest_priority_first_the_evictor_last() -> None:
     assert w.reason("TargetEvicted") == "False/AwaitingEviction"
     assert w.reason("Failed") == "False/AwaitingEviction"
     assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
+    assert w.refused == []
+
+
+def test_our_responders_join_the_pods_own_in_the_servers_order() -> None:
+    w = World(
+        pod(("acme.io/mover", 10000), ("zeta.io/keeper", 20000)),
+        ours=(
+            Responder("annotate.nodeagent.io/mover.acme.io", 10000),
+            Responder(DAEMONSET_RESPONDER, 9999),
+        ),
+    )
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
+    w.step()
+    w.step()
+    assert list(w.states()) == [
+        "zeta.io/keeper",
+        "acme.io/mover",  # a tie at 10000: io.acme before io.nodeagent.annotate
+        "annotate.nodeagent.io/mover.acme.io",
+        DAEMONSET_RESPONDER,
+        IMPERATIVE_RESPONDER,
+    ]
     assert w.refused == []
 
 
@@ -338,17 +360,21 @@ RESPONDERS = st.lists(
 )
 
 
-@given(RESPONDERS, st.lists(EVENTS, max_size=25))
+OURS = st.lists(
+    st.sampled_from([DAEMONSET_RESPONDER, "annotate.nodeagent.io/mover.acme.io"]), unique=True
+).map(lambda names: tuple(Responder(n, 10000 - i) for i, n in enumerate(names)))
+
+
+@given(RESPONDERS, OURS, st.lists(EVENTS, max_size=25))
 def test_every_write_is_one_the_server_accepts(
-    responders: list[tuple[str, int]], events: list[str]
+    responders: list[tuple[str, int]], ours: tuple[Responder, ...], events: list[str]
 ) -> None:
-    w = World(pod(*responders))
+    w = World(pod(*responders), ours=ours)
     w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
     w.step()
     w.step()
-    expected = [n for n, _ in sorted(responders, key=lambda r: order_key(*r))] + [
-        IMPERATIVE_RESPONDER
-    ]
+    every = [*responders, *((r.name, r.priority) for r in ours)]
+    expected = [n for n, _ in sorted(every, key=lambda r: order_key(*r))] + [IMPERATIVE_RESPONDER]
     for event in events:
         before = w.states()
         active = w.active()

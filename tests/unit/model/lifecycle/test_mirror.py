@@ -10,7 +10,6 @@ from nodeagent.model.lifecycle.mirror import (
     as_crd_request,
     intent,
     upstream_body,
-    upstream_evicts,
     upstream_name,
 )
 from nodeagent.model.names import (
@@ -89,23 +88,3 @@ def test_evicted_withdrawn_and_failed_read_as_evicted_or_canceled() -> None:
     assert withdrawn.canceled and withdrawn.requesters == ()
     failed = as_crd_request(ours(), eviction(Failed=("True", "NoFurtherResponder")))
     assert EvictionRequestView.from_obj(failed).canceled
-
-
-def test_only_pods_no_interceptor_of_ours_takes_a_turn_at_go_upstream() -> None:
-    from nodeagent.model.interceptors.targets import SelectorInterceptor
-    from nodeagent.model.names import INTERCEPTORS_ANNOTATION
-    from nodeagent.model.selectors import label_selector_from_dict
-
-    def pod(**metadata: Any) -> dict[str, Any]:
-        return {"metadata": {"name": "p", "namespace": "default", "uid": UID, **metadata}}
-
-    mover = SelectorInterceptor(
-        "mover.acme.io", label_selector_from_dict({"matchLabels": {"app": "db"}})
-    )
-    assert upstream_evicts(pod(labels={"app": "web"}), [mover])
-    assert not upstream_evicts(pod(labels={"app": "db"}), [mover])  # annotate-and-wait
-    assert not upstream_evicts(pod(annotations={INTERCEPTORS_ANNOTATION: "a.io"}), [])
-    assert not upstream_evicts(pod(annotations={INTERCEPTORS_ANNOTATION: "NOT VALID"}), [])
-    daemon = pod(ownerReferences=[{"kind": "DaemonSet", "name": "d", "controller": True}])
-    assert not upstream_evicts(daemon, [])
-    assert not upstream_evicts(pod(annotations={"kubernetes.io/config.mirror": "x"}), [])
