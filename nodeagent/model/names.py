@@ -45,9 +45,10 @@ AGENT = "nodeagent"
 and the managed-by value of the maintenances it makes."""
 REQUESTER = "nodemaintenance.k8s.io"
 """The one requester name every maintenance asks for evictions with."""
-BRIDGE_REQUESTER = "nodeagent.io/eviction-bridge"
+BRIDGE_REQUESTER = "eviction-bridge.nodeagent.io"
 """The eviction bridge's requester: a legacy eviction (kubectl drain, an autoscaler) it turned
-into an EvictionRequest."""
+into an EvictionRequest. A DNS subdomain, as our CRD wants requester names; on the upstream API
+it would be ``nodeagent.io/eviction-bridge``."""
 
 # --- interceptors (KEP-4563) ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -165,7 +165,7 @@ class CertKeeper:
         client: CertClient,
         informers: SharedInformers,
         place: TLSPlace,
-        on_bundle: Callable[[Bundle], None],
+        on_bundle: Callable[[Bundle], Awaitable[None]],
         *,
         clock: Clock = utcnow,
         retry: Sequence[float] = (1.0, 5.0, 30.0, 60.0),
@@ -194,7 +194,7 @@ class CertKeeper:
                 bundle = await ensure_bundle(self._client, self._place, self._clock)
                 if bundle != self.bundle:
                     self.bundle = bundle
-                    self._on_bundle(bundle)
+                    await self._on_bundle(bundle)
                     await put_ca_bundle(self._client, self._place, bundle)
                 failures = 0
                 wait = (renew_at(bundle) - self._clock()).total_seconds()

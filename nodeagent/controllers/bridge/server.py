@@ -1,0 +1,118 @@
+"""The eviction bridge as every controllers replica runs it, leader or not: informers of its
+own, its certificates kept current (:class:`.certstore.CertKeeper`), and the webhook served
+over HTTPS once both the caches and a certificate are there. Until then the port is closed and
+the API server applies the webhook's failurePolicy (Ignore): an eviction is never answered from
+an empty cache."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from aiohttp import web
+
+from nodeagent.controllers.bridge.certs import Bundle
+from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
+from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
+from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.informer import ListWatcher
+from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.times import Clock, utcnow
+
+__all__ = ["BridgeServer", "BridgeServerClient", "Listen"]
+
+log = logging.getLogger(__name__)
+
+
+class BridgeServerClient(BridgeClient, CertClient, ListWatcher, Protocol):
+    """Everything the bridge asks of the API server."""
+
+
+@dataclass(frozen=True)
+class Listen:
+    host: str = "0.0.0.0"  # the webhook Service reaches the pod on its address
+    port: int = 8443
+
+
+class BridgeServer:
+    """Run with :meth:`run` until cancelled; :attr:`serving` is set once the webhook listens
+    (:attr:`port` then says where, also when asked for port 0)."""
+
+    def __init__(
+        self,
+        client: BridgeServerClient,
+        settings: BridgeSettings,
+        place: TLSPlace,
+        listen: Listen = Listen(),
+        *,
+        clock: Clock = utcnow,
+        write_timeout: float = WRITE_TIMEOUT,
+        informers: SharedInformers | None = None,
+    ) -> None:
+        self.informers = informers if informers is not None else SharedInformers(client)
+        self.bridge = EvictionBridge(
+            client, self.informers, settings, clock=clock, write_timeout=write_timeout
+        )
+        self.keeper = CertKeeper(client, self.informers, place, self._load, clock=clock)
+        self._listen = listen
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._loaded = asyncio.Event()
+        self._dir: Path | None = None
+        self.serving = asyncio.Event()
+        self.port: int | None = None
+
+    async def _load(self, bundle: Bundle) -> None:
+        """Serve ``bundle``'s certificate from the next handshake on (the context is shared by
+        every connection; a loaded chain replaces the last)."""
+        await asyncio.to_thread(self._load_files, bundle)
+        self._loaded.set()
+        log.info("eviction bridge: serving certificate loaded")
+
+    def _load_files(self, bundle: Bundle) -> None:
+        # load_cert_chain reads files only: a private directory, files readable by us alone
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="nodeagent-bridge-"))
+        cert, key = self._dir / "tls.crt", self._dir / "tls.key"
+        for path, data in ((cert, bundle.cert), (key, bundle.key)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        self._context.load_cert_chain(cert, key)
+
+    async def run(self) -> None:
+        runner = web.AppRunner(self.bridge.app(), access_log=None)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.informers.run(), name="bridge informers")
+                tg.create_task(self.keeper.run(), name="bridge certificates")
+                await self._loaded.wait()
+                await self.bridge.wait_synced()
+                await runner.setup()
+                site = web.TCPSite(
+                    runner, self._listen.host, self._listen.port, ssl_context=self._context
+                )
+                await site.start()
+                self.port = _bound_port(runner, self._listen.port)
+                self.serving.set()
+                log.info("eviction bridge: serving on port %s", self.port)
+        finally:
+            await runner.cleanup()
+            if self._dir is not None:
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(shutil.rmtree, self._dir)
+
+
+def _bound_port(runner: web.AppRunner, asked: int) -> int:
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return asked

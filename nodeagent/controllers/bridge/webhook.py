@@ -1,0 +1,190 @@
+"""The eviction bridge's admission webhook: answers ``pods/eviction`` CREATE reviews from the
+informers' caches (leader or not, every controllers replica answers), with the decision of
+:mod:`nodeagent.model.bridge.decision`.
+
+Every answer comes within a bound: the one write a decision may ask for (creating the
+EvictionRequest, adding the bridge as requester) gets ``write_timeout`` seconds, well inside the
+webhook's ``timeoutSeconds``; a write that does not finish in time, or fails, still gets the 429
+the decision made, saying so (the client's next attempt reads the cache again). An eviction of a
+pod without interceptors is answered from the caches alone.
+
+What it cannot read at all (not JSON, no AdmissionReview, no ``request.uid``) is answered with
+HTTP 400: the API server applies the webhook's failurePolicy (Ignore: the eviction goes ahead).
+A review it can answer but is not an eviction it understands is allowed with a warning (the
+same outcome, said to the client); see :mod:`nodeagent.model.bridge.review`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from dataclasses import replace
+from datetime import datetime
+from typing import Protocol
+
+from aiohttp import web
+
+from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
+from nodeagent.kube.protocols import Creator, Deleter, Patcher
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
+from nodeagent.model.bridge.decision import (
+    BridgeSettings,
+    Departed,
+    EvictionAttempt,
+    Verdict,
+    decide,
+    departure,
+)
+from nodeagent.model.bridge.review import (
+    BadReview,
+    Unsupported,
+    allowed_review,
+    read_review,
+    review,
+)
+from nodeagent.model.bridge.writes import AddRequester, CreateRequest, RecreateRequest, Write
+from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.memo import ObjectMemo
+from nodeagent.model.times import Clock, utcnow
+
+__all__ = ["PATH", "WRITE_TIMEOUT", "BridgeClient", "EvictionBridge"]
+
+log = logging.getLogger(__name__)
+
+PATH = "/validate-eviction"
+WRITE_TIMEOUT = 2.0
+"""Seconds a write may take before the answer goes without it (the webhook's timeoutSeconds
+is 5; the API server's own call to us counts against it too)."""
+MAX_BODY = 256 * 1024  # an AdmissionReview of an Eviction is a few KB
+
+
+class BridgeClient(Creator, Patcher, Deleter, Protocol):
+    """The writes the bridge makes."""
+
+
+class EvictionBridge:
+    """Answers AdmissionReviews from shared informers of pods and EvictionRequests, and
+    remembers for a while the pods it asked to evict that are gone (for the 404)."""
+
+    def __init__(
+        self,
+        client: BridgeClient,
+        informers: SharedInformers,
+        settings: BridgeSettings,
+        *,
+        clock: Clock = utcnow,
+        write_timeout: float = WRITE_TIMEOUT,
+    ) -> None:
+        self._client = client
+        self._settings = settings
+        self._clock = clock
+        self._write_timeout = write_timeout
+        self.pods = informers.informer(PODS)
+        self.requests = informers.informer(EVICTIONREQUESTS)
+        self._view = ObjectMemo(EvictionRequestView.from_obj)
+        # (namespace, pod name) -> the last pod of that name the bridge asked to evict, gone;
+        # oldest first, forgotten after settings.departed_for
+        self._departed: dict[tuple[str, str], Departed] = {}
+        self.requests.add_handler(on_delete=self._view.forget)
+        self.pods.add_handler(on_delete=self._on_pod_deleted)
+
+    async def wait_synced(self) -> None:
+        await self.pods.wait_synced()
+        await self.requests.wait_synced()
+
+    def _on_pod_deleted(self, pod: Obj) -> None:
+        md = pod.get("metadata") or {}
+        namespace, name, uid = md.get("namespace"), md.get("name"), md.get("uid")
+        if not (namespace and name and uid):
+            return
+        request = self.requests.store.get(f"{namespace}/{uid}")
+        now = self._clock()
+        gone = departure(pod, self._view(request) if request is not None else None, now)
+        self._forget_expired(now)
+        if gone is not None:
+            self._departed.pop((namespace, name), None)
+            self._departed[(namespace, name)] = gone
+
+    def _forget_expired(self, now: datetime) -> None:
+        for key, gone in list(self._departed.items()):
+            if now - gone.gone_at <= self._settings.departed_for:
+                break
+            del self._departed[key]
+
+    def decide(self, attempt: EvictionAttempt) -> Verdict:
+        """The answer from the caches, before any write."""
+        pod = self.pods.store.get(f"{attempt.namespace}/{attempt.name}")
+        uid = (pod or {}).get("metadata", {}).get("uid")
+        request = self.requests.store.get(f"{attempt.namespace}/{uid}") if uid else None
+        view = self._view(request) if request is not None else None
+        departed = self._departed.get((attempt.namespace, attempt.name))
+        return decide(attempt, pod, view, departed, self._settings, self._clock())
+
+    async def answer(self, body: object) -> tuple[int, Obj]:
+        """The HTTP status and the JSON answer to one request body."""
+        try:
+            uid, attempt = read_review(body)
+        except BadReview as exc:
+            return 400, {"error": f"not an AdmissionReview the bridge can answer: {exc}"}
+        except Unsupported as exc:
+            return 200, allowed_review(exc.uid, f"not handled ({exc}); allowed")
+        verdict = self.decide(attempt)
+        if verdict.write is not None:
+            verdict = await self._write(verdict, verdict.write)
+        if not verdict.allowed:
+            log.debug("eviction of %s/%s: %s", attempt.namespace, attempt.name, verdict.message)
+        return 200, review(uid, verdict)
+
+    async def _write(self, verdict: Verdict, write: Write) -> Verdict:
+        """Apply ``write`` within the bound; the verdict's message says if it did not."""
+        try:
+            async with asyncio.timeout(self._write_timeout):
+                await self._apply(write)
+        except TimeoutError:
+            return _unsure(verdict, f"not written within {self._write_timeout:g}s")
+        except KubeError as exc:
+            log.warning("eviction bridge: %s", exc)
+            return _unsure(verdict, f"not written: {exc}")
+        return verdict
+
+    async def _apply(self, write: Write) -> None:
+        c = self._client
+        if isinstance(write, AddRequester):
+            await c.patch(EVICTIONREQUESTS, write.name, write.to_patch(), write.namespace)
+            return
+        if isinstance(write, RecreateRequest):
+            with contextlib.suppress(NotFound):
+                await c.delete(
+                    EVICTIONREQUESTS,
+                    write.name,
+                    write.namespace,
+                    uid=write.uid,
+                    resource_version=write.resource_version,
+                )
+        assert isinstance(write, CreateRequest | RecreateRequest)
+        # AlreadyExists: another replica (or the client's previous attempt) was first
+        with contextlib.suppress(AlreadyExists):
+            await c.create(EVICTIONREQUESTS, write.body, write.namespace)
+
+    def app(self) -> web.Application:
+        """An aiohttp application serving :data:`PATH`."""
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post(PATH, self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            body = None  # read_review says what is wrong
+        status, answer = await self.answer(body)
+        return web.json_response(answer, status=status)
+
+
+def _unsure(verdict: Verdict, what: str) -> Verdict:
+    """A 429 whose write did not go through: the client asks again anyway."""
+    message = f"{verdict.message} (the EvictionRequest was {what}; the next attempt tries again)"
+    return replace(verdict, message=message, write=None)

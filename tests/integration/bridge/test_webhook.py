@@ -1,0 +1,286 @@
+"""The eviction bridge served over HTTPS on loopback, its caches and writes on a cluster
+backend: the AdmissionReviews the API server would send are posted as it would post them, with
+the CA the bridge keeps in its Secret."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+
+from nodeagent.controllers.bridge.certs import service_names
+from nodeagent.controllers.bridge.certstore import SECRETS, TLSPlace
+from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient, Listen
+from nodeagent.controllers.bridge.webhook import PATH
+from nodeagent.kube.errors import NotFound
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.interceptors.targets import SelectorInterceptor
+from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR
+from nodeagent.model.selectors import label_selector_from_dict
+from tests.integration.controllers.evictionrequest_harness import Env, env
+from tests.until import until
+
+__all__ = ["env"]  # the fixture, re-exported for pytest
+
+OWN = "system:serviceaccount:nodeagent-system:nodeagent-controllers"
+MOVER = SelectorInterceptor(
+    "mover.example.com", label_selector_from_dict({"matchLabels": {"app": "db"}})
+)
+SETTINGS = BridgeSettings(own_users=frozenset({OWN}), configured=(MOVER,))
+NAMES = service_names("bridge", "default")
+PLACE = TLSPlace("default", "bridge-tls", "bridge", NAMES, None)
+
+
+@dataclass
+class Served:
+    server: BridgeServer
+    session: aiohttp.ClientSession
+    trust: ssl.SSLContext
+
+    async def post(self, body: object) -> tuple[int, Any]:
+        url = f"https://127.0.0.1:{self.server.port}{PATH}"
+        async with self.session.post(
+            url, json=body, ssl=self.trust, server_hostname=NAMES[2]
+        ) as response:
+            return response.status, await response.json()
+
+    async def evict(self, name: str, **request: Any) -> Mapping[str, Any]:
+        status, answer = await self.post(review(name, **request))
+        assert status == 200, answer
+        assert answer["response"]["uid"] == "r1"
+        return dict(answer["response"])
+
+    def cached_uid(self, name: str) -> str | None:
+        pod = self.server.bridge.pods.store.get(f"default/{name}")
+        return None if pod is None else str(pod["metadata"]["uid"])
+
+
+def review(name: str, *, user: str = "admin", **extra: Any) -> Obj:
+    request: Obj = {
+        "uid": "r1",
+        "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "subResource": "eviction",
+        "name": name,
+        "namespace": "default",
+        "operation": "CREATE",
+        "userInfo": {"username": user},
+        "object": {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": "default"},
+        },
+        "dryRun": False,
+    }
+    request.update(extra)
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+@contextlib.asynccontextmanager
+async def serve(client: BridgeServerClient, write_timeout: float = 2.0) -> AsyncIterator[Served]:
+    server = BridgeServer(
+        client, SETTINGS, PLACE, Listen("127.0.0.1", 0), write_timeout=write_timeout
+    )
+    task = asyncio.create_task(server.run())
+    try:
+        async with asyncio.timeout(20):
+            serving = asyncio.create_task(server.serving.wait())
+            await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
+            serving.cancel()
+        if task.done():
+            task.result()  # raises what stopped it
+        assert server.keeper.bundle is not None
+        trust = ssl.create_default_context(cadata=server.keeper.bundle.trusted.decode())
+        async with aiohttp.ClientSession() as session:
+            yield Served(server, session, trust)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.fixture
+async def bridge(env: Env) -> AsyncIterator[Served]:
+    # the admin's client: the bridge's RBAC (secrets, evictionrequests) is not shipped yet
+    async with serve(env.kube) as served:
+        yield served
+
+
+def pod(name: str, app: str) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+async def created(env: Env, served: Served, name: str, app: str) -> str:
+    """A pod of ``app``, once the bridge's cache has it; its UID."""
+    uid = str((await env.create(PODS, pod(name, app)))["metadata"]["uid"])
+    await until(lambda: served.cached_uid(name) == uid)
+    return uid
+
+
+async def request_exists(env: Env, uid: str) -> bool:
+    try:
+        await env.kube.get(EVICTIONREQUESTS, uid, "default")
+    except NotFound:
+        return False
+    return True
+
+
+# --- allowed untouched ----------------------------------------------------------------------------
+
+
+async def test_a_pod_without_interceptors_is_allowed_quickly_and_untouched(
+    env: Env, bridge: Served
+) -> None:
+    uid = await created(env, bridge, "web-0", "web")
+    started = time.perf_counter()
+    for _ in range(20):
+        assert (await bridge.evict("web-0"))["allowed"] is True
+    each = (time.perf_counter() - started) / 20
+    assert each < 0.5, f"{each * 1000:.1f} ms an answer"  # milliseconds on loopback
+    assert not await request_exists(env, uid)
+
+
+async def test_the_controllers_own_eviction_passes(env: Env, bridge: Served) -> None:
+    uid = await created(env, bridge, "db-0", "db")
+    assert (await bridge.evict("db-0", user=OWN))["allowed"] is True
+    assert not await request_exists(env, uid)
+
+
+# --- the way through an EvictionRequest -------------------------------------------------------
+
+
+async def test_a_pod_with_an_interceptor_waits_for_its_turn(env: Env, bridge: Served) -> None:
+    uid = await created(env, bridge, "db-0", "db")
+    first = await bridge.evict("db-0")
+    assert first["allowed"] is False
+    status = first["status"]
+    assert (status["code"], status["reason"]) == (429, "TooManyRequests")
+    assert status["details"] == {"retryAfterSeconds": 5}
+    assert "mover.example.com" in status["message"]
+    request = await env.kube.get(EVICTIONREQUESTS, uid, "default")
+    assert request["spec"]["requesters"] == [{"name": BRIDGE_REQUESTER}]
+    assert request["spec"]["target"]["pod"] == {"name": "db-0", "uid": uid}
+
+    # the EvictionRequest controller's work, done by hand: the mover's turn, then the imperative
+    def turn(active: str, processed: list[str]) -> Any:
+        def change(obj: Obj) -> None:
+            obj["status"] = {
+                "targetInterceptors": [{"name": MOVER.name}, {"name": IMPERATIVE_INTERCEPTOR}],
+                "activeInterceptors": [active],
+                "processedInterceptors": processed,
+                "interceptors": [
+                    {"name": MOVER.name, "message": "moving db-0 to node-2"},
+                    {"name": IMPERATIVE_INTERCEPTOR},
+                ],
+            }
+
+        return change
+
+    await env.update_status(EVICTIONREQUESTS, uid, turn(MOVER.name, []))
+    await until(lambda: bridge.server.bridge.requests.store.get(f"default/{uid}") is not None)
+    await until(lambda: _active(bridge, uid) == MOVER.name)
+    waiting = await bridge.evict("db-0")
+    assert waiting["allowed"] is False
+    assert "interceptor mover.example.com is handling" in waiting["status"]["message"]
+    assert "moving db-0 to node-2" in waiting["status"]["message"]
+
+    await env.update_status(EVICTIONREQUESTS, uid, turn(IMPERATIVE_INTERCEPTOR, [MOVER.name]))
+    await until(lambda: _active(bridge, uid) == IMPERATIVE_INTERCEPTOR)
+    assert (await bridge.evict("db-0"))["allowed"] is True
+
+
+def _active(served: Served, uid: str) -> str | None:
+    obj = served.server.bridge.requests.store.get(f"default/{uid}") or {}
+    active = (obj.get("status") or {}).get("activeInterceptors") or [None]
+    return active[0]  # type: ignore[no-any-return]
+
+
+async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge: Served) -> None:
+    old = await created(env, bridge, "db-0", "db")
+    assert (await bridge.evict("db-0"))["status"]["code"] == 429
+    await until(lambda: bridge.server.bridge.requests.store.get(f"default/{old}") is not None)
+    # the operator moves it: the same name, a new UID
+    await env.delete(PODS, "db-0", grace_period_seconds=0)
+    await until(lambda: bridge.cached_uid("db-0") is None)
+    new = await created(env, bridge, "db-0", "db")
+    gone = await bridge.evict("db-0")  # kubectl drain asks by name only
+    assert gone["allowed"] is False
+    assert (gone["status"]["code"], gone["status"]["reason"]) == (404, "NotFound")
+    assert old in gone["status"]["message"] and new in gone["status"]["message"]
+    # an eviction that names the new pod's UID means the new pod: a request of its own
+    preconditioned = {"deleteOptions": {"preconditions": {"uid": new}}}
+    mine = await bridge.evict("db-0", object={"metadata": {"name": "db-0"}, **preconditioned})
+    assert mine["status"]["code"] == 429
+    assert await request_exists(env, new)
+
+
+async def test_a_dry_run_is_answered_and_writes_nothing(env: Env, bridge: Served) -> None:
+    uid = await created(env, bridge, "db-0", "db")
+    dry = {"deleteOptions": {"dryRun": ["All"]}}  # kubectl drain --dry-run=server
+    answer = await bridge.evict("db-0", object={"metadata": {"name": "db-0"}, **dry})
+    assert answer["status"]["code"] == 429 and "dry run" in answer["status"]["message"]
+    assert (await bridge.evict("db-0", dryRun=True))["status"]["code"] == 429
+    assert not await request_exists(env, uid)
+
+
+# --- never hang, never guess ----------------------------------------------------------------------
+
+
+class _Stuck:
+    """The admin's client, but creates never finish (an API server that does not answer)."""
+
+    def __init__(self, client: BridgeServerClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> Obj:
+        if resource == SECRETS:
+            return await self._client.create(resource, body, namespace)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_a_write_that_does_not_finish_still_gets_its_429_in_time(env: Env) -> None:
+    stuck: Any = _Stuck(env.kube)
+    async with serve(stuck, write_timeout=0.2) as bridge:
+        await created(env, bridge, "db-0", "db")
+        started = time.perf_counter()
+        answer = await bridge.evict("db-0")
+        assert time.perf_counter() - started < 2.0
+    status = answer["status"]
+    assert (status["code"], status["details"]) == (429, {"retryAfterSeconds": 5})
+    assert "not written within 0.2s" in status["message"]
+
+
+async def test_what_is_no_eviction_review(env: Env, bridge: Served) -> None:
+    status, answer = await bridge.post({"kind": "Pod"})
+    assert status == 400 and "AdmissionReview" in answer["error"]
+    status, answer = await bridge.post(review("db-0", subResource="status"))
+    assert status == 200
+    assert answer["response"]["allowed"] is True
+    assert "pods/eviction CREATE only" in answer["response"]["warnings"][0]
+
+
+async def test_replicas_share_the_secret_and_serve_the_same_ca(env: Env, bridge: Served) -> None:
+    async with serve(env.kube) as other:
+        assert other.server.keeper.bundle == bridge.server.keeper.bundle
+        # the first replica's CA verifies the second's certificate for the Service's name
+        other.trust = bridge.trust
+        assert (await other.evict("nobody"))["allowed"] is True
+    secret = await env.kube.get(SECRETS, PLACE.secret, PLACE.namespace)
+    assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt", "ca.key"}
