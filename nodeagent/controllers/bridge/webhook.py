@@ -21,23 +21,16 @@ import contextlib
 import json
 import logging
 from dataclasses import replace
-from datetime import datetime
 from typing import Protocol
 
 from aiohttp import web
 
+from nodeagent.controllers.bridge.departures import Departures
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
-from nodeagent.model.bridge.decision import (
-    BridgeSettings,
-    Departed,
-    EvictionAttempt,
-    Verdict,
-    decide,
-    departure,
-)
+from nodeagent.model.bridge.decision import BridgeSettings, EvictionAttempt, Verdict, decide
 from nodeagent.model.bridge.review import (
     BadReview,
     Unsupported,
@@ -85,10 +78,8 @@ class EvictionBridge:
         self.pods = informers.informer(PODS)
         self.requests = informers.informer(EVICTIONREQUESTS)
         self._view = ObjectMemo(EvictionRequestView.from_obj)
-        # (namespace, pod name) -> the last pod of that name the bridge asked to evict, gone;
-        # oldest first, forgotten after settings.departed_for
-        self._departed: dict[tuple[str, str], Departed] = {}
-        self.requests.add_handler(on_delete=self._view.forget)
+        self.departures = Departures(settings.departed_for, clock)
+        self.requests.add_handler(on_delete=self._on_request_deleted)
         self.pods.add_handler(on_delete=self._on_pod_deleted)
 
     async def wait_synced(self) -> None:
@@ -97,22 +88,14 @@ class EvictionBridge:
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         md = pod.get("metadata") or {}
-        namespace, name, uid = md.get("namespace"), md.get("name"), md.get("uid")
-        if not (namespace and name and uid):
-            return
-        request = self.requests.store.get(f"{namespace}/{uid}")
-        now = self._clock()
-        gone = departure(pod, self._view(request) if request is not None else None, now)
-        self._forget_expired(now)
-        if gone is not None:
-            self._departed.pop((namespace, name), None)
-            self._departed[(namespace, name)] = gone
+        request = self.requests.store.get(f"{md.get('namespace')}/{md.get('uid')}")
+        self.departures.pod_deleted(pod, self._view(request) if request is not None else None)
 
-    def _forget_expired(self, now: datetime) -> None:
-        for key, gone in list(self._departed.items()):
-            if now - gone.gone_at <= self._settings.departed_for:
-                break
-            del self._departed[key]
+    def _on_request_deleted(self, request: Obj) -> None:
+        view = self._view(request)
+        self._view.forget(request)
+        pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
+        self.departures.request_deleted(view, pod)
 
     def decide(self, attempt: EvictionAttempt) -> Verdict:
         """The answer from the caches, before any write."""
@@ -120,7 +103,7 @@ class EvictionBridge:
         uid = (pod or {}).get("metadata", {}).get("uid")
         request = self.requests.store.get(f"{attempt.namespace}/{uid}") if uid else None
         view = self._view(request) if request is not None else None
-        departed = self._departed.get((attempt.namespace, attempt.name))
+        departed = self.departures.get(attempt.namespace, attempt.name)
         return decide(attempt, pod, view, departed, self._settings, self._clock())
 
     async def answer(self, body: object) -> tuple[int, Obj]:

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
 import pytest
 
 from nodeagent.controllers.bridge.certs import service_names
-from nodeagent.controllers.bridge.certstore import SECRETS, TLSPlace
+from nodeagent.controllers.bridge.certstore import SECRETS, TLSPlace, ensure_bundle
 from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient, Listen
 from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.kube.errors import NotFound
@@ -25,6 +27,7 @@ from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR
 from nodeagent.model.selectors import label_selector_from_dict
+from nodeagent.model.times import Clock, utcnow
 from tests.integration.controllers.evictionrequest_harness import Env, env
 from tests.until import until
 
@@ -58,6 +61,20 @@ class Served:
         assert answer["response"]["uid"] == "r1"
         return dict(answer["response"])
 
+    async def served_certificate(self) -> bytes:
+        """The certificate a new connection is served (DER)."""
+        _, writer = await asyncio.open_connection(
+            "127.0.0.1", self.server.port, ssl=self.trust, server_hostname=NAMES[2]
+        )
+        try:
+            der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        finally:
+            writer.close()
+            with contextlib.suppress(ssl.SSLError, ConnectionError):
+                await writer.wait_closed()
+        assert isinstance(der, bytes)
+        return der
+
     def cached_uid(self, name: str) -> str | None:
         pod = self.server.bridge.pods.store.get(f"default/{name}")
         return None if pod is None else str(pod["metadata"]["uid"])
@@ -84,10 +101,22 @@ def review(name: str, *, user: str = "admin", **extra: Any) -> Obj:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
+class MovableClock:
+    """The wall clock, moved forward at will (the bridge's memory of pods gone expires)."""
+
+    def __init__(self) -> None:
+        self.ahead = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return utcnow() + self.ahead
+
+
 @contextlib.asynccontextmanager
-async def serve(client: BridgeServerClient, write_timeout: float = 2.0) -> AsyncIterator[Served]:
+async def serve(
+    client: BridgeServerClient, write_timeout: float = 2.0, clock: Clock = utcnow
+) -> AsyncIterator[Served]:
     server = BridgeServer(
-        client, SETTINGS, PLACE, Listen("127.0.0.1", 0), write_timeout=write_timeout
+        client, SETTINGS, PLACE, Listen("127.0.0.1", 0), write_timeout=write_timeout, clock=clock
     )
     task = asyncio.create_task(server.run())
     try:
@@ -225,6 +254,23 @@ async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge
     assert await request_exists(env, new)
 
 
+async def test_the_memory_of_a_pod_gone_expires(env: Env) -> None:
+    clock = MovableClock()
+    async with serve(env.kube, clock=clock) as bridge:
+        old = await created(env, bridge, "db-0", "db")
+        assert (await bridge.evict("db-0"))["status"]["code"] == 429
+        await until(lambda: bridge.server.bridge.requests.store.get(f"default/{old}") is not None)
+        await env.delete(PODS, "db-0", grace_period_seconds=0)
+        await until(lambda: bridge.cached_uid("db-0") is None)
+        assert (await bridge.evict("db-0"))["status"]["code"] == 404  # deleted outright
+        new = await created(env, bridge, "db-0", "db")
+        clock.ahead = SETTINGS.departed_for + timedelta(seconds=1)
+        # a drain long after is one of the new pod: it waits for the mover like the first
+        later = await bridge.evict("db-0")
+        assert later["status"]["code"] == 429
+        assert await request_exists(env, new)
+
+
 async def test_a_dry_run_is_answered_and_writes_nothing(env: Env, bridge: Served) -> None:
     uid = await created(env, bridge, "db-0", "db")
     dry = {"deleteOptions": {"dryRun": ["All"]}}  # kubectl drain --dry-run=server
@@ -284,3 +330,19 @@ async def test_replicas_share_the_secret_and_serve_the_same_ca(env: Env, bridge:
         assert (await other.evict("nobody"))["allowed"] is True
     secret = await env.kube.get(SECRETS, PLACE.secret, PLACE.namespace)
     assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt", "ca.key"}
+
+
+async def test_a_renewal_by_another_replica_is_served_at_once(env: Env, bridge: Served) -> None:
+    before = bridge.server.keeper.bundle
+    assert before is not None
+    assert await bridge.served_certificate() == _der(before.cert)
+    # another replica, configured with one name more, renews the serving certificate
+    wider = dataclasses.replace(PLACE, names=(*NAMES, "bridge-alias.default.svc"))
+    renewed = await ensure_bundle(env.kube, wider)
+    assert renewed.cert != before.cert and renewed.ca == before.ca
+    await until(lambda: bridge.server.keeper.bundle == renewed)
+    assert await bridge.served_certificate() == _der(renewed.cert)
+
+
+def _der(pem: bytes) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(pem.decode())
