@@ -18,6 +18,7 @@ from nodeagent.controllers.bridge.certs import (
     renew,
     renew_at,
     renewal,
+    service_names,
 )
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
@@ -27,7 +28,10 @@ from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
+    "SECRET",
     "SECRETS",
+    "SERVICE",
+    "WEBHOOK_CONFIGURATION",
     "WEBHOOK_CONFIGURATIONS",
     "CertClient",
     "CertKeeper",
@@ -46,6 +50,10 @@ WEBHOOK_CONFIGURATIONS = Resource(
     "ValidatingWebhookConfiguration",
     namespaced=False,
 )
+# the names packaging/kubernetes/eviction-bridge gives them
+SERVICE = "nodeagent-eviction-bridge"
+SECRET = "nodeagent-eviction-bridge-tls"
+WEBHOOK_CONFIGURATION = "nodeagent-eviction-bridge"
 _ATTEMPTS = 5  # read-decide-write rounds lost to other replicas before giving up for now
 
 
@@ -65,6 +73,13 @@ class TLSPlace:
     webhook_configuration: str | None
     """The ValidatingWebhookConfiguration whose caBundle to keep (None: someone else, e.g.
     cert-manager's CA injector, does)."""
+
+    @classmethod
+    def shipped(cls, namespace: str) -> TLSPlace:
+        """The names the manifests give them, in the controllers' namespace."""
+        return cls(
+            namespace, SECRET, SERVICE, service_names(SERVICE, namespace), WEBHOOK_CONFIGURATION
+        )
 
 
 def _secret(place: TLSPlace, bundle: Bundle, resource_version: str | None) -> Obj:
