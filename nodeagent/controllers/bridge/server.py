@@ -13,6 +13,7 @@ import os
 import shutil
 import ssl
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,12 +23,19 @@ from aiohttp import web
 from nodeagent.controllers.bridge.certs import Bundle
 from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
+from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.times import Clock, utcnow
 
-__all__ = ["BridgeServer", "BridgeServerClient", "Listen"]
+__all__ = [
+    "BridgeServer",
+    "BridgeServerClient",
+    "Listen",
+    "bridge_settings",
+    "service_account_user",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +48,29 @@ class BridgeServerClient(BridgeClient, CertClient, ListWatcher, Protocol):
 class Listen:
     host: str = "0.0.0.0"  # the webhook Service reaches the pod on its address
     port: int = 8443
+
+
+def service_account_user(namespace: str, name: str) -> str:
+    """The username the API server gives a ServiceAccount's tokens (what an AdmissionReview's
+    ``userInfo.username`` says of the controllers' own evictions)."""
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+def bridge_settings(
+    eviction: EvictionSettings,
+    own_users: Iterable[str],
+    *,
+    daemonset_pods: bool = False,
+    static_pods: bool = False,
+) -> BridgeSettings:
+    """The bridge's settings: the annotate-and-wait interceptors it waits for are the ones the
+    EvictionRequest controller runs."""
+    return BridgeSettings(
+        own_users=frozenset(own_users),
+        configured=eviction.configured,
+        daemonset_pods=daemonset_pods,
+        static_pods=static_pods,
+    )
 
 
 class BridgeServer:

@@ -247,6 +247,13 @@ def _by_request(
                 namespace, request.name, request.uid, request.resource_version, _body(pod)
             ),
         )
+    return _by_turn(ref, namespace, request, first, settings)
+
+
+def _by_turn(
+    ref: str, namespace: str, request: EvictionRequestView, first: str, settings: BridgeSettings
+) -> Verdict:
+    """A request under way: whose turn it is decides."""
     active = request.active
     if active in settings.passes or (active is None and request.target_interceptors):
         # The imperative eviction's turn (or one the bridge does not wait for, or nobody's
