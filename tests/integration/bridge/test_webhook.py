@@ -21,14 +21,15 @@ from nodeagent.controllers.bridge.certs import service_names
 from nodeagent.controllers.bridge.certstore import SECRETS, TLSPlace, ensure_bundle
 from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient, Listen
 from nodeagent.controllers.bridge.webhook import PATH
+from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
 from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.interceptors.targets import SelectorInterceptor
-from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR
+from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION
 from nodeagent.model.selectors import label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
-from tests.integration.controllers.evictionrequest_harness import Env, env
+from tests.integration.controllers.evictionrequest_harness import Env, env, fast_settings
 from tests.until import until
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
@@ -346,3 +347,48 @@ async def test_a_renewal_by_another_replica_is_served_at_once(env: Env, bridge: 
 
 def _der(pem: bytes) -> bytes:
     return ssl.PEM_cert_to_DER_cert(pem.decode())
+
+
+# --- with the EvictionRequest controller and the annotate-and-wait interceptor -----------------
+
+MOVER_RULE = AnnotateRule(MOVER, "example.com/reschedule", "true")
+
+
+async def test_a_drain_waits_for_the_operator_to_move_the_pod(env: Env, bridge: Served) -> None:
+    await env.start(fast_settings(annotate=(MOVER_RULE,)), annotate=True)
+    old = await created(env, bridge, "db-0", "db")
+    assert (await bridge.evict("db-0"))["status"]["code"] == 429  # the drain's first attempt
+
+    def asked_to_move() -> bool:
+        pod = env.get(PODS, "db-0")
+        annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
+        return annotations.get(MOVER_RULE.annotation_key) == "true"
+
+    await env.until(asked_to_move)
+    await until(lambda: _active(bridge, old) == MOVER.name)
+    waiting = await bridge.evict("db-0")  # the drain retries
+    assert waiting["status"]["code"] == 429
+    assert f"interceptor {MOVER.name} is handling" in waiting["status"]["message"]
+    # the operator moves it: the same name, a new UID; the drain's next attempt is done
+    await env.delete(PODS, "db-0", grace_period_seconds=0)
+    new = await created(env, bridge, "db-0", "db")
+    assert new != old
+    assert (await bridge.evict("db-0"))["status"]["code"] == 404
+
+
+async def test_an_interceptor_that_never_reports_is_passed_over(env: Env, bridge: Served) -> None:
+    # a budget that allows nothing keeps the pod through the imperative eviction's turn
+    budget = {"selector": {"matchLabels": {"app": "ghost"}}, "maxUnavailable": 0}
+    await env.create(PDBS, {"metadata": {"name": "ghost"}, "spec": budget})
+    await env.start(fast_settings(deadline=1.0))
+    ghost = pod("ghost-0", "ghost")
+    ghost["metadata"]["annotations"] = {INTERCEPTORS_ANNOTATION: "ghost.example.com"}
+    uid = str((await env.create(PODS, ghost))["metadata"]["uid"])
+    await until(lambda: bridge.cached_uid("ghost-0") == uid)
+    first = await bridge.evict("ghost-0")
+    assert first["status"]["code"] == 429 and "ghost.example.com" in first["status"]["message"]
+    # a heartbeat deadline later the controller gives the imperative eviction its turn: the
+    # bridge lets the eviction through (and the API server's budget check refuses it)
+    await until(lambda: _active(bridge, uid) == IMPERATIVE_INTERCEPTOR)
+    answer = await bridge.evict("ghost-0")
+    assert answer["allowed"] is True, answer
