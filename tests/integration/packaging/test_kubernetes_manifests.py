@@ -449,6 +449,11 @@ def api_uses() -> list[Use]:
                 found += [(group, plural, "list", where), (group, plural, "watch", where)]
             elif isinstance(parent, ast.Call) and callee == "serves":  # kube.discovery: a list
                 found.append((group, plural, "list", where))
+            elif isinstance(parent, ast.Call) and callee == "RequestApi":
+                # controllers.interceptors.apis: the interceptors watch it, read one again on
+                # a conflict and write their entries of its status
+                found += [(group, plural, v, where) for v in ("list", "watch", "get")]
+                found.append((group, plural + "/status", "patch", where))
             elif isinstance(parent, ast.Attribute):
                 pass  # reading .api_version, .kind, .path(): no request
             else:
