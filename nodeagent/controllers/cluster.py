@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from functools import partial
 
@@ -20,11 +19,9 @@ from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceCont
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import Controller, SharedInformers
-from nodeagent.kube.discovery import serves
-from nodeagent.kube.errors import KubeError
+from nodeagent.kube.discovery import ask_served
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
-from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
@@ -65,26 +62,15 @@ class ClusterControllers:
         waits (retrying with backoff, saying why once) rather than guess."""
         if self.eviction_api == "nodeagent":
             return False
-        backoff = JitteredBackoff(base=1.0, cap=60.0)
-        said = False
-        for attempt in itertools.count(1):
-            try:
-                served = await serves(self.client, UPSTREAM_EVICTIONREQUESTS)
-            except KubeError as exc:
-                why = f"cannot tell whether the server serves lifecycle.k8s.io/v1alpha1: {exc}"
-            else:
-                if served or self.eviction_api == "auto":
-                    return served
-                why = (
-                    "eviction.api is upstream, but the API server does not serve "
-                    "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
-                    "--runtime-config=lifecycle.k8s.io/v1alpha1=true); the controllers wait"
-                )
-            if not said:
-                log.error("%s", why)
-                said = True
-            await asyncio.sleep(backoff.delay(attempt))
-        raise AssertionError("unreachable")
+        required = (
+            "eviction.api is upstream, but the API server does not serve "
+            "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
+            "--runtime-config=lifecycle.k8s.io/v1alpha1=true); the controllers wait"
+        )
+        insist = self.eviction_api == "upstream"
+        return await ask_served(
+            self.client, UPSTREAM_EVICTIONREQUESTS, required=required if insist else None
+        )
 
     async def run(self) -> None:
         # fresh informers each term: a new leader must not act on an old term's cache

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from nodeagent.kube.errors import NotFound
+import asyncio
+import itertools
+import logging
+
+from nodeagent.kube.errors import KubeError, NotFound
 from nodeagent.kube.protocols import Lister
 from nodeagent.kube.resources import Resource
+from nodeagent.model.backoff import JitteredBackoff
 
-__all__ = ["serves"]
+__all__ = ["ask_served", "serves"]
+
+log = logging.getLogger(__name__)
 
 # a label no object carries: the probe lists one page of nothing, at any cluster size
 _NOTHING = "nodeagent.io/served-probe=none"
@@ -20,3 +27,28 @@ async def serves(client: Lister, resource: Resource) -> bool:
     except NotFound:
         return False
     return True
+
+
+async def ask_served(client: Lister, resource: Resource, *, required: str | None = None) -> bool:
+    """Whether the server serves `resource`, asked until it answers (with backoff, saying why
+    once) rather than guessed; with `required` (why it must be served, for the log) until it
+    serves it."""
+    backoff = JitteredBackoff(base=1.0, cap=60.0)
+    said = False
+    for attempt in itertools.count(1):
+        try:
+            served = await serves(client, resource)
+        except KubeError as exc:
+            why = (
+                f"cannot tell whether the server serves {resource.api_version} "
+                f"({resource.plural}): {exc}"
+            )
+        else:
+            if served or required is None:
+                return served
+            why = required
+        if not said:
+            log.error("%s", why)
+            said = True
+        await asyncio.sleep(backoff.delay(attempt))
+    raise AssertionError("unreachable")

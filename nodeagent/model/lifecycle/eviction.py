@@ -31,6 +31,7 @@ from nodeagent.model.bodies import (
     set_condition,
 )
 from nodeagent.model.lifecycle.responders import Responder, pod_responders, sort_responders
+from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -128,7 +129,7 @@ def decide(
     invalid = tuple(_invalid(e, now) for e in duplicates)
     if ours is None:
         wanted = "Eviction" in intents.values()
-        create = _new_eviction(target, requests, intents) if wanted else None
+        create = _new_eviction(target, requests, intents, _node(target, pod)) if wanted else None
         return EvictionPlan(create=create, invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
@@ -143,7 +144,7 @@ def decide(
     if _differs(new_status, status):
         write = StatusWrite(str(md["name"]), str(md.get("resourceVersion", "")), new_status)
     return EvictionPlan(
-        metadata=_metadata_patch(ours, requests, new_status),
+        metadata=_metadata_patch(ours, requests, new_status, _node(target, pod)),
         status=write,
         invalid=invalid,
         requests=_request_statuses(requests, new_status),
@@ -196,8 +197,19 @@ def _invalid(eviction: Mapping[str, Any], now: datetime) -> StatusWrite:
     return StatusWrite(_name(eviction), str(md.get("resourceVersion", "")), status)
 
 
+def _node(target: Target, pod: Mapping[str, Any] | None) -> str | None:
+    """The target's node, for the label that lets a node agent watch its node's Evictions."""
+    if pod is None or metadata_of(pod).get("uid") != target.uid:
+        return None
+    node = mapping(pod, "spec").get("nodeName")
+    return node if isinstance(node, str) and node else None
+
+
 def _new_eviction(
-    target: Target, requests: Sequence[Mapping[str, Any]], intents: Mapping[str, Intent]
+    target: Target,
+    requests: Sequence[Mapping[str, Any]],
+    intents: Mapping[str, Intent],
+    node: str | None,
 ) -> Obj:
     return {
         "apiVersion": EVICTIONS_API_VERSION,
@@ -206,7 +218,7 @@ def _new_eviction(
             # purely informative upstream; the pod's UID makes a second create a conflict
             "name": target.uid,
             "namespace": target.namespace,
-            "labels": _role_labels(intents, ()),
+            "labels": _role_labels(intents, (), node),
             "ownerReferences": _owners((), requests),
         },
         "spec": {"target": {"pod": {"name": target.name, "uid": target.uid}}},
@@ -214,11 +226,15 @@ def _new_eviction(
 
 
 def _metadata_patch(
-    ours: Mapping[str, Any], requests: Sequence[Mapping[str, Any]], status: Mapping[str, Any]
+    ours: Mapping[str, Any],
+    requests: Sequence[Mapping[str, Any]],
+    status: Mapping[str, Any],
+    node: str | None,
 ) -> tuple[str, Obj] | None:
-    """Labels naming every requester and responder by role, and an owner reference to every
-    request of the target (kept for deleted ones: the collector drops the Eviction when the
-    last owner is gone, while one left without owners would stay forever)."""
+    """Labels naming every requester and responder by role and the pod's node, and an owner
+    reference to every request of the target (kept for deleted ones: the collector drops the
+    Eviction when the last owner is gone, while one left without owners would stay
+    forever)."""
     md = metadata_of(ours)
     requesters = {
         str(r.get("name")): r.get("intent", "Withdrawn")
@@ -226,7 +242,7 @@ def _metadata_patch(
         if isinstance(r, Mapping)
     }
     responders = [str(r.get("name")) for r in items(status, "targetResponders")]
-    labels = _role_labels(requesters, responders)
+    labels = _role_labels(requesters, responders, node)
     have = mapping(md, "labels")
     missing = {k: v for k, v in labels.items() if have.get(k) != v}
     owners = _owners(items(md, "ownerReferences"), requests)
@@ -240,11 +256,13 @@ def _metadata_patch(
     return str(md["name"]), {"metadata": patch}
 
 
-def _role_labels(requesters: Mapping[str, object], responders: Sequence[str]) -> dict[str, str]:
+def _role_labels(
+    requesters: Mapping[str, object], responders: Sequence[str], node: str | None
+) -> dict[str, str]:
     roles = {name: "requester" for name in requesters}
     for name in responders:
         roles[name] = "requester-responder" if name in roles else "responder"
-    return roles
+    return roles | ({NODE_LABEL: node} if node else {})
 
 
 def _owners(have: Sequence[Any], requests: Sequence[Mapping[str, Any]]) -> list[Obj]:

@@ -23,7 +23,7 @@ from nodeagent.model.lifecycle.eviction import (
     decide,
 )
 from nodeagent.model.lifecycle.responders import Responder, order_key, sort_responders
-from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER
+from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER, NODE_LABEL
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim.lifecycle_rules import refusals
 
@@ -148,6 +148,21 @@ def test_a_request_gets_one_eviction_owned_by_it_and_labelled_by_role() -> None:
         "acme.io/mover": "responder",
         IMPERATIVE_RESPONDER: "responder",
     }
+
+
+def test_the_eviction_names_the_pods_node_for_its_node_agent() -> None:
+    on_node = pod()
+    on_node["spec"]["nodeName"] = "node-1"
+    w = World(on_node)
+    w.requests.append(request("drain", "nodeagent.io/node-maintenance"))
+    plan = w.step()
+    assert plan.create is not None
+    assert plan.create["metadata"]["labels"][NODE_LABEL] == "node-1"
+    # an Eviction made before it was scheduled, or by someone else, gets it afterwards
+    del w.eviction["metadata"]["labels"][NODE_LABEL]  # type: ignore[index]
+    plan = w.step()
+    assert plan.metadata is not None
+    assert plan.metadata[1]["metadata"]["labels"][NODE_LABEL] == "node-1"
 
 
 def test_responders_go_highest_priority_first_the_evictor_last() -> None:
