@@ -21,9 +21,11 @@ __all__ = [
     "PDBS",
     "PODS",
     "REPLICASETS",
+    "SECRETS",
     "SERVICEACCOUNTS",
     "STATEFULSETS",
     "UPSTREAM_EVICTIONREQUESTS",
+    "WEBHOOK_CONFIGURATIONS",
     "Obj",
     "Resource",
     "format_micro_time",
@@ -91,6 +93,14 @@ PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
+SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    namespaced=False,
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", namespaced=True)

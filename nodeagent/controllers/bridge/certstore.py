@@ -23,16 +23,14 @@ from nodeagent.controllers.bridge.certs import (
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Getter, Patcher, Replacer
-from nodeagent.kube.resources import Obj, Resource
+from nodeagent.kube.resources import SECRETS, WEBHOOK_CONFIGURATIONS, Obj
 from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
     "SECRET",
-    "SECRETS",
     "SERVICE",
     "WEBHOOK_CONFIGURATION",
-    "WEBHOOK_CONFIGURATIONS",
     "CertClient",
     "CertKeeper",
     "TLSPlace",
@@ -42,14 +40,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
-WEBHOOK_CONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    namespaced=False,
-)
 # the names packaging/kubernetes/eviction-bridge gives them
 SERVICE = "nodeagent-eviction-bridge"
 SECRET = "nodeagent-eviction-bridge-tls"
@@ -186,7 +176,7 @@ class CertKeeper:
         retry: Sequence[float] = (1.0, 5.0, 30.0, 60.0),
     ) -> None:
         self._client = client
-        self._place = place
+        self.place = place
         self._on_bundle = on_bundle
         self._clock = clock
         self._retry = retry
@@ -206,11 +196,11 @@ class CertKeeper:
         while True:
             self._changed.clear()
             try:
-                bundle = await ensure_bundle(self._client, self._place, self._clock)
+                bundle = await ensure_bundle(self._client, self.place, self._clock)
                 if bundle != self.bundle:
                     self.bundle = bundle
                     await self._on_bundle(bundle)
-                    await put_ca_bundle(self._client, self._place, bundle)
+                    await put_ca_bundle(self._client, self.place, bundle)
                 failures = 0
                 wait = (renew_at(bundle) - self._clock()).total_seconds()
             except (KubeError, ValueError) as exc:  # the API server, a bad Secret: again

@@ -7,37 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.model.bodies import labels_of, mapping, metadata_of
-from nodeagent.model.names import BRIDGE_REQUESTER, NODE_LABEL
+from nodeagent.model.names import BRIDGE_REQUESTER
+from nodeagent.model.nodemaintenance.requests import eviction_request_body
 
 __all__ = ["AddRequester", "CreateRequest", "RecreateRequest", "Write", "request_body"]
 
 
 def request_body(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``nodeagent.io/v1alpha1`` EvictionRequest for ``pod``, named after its UID, with the
-    bridge as its requester. Owned by the pod, so the garbage collector deletes it with the pod
-    (the bridge remembers the pod's departure from the informers' events, not from the
-    request)."""
-    md = metadata_of(pod)
-    name, uid = str(md.get("name") or ""), str(md.get("uid") or "")
-    labels = {k: v for k, v in labels_of(pod).items() if isinstance(v, str)}
-    node = mapping(pod, "spec").get("nodeName")
-    if isinstance(node, str) and node:
-        labels[NODE_LABEL] = node
-    return {
-        "apiVersion": "nodeagent.io/v1alpha1",
-        "kind": "EvictionRequest",
-        "metadata": {
-            "name": uid,
-            "namespace": str(md.get("namespace") or "default"),
-            "labels": labels,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}],
-        },
-        "spec": {
-            "target": {"pod": {"name": name, "uid": uid}},
-            "requesters": [{"name": BRIDGE_REQUESTER}],
-        },
-    }
+    """The EvictionRequest for ``pod`` with the bridge as its requester (the bridge remembers
+    the pod's departure from the informers' events, not from the request, which the garbage
+    collector deletes with the pod)."""
+    return eviction_request_body(pod, BRIDGE_REQUESTER)
 
 
 @dataclass(frozen=True)

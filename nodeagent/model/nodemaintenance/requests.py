@@ -10,10 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.model.bodies import (
-    deleting,
-    mapping,
-)
+from nodeagent.model.bodies import deleting, labels_of, mapping, metadata_of
 from nodeagent.model.draintargets.pods import PodRef
 from nodeagent.model.draintargets.results import NodeDrainStatus
 from nodeagent.model.interceptors.imperative import imperative_refusal_cause
@@ -71,30 +68,31 @@ class NodeRequests:
     refused."""
 
 
-def _eviction_request_body(pod: Mapping[str, Any], node: str) -> dict[str, Any]:
-    md = mapping(pod, "metadata")
-    labels = {k: v for k, v in mapping(md, "labels").items() if isinstance(v, str)}
-    labels[NODE_LABEL] = node
+def eviction_request_body(
+    pod: Mapping[str, Any], requester: str, node: str | None = None
+) -> dict[str, Any]:
+    """A ``nodeagent.io/v1alpha1`` EvictionRequest for ``pod``, named after its UID, asked for
+    by ``requester``, labelled with the pod's labels and ``node`` (the pod's ``spec.nodeName``
+    when None) for the node's agent to watch. Owned by the pod: the garbage collector deletes
+    the request with its pod, no delete of ours."""
+    md = metadata_of(pod)
+    name, uid = str(md.get("name") or ""), str(md.get("uid") or "")
+    labels = {k: v for k, v in labels_of(pod).items() if isinstance(v, str)}
+    node = node or mapping(pod, "spec").get("nodeName")
+    if isinstance(node, str) and node:
+        labels[NODE_LABEL] = node
     return {
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "EvictionRequest",
         "metadata": {
-            "name": str(md.get("uid")),
+            "name": uid,
             "namespace": str(md.get("namespace") or "default"),
             "labels": labels,
-            # the garbage collector deletes the request with its pod: no delete of ours
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": str(md.get("name")),
-                    "uid": str(md.get("uid")),
-                }
-            ],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}],
         },
         "spec": {
-            "target": {"pod": {"name": str(md.get("name")), "uid": str(md.get("uid"))}},
-            "requesters": [{"name": REQUESTER}],
+            "target": {"pod": {"name": name, "uid": uid}},
+            "requesters": [{"name": requester}],
         },
     }
 
@@ -137,7 +135,9 @@ def node_requests(
             # gone with it before the pod informer shows the pod gone.
             if not deleting(pod):
                 creates.append(
-                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                    EvictionRequestCreate(
+                        ref.namespace, eviction_request_body(pod, REQUESTER, node)
+                    )
                 )
             continue
         if er.canceled:
@@ -149,7 +149,9 @@ def node_requests(
                     )
                 )
                 creates.append(
-                    EvictionRequestCreate(ref.namespace, _eviction_request_body(pod, node))
+                    EvictionRequestCreate(
+                        ref.namespace, eviction_request_body(pod, REQUESTER, node)
+                    )
                 )
             continue
         if REQUESTER not in er.requesters and not er.deleting:

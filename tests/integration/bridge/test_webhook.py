@@ -18,12 +18,12 @@ import aiohttp
 import pytest
 
 from nodeagent.controllers.bridge.certs import service_names
-from nodeagent.controllers.bridge.certstore import SECRETS, TLSPlace, ensure_bundle
+from nodeagent.controllers.bridge.certstore import TLSPlace, ensure_bundle
 from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient, Listen
 from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj, Resource
+from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, SECRETS, Obj, Resource
 from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION

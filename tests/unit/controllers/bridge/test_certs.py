@@ -23,13 +23,12 @@ from nodeagent.controllers.bridge.certs import (
     service_names,
 )
 from nodeagent.controllers.bridge.certstore import (
-    SECRETS,
-    WEBHOOK_CONFIGURATIONS,
     TLSPlace,
     ca_bundle_patch,
     ensure_bundle,
     put_ca_bundle,
 )
+from nodeagent.kube.resources import SECRETS, WEBHOOK_CONFIGURATIONS
 from tests.unit.kube.fakeapi import Backend, FakeClient
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
