@@ -257,6 +257,14 @@ class Agent:
             retry_period=ld.retry_period,
         )
         tg.create_task(self.elector.run(controllers.run), name="leader-election")
+        if cfg.eviction.bridge.enabled:
+            # on every replica, leader or not: the webhook Service may pick any of them
+            # (imported here: aiohttp and cryptography only where the bridge runs)
+            from nodeagent.controllers.bridge.server import bridge_from_config
+
+            bridge = bridge_from_config(client, cfg)
+            self.health.add("eviction bridge", bridge.serving.is_set)
+            tg.create_task(bridge.run(), name="eviction-bridge")
 
     async def _announce(self) -> None:
         """READY once the guard is connected to logind and has seen to its drop-in (for at

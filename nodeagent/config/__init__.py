@@ -12,6 +12,7 @@ from nodeagent.config.loading import load
 from nodeagent.config.parsing import from_mapping
 from nodeagent.config.schema import (
     AnnotateInterceptor,
+    BridgeConfig,
     Config,
     ConfigError,
     EvictionConfig,
@@ -28,6 +29,7 @@ from nodeagent.config.schema import (
 
 __all__ = [
     "AnnotateInterceptor",
+    "BridgeConfig",
     "Config",
     "ConfigError",
     "EvictionConfig",

@@ -52,6 +52,7 @@ def validate_config(cfg: Config) -> None:
     _check_node_maintenance(cfg.node_maintenance)
     _check_eviction(cfg.eviction)
     _check_observability(cfg.observability)
+    _check_bridge(cfg)
     if not cfg.run_node_agent and not cfg.run_controllers:
         raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
     if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
@@ -146,6 +147,29 @@ def _check_eviction(ev: EvictionConfig) -> None:
             f"eviction.backoffBase ({ev.backoff_base:g}s) must be positive and at most "
             f"eviction.backoffCap ({ev.backoff_cap:g}s)"
         )
+
+
+def _check_bridge(cfg: Config) -> None:
+    bridge = cfg.eviction.bridge
+    if not 1 <= bridge.port <= 65535:
+        raise ConfigError(f"eviction.bridge.port: must be from 1 to 65535, got {bridge.port}")
+    name = bridge.webhook_configuration
+    if name is not None and not (len(name) <= DNS_SUBDOMAIN_MAX and DNS_SUBDOMAIN.fullmatch(name)):
+        raise ConfigError(
+            f"eviction.bridge.webhookConfiguration: {name!r} is not a valid object name"
+        )
+    if not bridge.enabled:
+        return
+    if not cfg.run_controllers:
+        # the bridge waits for the interceptors the controllers run
+        raise ConfigError("eviction.bridge.enabled: true needs runControllers: true")
+    o = cfg.observability
+    for key, listen in (("listen", o.listen), ("probeListen", o.probe_listen)):
+        if listen is not None and _same_port(listen, f"0.0.0.0:{bridge.port}"):
+            raise ConfigError(
+                f"eviction.bridge.port ({bridge.port}) must not take the port of "
+                f"observability.{key} ({listen})"
+            )
 
 
 def _check_observability(o: ObservabilityConfig) -> None:

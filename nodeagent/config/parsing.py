@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from nodeagent.config.checks import validate_config
 from nodeagent.config.schema import (
     AnnotateInterceptor,
+    BridgeConfig,
     Config,
     ConfigError,
     EvictionConfig,
@@ -51,6 +52,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "observability": ObservabilityConfig,
     "notifications": NotificationsConfig,
 }
+_SUBSECTIONS: dict[str, type[Any]] = {"final_phase": FinalPhaseConfig, "bridge": BridgeConfig}
 # each webhook has a worker of its own (deliveries to one go in order): this bounds them
 MAX_WEBHOOKS = 16
 MAX_ATTEMPTS = 10
@@ -183,11 +185,20 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "webhooks":
             kwargs[name] = _webhooks(value, f"{where}.{key}")
             continue
-        if name == "final_phase":
-            kwargs[name] = _section(FinalPhaseConfig, value, f"{where}.{key}")
+        if name in _SUBSECTIONS:
+            kwargs[name] = _section(_SUBSECTIONS[name], value, f"{where}.{key}")
+            continue
+        if name == "own_users":
+            kwargs[name] = _strings(value, f"{where}.{key}")
             continue
         kwargs[name] = _coerce(f"{where}.{key}", value, str(f.type))
     return cls(**kwargs)
+
+
+def _strings(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+        raise ConfigError(f"{where}: must be a list of non-empty strings, got {raw!r}")
+    return tuple(raw)
 
 
 def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:

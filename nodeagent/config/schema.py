@@ -15,6 +15,7 @@ from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICT
 
 __all__ = [
     "AnnotateInterceptor",
+    "BridgeConfig",
     "Config",
     "ConfigError",
     "EvictionConfig",
@@ -95,6 +96,24 @@ class AnnotateInterceptor:
 
 
 @dataclass(frozen=True)
+class BridgeConfig:
+    """The eviction bridge (issue 28): the pods/eviction webhook every controllers replica
+    serves, leader or not, so that kubectl drain and the autoscalers wait for interceptors."""
+
+    enabled: bool = False
+    port: int = 8443  # HTTPS, on every address (the webhook Service's targetPort `bridge`)
+    # wait for the DaemonSet and the static pod interceptors too (they act only within a
+    # NodeMaintenance: a legacy drain then waits for one)
+    daemon_set_pods: bool = False
+    static_pods: bool = False
+    # users whose evictions always pass, besides the controllers' own ServiceAccount
+    # (system:serviceaccount:<leader.namespace>:nodeagent-controllers)
+    own_users: tuple[str, ...] = ()
+    # whose caBundle the controllers keep; None: something else injects the CA (cert-manager)
+    webhook_configuration: str | None = "nodeagent-eviction-bridge"
+
+
+@dataclass(frozen=True)
 class EvictionConfig:
     heartbeat_deadline: float = DEFAULT_HEARTBEAT_DEADLINE.total_seconds()
     backoff_base: float = EVICTION_BACKOFF_BASE
@@ -104,6 +123,7 @@ class EvictionConfig:
     # through: "upstream" (lifecycle.k8s.io/v1alpha1), "nodeagent" (our CRD), or "auto" (the
     # upstream one where the server serves it)
     api: str = "auto"
+    bridge: BridgeConfig = field(default_factory=BridgeConfig)
 
 
 @dataclass(frozen=True)

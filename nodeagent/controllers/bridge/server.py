@@ -14,12 +14,13 @@ import shutil
 import ssl
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from aiohttp import web
 
+from nodeagent.config import Config
 from nodeagent.controllers.bridge.certs import Bundle
 from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
@@ -30,14 +31,19 @@ from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
+    "CONTROLLERS_ACCOUNT",
     "BridgeServer",
     "BridgeServerClient",
     "Listen",
+    "bridge_from_config",
     "bridge_settings",
     "service_account_user",
 ]
 
 log = logging.getLogger(__name__)
+
+# the controllers' ServiceAccount in packaging/kubernetes (rbac.yaml), in leader.namespace
+CONTROLLERS_ACCOUNT = "nodeagent-controllers"
 
 
 class BridgeServerClient(BridgeClient, CertClient, ListWatcher, Protocol):
@@ -93,7 +99,7 @@ class BridgeServer:
             client, self.informers, settings, clock=clock, write_timeout=write_timeout
         )
         self.keeper = CertKeeper(client, self.informers, place, self._load, clock=clock)
-        self._listen = listen
+        self.listen = listen
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._loaded = asyncio.Event()
@@ -129,10 +135,10 @@ class BridgeServer:
                 await self.bridge.wait_synced()
                 await runner.setup()
                 site = web.TCPSite(
-                    runner, self._listen.host, self._listen.port, ssl_context=self._context
+                    runner, self.listen.host, self.listen.port, ssl_context=self._context
                 )
                 await site.start()
-                self.port = _bound_port(runner, self._listen.port)
+                self.port = _bound_port(runner, self.listen.port)
                 self.serving.set()
                 log.info("eviction bridge: serving on port %s", self.port)
         finally:
@@ -140,6 +146,23 @@ class BridgeServer:
             if self._dir is not None:
                 with contextlib.suppress(OSError):
                     await asyncio.to_thread(shutil.rmtree, self._dir)
+
+
+def bridge_from_config(client: BridgeServerClient, cfg: Config) -> BridgeServer:
+    """The bridge as configured (``eviction.bridge``), in the controllers' namespace
+    (``leader.namespace``, where their Lease, Secret and Service are). Raises ValueError naming
+    a bad ``eviction.annotateInterceptors`` entry."""
+    bridge = cfg.eviction.bridge
+    namespace = cfg.leader.namespace
+    own = (service_account_user(namespace, CONTROLLERS_ACCOUNT), *bridge.own_users)
+    settings = bridge_settings(
+        EvictionSettings.from_config(cfg.eviction),
+        own,
+        daemonset_pods=bridge.daemon_set_pods,
+        static_pods=bridge.static_pods,
+    )
+    place = replace(TLSPlace.shipped(namespace), webhook_configuration=bridge.webhook_configuration)
+    return BridgeServer(client, settings, place, Listen(port=bridge.port))
 
 
 def _bound_port(runner: web.AppRunner, asked: int) -> int:

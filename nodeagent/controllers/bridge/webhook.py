@@ -72,7 +72,7 @@ class EvictionBridge:
         write_timeout: float = WRITE_TIMEOUT,
     ) -> None:
         self._client = client
-        self._settings = settings
+        self.settings = settings
         self._clock = clock
         self._write_timeout = write_timeout
         self.pods = informers.informer(PODS)
@@ -104,7 +104,7 @@ class EvictionBridge:
         request = self.requests.store.get(f"{attempt.namespace}/{uid}") if uid else None
         view = self._view(request) if request is not None else None
         departed = self.departures.get(attempt.namespace, attempt.name)
-        return decide(attempt, pod, view, departed, self._settings, self._clock())
+        return decide(attempt, pod, view, departed, self.settings, self._clock())
 
     async def answer(self, body: object) -> tuple[int, Obj]:
         """The HTTP status and the JSON answer to one request body."""

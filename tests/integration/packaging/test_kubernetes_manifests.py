@@ -9,6 +9,7 @@ What the admission policy enforces is tested on the real server
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import tomllib
 from collections.abc import Iterable, Iterator
@@ -30,6 +31,7 @@ from tests.simutil import until
 
 ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "packaging" / "kubernetes"
+BRIDGE = K8S / "eviction-bridge"
 PACKAGE = ROOT / "nodeagent"
 NAMESPACE = "nodeagent-system"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -40,13 +42,28 @@ def documents(path: Path) -> list[dict[str, Any]]:
 
 
 @functools.cache
-def manifests() -> list[dict[str, Any]]:
-    """Every document (parsed once; do not modify)."""
+def base_manifests() -> list[dict[str, Any]]:
+    """Every document of the base (parsed once; do not modify)."""
     out: list[dict[str, Any]] = []
     for path in sorted(K8S.glob("*.yaml")):
         if path.name != "kustomization.yaml":
             out.extend(documents(path))
     return out
+
+
+@functools.cache
+def manifests() -> list[dict[str, Any]]:
+    """Everything installed with the eviction bridge (its overlay over the base: its patches
+    replace the base's documents of the same kind and name), so each role and binding is
+    checked against the configuration that runs it."""
+    kustomization = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
+    patches = [d for p in kustomization["patches"] for d in documents(BRIDGE / p["path"])]
+    replaced = {(d["kind"], d["metadata"]["name"]) for d in patches}
+    out = [d for d in base_manifests() if (d["kind"], d["metadata"]["name"]) not in replaced]
+    for name in kustomization["resources"]:
+        if name != "..":
+            out.extend(documents(BRIDGE / name))
+    return out + patches
 
 
 def one(kind: str, name: str) -> dict[str, Any]:
@@ -95,6 +112,34 @@ def test_kustomization_lists_every_manifest() -> None:
     on_disk = sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
     assert sorted(listed) == on_disk
     assert len(listed) == len(set(listed))
+    # the bridge's overlay: the base, its own files and its patches
+    overlay = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
+    patched = [p["path"] for p in overlay["patches"]]
+    own = sorted(p.name for p in BRIDGE.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert overlay["resources"][0] == ".."
+    assert sorted(overlay["resources"][1:] + patched) == own
+
+
+def test_the_bridge_overlay_changes_only_the_bridge_in_the_controllers_config() -> None:
+    """Its copy of the controllers' configuration is the base's, with the bridge on."""
+    (base,) = [
+        d
+        for d in base_manifests()
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "nodeagent-controllers-config"
+    ]
+    base_cfg = agent_config.from_mapping(yaml.safe_load(base["data"]["config.yaml"]))
+    with_bridge = configmap_config("nodeagent-controllers-config")
+    bridge = with_bridge.eviction.bridge
+    assert bridge.enabled and not base_cfg.eviction.bridge.enabled
+    unchanged = dataclasses.replace(
+        with_bridge,
+        eviction=dataclasses.replace(with_bridge.eviction, bridge=base_cfg.eviction.bridge),
+    )
+    assert unchanged == base_cfg
+    # where the Deployment and the Service expect it
+    (container,) = deployment()["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["bridge"] == bridge.port
 
 
 def test_everything_namespaced_is_in_our_namespace() -> None:
@@ -105,6 +150,7 @@ def test_everything_namespaced_is_in_our_namespace() -> None:
         "ClusterRoleBinding",
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
     }
     for doc in manifests():
         if doc["kind"] in cluster_scoped:
@@ -158,8 +204,11 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
 
 def assert_ports_are_the_listeners(container: dict[str, Any], cfg: agent_config.Config) -> None:
     """The container's ports are the agent's listeners, on the pod's IP: `metrics` is
-    observability.listen, `probes` observability.probeListen, where the probes go."""
+    observability.listen, `probes` observability.probeListen, where the probes go, and
+    `bridge` the eviction bridge's (eviction.bridge.port), where it runs."""
     wanted = {"metrics": cfg.observability.listen, "probes": cfg.observability.probe_listen}
+    if cfg.eviction.bridge.enabled:
+        wanted["bridge"] = f"0.0.0.0:{cfg.eviction.bridge.port}"
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports.keys() == wanted.keys()
     for name, listen in wanted.items():
@@ -308,12 +357,19 @@ ROLE_OF_PART = {
     "node-token": ("Role", "nodeagent-node-token"),
     "controllers": ("ClusterRole", "nodeagent-controllers"),
     "leader": ("Role", "nodeagent-leader-election"),
+    # the eviction bridge's certificates: its Secret (namespaced) and its webhook
+    # configuration (cluster-scoped), each by name (eviction-bridge/rbac.yaml)
+    "bridge-tls": ("Role", "nodeagent-eviction-bridge"),
+    "bridge-webhook": ("ClusterRole", "nodeagent-eviction-bridge"),
 }
+BRIDGE_PARTS = {"bridge-tls", "bridge-webhook"}
 
 
 def parts_run_by(cfg: agent_config.Config) -> set[str]:
     """The parts of the agent (DESIGN section 3) an agent with this configuration runs."""
     parts = {"node", "node-token"} if cfg.run_node_agent else set()
+    if cfg.run_controllers and cfg.eviction.bridge.enabled:
+        parts |= BRIDGE_PARTS
     return parts | ({"controllers", "leader"} if cfg.run_controllers else set())
 
 
@@ -342,6 +398,14 @@ def rules_of(account: str) -> list[dict[str, Any]]:
     ]
 
 
+def _bridge_part(part: str, group: str) -> str:
+    """The bridge's certificates: the Secret's calls are bridge-tls's, the webhook
+    configuration's bridge-webhook's (a Role and a ClusterRole)."""
+    if part != "bridge":
+        return part
+    return "bridge-webhook" if group == "admissionregistration.k8s.io" else "bridge-tls"
+
+
 def parts_of(module: Path) -> tuple[str, ...] | None:
     """Which parts of the agent run a module's API calls (DESIGN section 3); None: no client
     code expected there."""
@@ -350,6 +414,8 @@ def parts_of(module: Path) -> tuple[str, ...] | None:
         return ("node-token",)
     if rel.startswith("node/") or rel == "app.py":
         return ("node",)
+    if rel == "controllers/bridge/certstore.py":
+        return ("bridge",)  # split by resource: _bridge_part
     if rel.startswith("controllers/"):
         return ("controllers",)
     if rel == "kube/leader.py":
@@ -447,7 +513,8 @@ def api_uses() -> list[Use]:
                 found.append((group, plural + ("/status" if status else ""), verb, where))
             elif isinstance(parent, ast.Call) and callee in INFORMER_CALLS and node in parent.args:
                 found += [(group, plural, "list", where), (group, plural, "watch", where)]
-            elif isinstance(parent, ast.Call) and callee == "serves":  # kube.discovery: a list
+            elif isinstance(parent, ast.Call) and callee in ("serves", "ask_served"):
+                # kube.discovery: a list
                 found.append((group, plural, "list", where))
             elif isinstance(parent, ast.Call) and callee == "RequestApi":
                 # controllers.interceptors.apis: the interceptors watch it, read one again on
@@ -464,7 +531,7 @@ def api_uses() -> list[Use]:
         if parts is None:
             unknown += [f"{w}: API call in a module of no known part" for *_, w in found]
             continue
-        uses += [Use(p, g, r, v, w) for g, r, v, w in found for p in parts]
+        uses += [Use(_bridge_part(p, g), g, r, v, w) for g, r, v, w in found for p in parts]
     assert not unknown, "\n".join(unknown)
     return uses
 
@@ -496,7 +563,7 @@ def test_rbac_has_no_wildcards_and_each_account_has_its_parts_roles_only() -> No
             assert one("ServiceAccount", subject["name"])
     assert identities() == {
         NODE_ACCOUNT: {"node", "node-token"},
-        CONTROLLERS_ACCOUNT: {"controllers", "leader"},
+        CONTROLLERS_ACCOUNT: {"controllers", "leader", *BRIDGE_PARTS},
     }
     for account, parts in identities().items():
         assert roles_bound_to(account) == {ROLE_OF_PART[p] for p in parts}, account
@@ -714,7 +781,7 @@ def with_rbac(sim: SimCluster) -> SimCluster:
 async def test_kubectl_apply_k_installs_everything(with_rbac: SimCluster, kubectl: Kubectl) -> None:
     sim = with_rbac
     out = await kubectl.ok("apply", "-k", str(K8S))
-    expected = {(d["kind"], d["metadata"]["name"]) for d in manifests()}
+    expected = {(d["kind"], d["metadata"]["name"]) for d in base_manifests()}
     assert out.count(" created") == len(expected), out
 
     store = sim.store

@@ -1,0 +1,96 @@
+"""eviction.bridge: off by default, every setting read, one-line errors naming the setting;
+and the bridge it builds (its users, its place, its port)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodeagent.config import BridgeConfig, ConfigError, from_mapping
+from nodeagent.controllers.bridge.server import bridge_from_config
+
+
+def test_off_by_default_and_every_setting_read() -> None:
+    assert from_mapping({}).eviction.bridge == BridgeConfig()
+    assert not BridgeConfig().enabled
+    bridge = from_mapping(
+        {
+            "eviction": {
+                "bridge": {
+                    "enabled": True,
+                    "port": 9443,
+                    "daemonSetPods": True,
+                    "staticPods": True,
+                    "ownUsers": ["system:serviceaccount:kube-system:kured"],
+                    "webhookConfiguration": None,
+                }
+            }
+        }
+    ).eviction.bridge
+    assert bridge == BridgeConfig(
+        enabled=True,
+        port=9443,
+        daemon_set_pods=True,
+        static_pods=True,
+        own_users=("system:serviceaccount:kube-system:kured",),
+        webhook_configuration=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"eviction": {"bridge": {"port": 0}}}, "eviction.bridge.port: must be from 1 to 65535"),
+        ({"eviction": {"bridge": {"port": 70000}}}, "eviction.bridge.port: must be from 1"),
+        ({"eviction": {"bridge": {"port": "8443"}}}, "eviction.bridge.port: must be an integer"),
+        ({"eviction": {"bridge": {"enabled": "yes"}}}, "eviction.bridge.enabled: must be true"),
+        ({"eviction": {"bridge": {"ownUsers": "me"}}}, "eviction.bridge.ownUsers: must be a list"),
+        ({"eviction": {"bridge": {"ownUsers": [""]}}}, "eviction.bridge.ownUsers: must be a list"),
+        ({"eviction": {"bridge": {"webhookConfiguration": "A_B"}}}, "webhookConfiguration: 'A_B'"),
+        ({"eviction": {"bridge": {"certManager": True}}}, "eviction.bridge.certManager: unknown"),
+        ({"eviction": {"bridge": []}}, "eviction.bridge: must be a mapping"),
+        (
+            {"runControllers": False, "eviction": {"bridge": {"enabled": True}}},
+            "eviction.bridge.enabled: true needs runControllers: true",
+        ),
+        (
+            {
+                "observability": {"listen": "0.0.0.0:8443"},
+                "eviction": {"bridge": {"enabled": True}},
+            },
+            "eviction.bridge.port (8443) must not take the port of observability.listen",
+        ),
+    ],
+)
+def test_bad_values_are_one_line_errors_naming_the_setting(
+    config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        from_mapping(config, "config.yaml")
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith("config.yaml: ")
+    assert message in text, text
+
+
+def test_the_bridge_passes_the_controllers_own_evictions_and_keeps_its_ca_where_told() -> None:
+    cfg = from_mapping(
+        {
+            "leader": {"namespace": "ops"},
+            "eviction": {"bridge": {"enabled": True, "port": 9443, "ownUsers": ["kured"]}},
+        }
+    )
+    server = bridge_from_config(_NoClient(), cfg)  # type: ignore[arg-type]
+    assert server.bridge.settings.own_users == {
+        "system:serviceaccount:ops:nodeagent-controllers",
+        "kured",
+    }
+    assert server.keeper.place.namespace == "ops"
+    assert server.keeper.place.webhook_configuration == "nodeagent-eviction-bridge"
+    assert server.listen.port == 9443
+    injected = from_mapping({"eviction": {"bridge": {"webhookConfiguration": None}}})
+    assert bridge_from_config(_NoClient(), injected).keeper.place.webhook_configuration is None  # type: ignore[arg-type]
+
+
+class _NoClient:
+    """Building the bridge asks the API server nothing."""
