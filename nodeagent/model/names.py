@@ -33,6 +33,7 @@ __all__ = [
     "NODE_LABEL",
     "OWN_RESPONDER_PRIORITY",
     "REQUESTER",
+    "STATIC_POD_RESPONDER",
     "SYSTEM_CRITICAL_PRIORITY",
     "TAINT_TEXT",
     "UPSTREAM_REQUESTER",
@@ -67,6 +68,8 @@ IMPERATIVE_RESPONDER_PRIORITY = 100
 """The server refuses any other priority for it; 0-999 are reserved to `*.k8s.io` responders."""
 DAEMONSET_RESPONDER = "nodeagent.io/daemonset"
 """The DaemonSet interceptor's name as a responder (`daemonset.apps.k8s.io` is reserved)."""
+STATIC_POD_RESPONDER = "nodeagent.io/static-pod"
+"""The node agents' `kubelet.k8s.io` interceptor as a responder (each for its node's pods)."""
 ANNOTATE_RESPONDER_DOMAIN = "annotate.nodeagent.io"
 """An annotate-and-wait rule responds as `annotate.nodeagent.io/<rule name>`."""
 OWN_RESPONDER_PRIORITY = 10000

@@ -25,6 +25,7 @@ from nodeagent.kube.errors import AlreadyExists, Forbidden
 from nodeagent.kube.resources import (
     EVENTS,
     EVICTIONREQUESTS,
+    EVICTIONS,
     NODEMAINTENANCES,
     NODES,
     PODS,
@@ -377,6 +378,90 @@ async def test_node_agent_writes_only_its_kubelet_entry_of_its_nodes_eviction_re
     assert [i["name"] for i in got["status"]["interceptors"]] == ["kubelet.k8s.io"]
     got = await env.admin.get(EVICTIONREQUESTS, name(theirs), "default")
     assert not (got.get("status") or {}).get("interceptors")
+
+
+async def upstream_eviction(admin: KubeClient, pod: Obj, node: str, now: str) -> Obj:
+    """An upstream Eviction of `pod` as the controllers make it: labelled with its node, the
+    static-pod responder Active."""
+    m = pod["metadata"]
+    body = {
+        "apiVersion": "lifecycle.k8s.io/v1alpha1",
+        "kind": "Eviction",
+        "metadata": {"name": m["uid"], "namespace": "default", "labels": {names.NODE_LABEL: node}},
+        "spec": {"target": {"pod": {"name": m["name"], "uid": m["uid"]}}},
+    }
+    await admin.create(EVICTIONS, body, "default")
+    status = {
+        "targetResponders": [
+            {"name": names.STATIC_POD_RESPONDER, "priority": 10000, "state": "Active"},
+            {"name": names.IMPERATIVE_RESPONDER, "priority": 100, "state": "Inactive"},
+        ],
+        "responders": [
+            {"name": names.STATIC_POD_RESPONDER, "startTime": now},
+            {"name": names.IMPERATIVE_RESPONDER},
+        ],
+    }
+    return await admin.patch_status(EVICTIONS, m["uid"], {"status": status}, "default")
+
+
+def with_responders(eviction: Obj, *entries: Obj) -> Obj:
+    return {
+        "metadata": {"resourceVersion": eviction["metadata"]["resourceVersion"]},
+        "status": {"responders": list(entries)},
+    }
+
+
+async def test_node_agent_writes_only_its_static_pod_entry_of_its_nodes_evictions(
+    env: Env,
+) -> None:
+    now = format_time(datetime.now(UTC))
+    mine = await upstream_eviction(
+        env.admin, await a_pod(env.admin, "on-1", "node-1"), "node-1", now
+    )
+    theirs = await upstream_eviction(
+        env.admin, await a_pod(env.admin, "on-2", "node-2"), "node-2", now
+    )
+    beat = {"name": names.STATIC_POD_RESPONDER, "startTime": now, "heartbeatTime": now}
+    evictor = {"name": names.IMPERATIVE_RESPONDER}
+
+    def name(e: Obj) -> str:
+        return str(e["metadata"]["name"])
+
+    # another node's Eviction: refused, even its static-pod entry
+    with pytest.raises(Forbidden) as refused:
+        await env.node1.patch_status(
+            EVICTIONS, name(theirs), with_responders(theirs, beat, evictor), "default"
+        )
+    assert refused_by_policy(refused.value)
+    # its own: the conditions or the requesters: refused (another responder's entry the
+    # server refuses itself: only the Active one's may change)
+    waiting = {
+        "type": "TargetEvicted",
+        "status": "False",
+        "reason": "Forged",
+        "message": "",
+        "lastTransitionTime": now,
+    }
+    for field, value in (
+        ("conditions", [waiting]),
+        ("requesters", [{"name": "a.io/x", "intent": "Eviction"}]),
+    ):
+        forge = with_responders(mine, beat, evictor)
+        forge["status"][field] = value
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.patch_status(EVICTIONS, name(mine), forge, "default")
+        assert refused_by_policy(refused.value), field
+    with pytest.raises(Forbidden):  # nor creating or deleting Evictions
+        await env.node1.delete(EVICTIONS, name(mine), "default")
+    # its static-pod entry of its node's Eviction: allowed
+    await env.node1.patch_status(
+        EVICTIONS, name(mine), with_responders(mine, beat, evictor), "default"
+    )
+    got = await env.admin.get(EVICTIONS, name(mine), "default")
+    [entry] = [r for r in got["status"]["responders"] if r["name"] == names.STATIC_POD_RESPONDER]
+    assert entry.get("heartbeatTime")
+    got = await env.admin.get(EVICTIONS, name(theirs), "default")
+    assert all("heartbeatTime" not in r for r in got["status"]["responders"])
 
 
 def event(namespace: str, about: Obj, reason: str = "Test", host: str = "node-1") -> Obj:

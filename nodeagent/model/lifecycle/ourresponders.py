@@ -3,12 +3,11 @@ which of a pod's interceptors take a turn upstream, and an Eviction read as the 
 read our CRD's requests (:class:`EvictionRequestView`), so that they run unchanged on both APIs.
 
 `*.k8s.io` names are the server's, so ours are under `nodeagent.io`: the DaemonSet interceptor
-responds as `nodeagent.io/daemonset`, an annotate-and-wait rule as
-`annotate.nodeagent.io/<rule name>` (a rule whose name is too long for that has no upstream
-name). Static pods' `kubelet.k8s.io` has none yet: the node agents run it on our CRD only,
-where the admission policy confines each to its node, so mirror pods stay on our CRD; so do
-pods naming interceptors of others in `nodeagent.io/eviction-interceptors`, which serve our
-CRD."""
+responds as `nodeagent.io/daemonset`, the node agents' static-pod interceptor as
+`nodeagent.io/static-pod` (each for its node's Evictions, which carry the node's label), an
+annotate-and-wait rule as `annotate.nodeagent.io/<rule name>` (a rule whose name is too long
+for that has no upstream name). Pods naming interceptors of others in
+`nodeagent.io/eviction-interceptors`, which serve our CRD, stay on our CRD."""
 
 from __future__ import annotations
 
@@ -31,12 +30,16 @@ from nodeagent.model.names import (
     DAEMONSET_RESPONDER,
     IMPERATIVE_INTERCEPTOR,
     IMPERATIVE_RESPONDER,
+    KUBELET_INTERCEPTOR,
     OWN_RESPONDER_PRIORITY,
+    STATIC_POD_RESPONDER,
 )
 from nodeagent.model.selectors import validate_label_key
 
 __all__ = [
     "ResponderNames",
+    "as_interceptor_entry",
+    "as_responder_entry",
     "our_responders",
     "responder_entry",
     "upstream_evicts",
@@ -44,7 +47,11 @@ __all__ = [
 ]
 
 _FINAL = ("Interrupted", "Canceled", "Completed")
-_FIXED = {IMPERATIVE_INTERCEPTOR: IMPERATIVE_RESPONDER, DAEMONSET_INTERCEPTOR: DAEMONSET_RESPONDER}
+_FIXED = {
+    IMPERATIVE_INTERCEPTOR: IMPERATIVE_RESPONDER,
+    DAEMONSET_INTERCEPTOR: DAEMONSET_RESPONDER,
+    KUBELET_INTERCEPTOR: STATIC_POD_RESPONDER,
+}
 
 
 class ResponderNames:
@@ -112,7 +119,7 @@ def view_of_eviction(eviction: Mapping[str, Any], names: ResponderNames) -> Evic
             conditions.append({**c, "type": ours})
     entries = {}
     for raw in items(status, "responders"):
-        entry = InterceptorStatus.from_dict(_renamed(raw, names.interceptor(str(raw.get("name")))))
+        entry = InterceptorStatus.from_dict(as_interceptor_entry(raw, names))
         entries[entry.name] = entry
     base = EvictionRequestView.from_obj(eviction)
     return EvictionRequestView(
@@ -138,15 +145,21 @@ def view_of_eviction(eviction: Mapping[str, Any], names: ResponderNames) -> Evic
 
 def responder_entry(entry: InterceptorStatus, names: ResponderNames) -> dict[str, Any]:
     """An interceptor's entry as its `status.responders` entry upstream."""
-    out = entry.to_dict()
-    out["name"] = names.responder(entry.name) or entry.name
+    return as_responder_entry(entry.to_dict(), names)
+
+
+def as_responder_entry(entry: Mapping[str, Any], names: ResponderNames) -> dict[str, Any]:
+    """A `status.interceptors` entry as the same interceptor's `status.responders` entry."""
+    out = dict(entry)
+    out["name"] = names.responder(str(entry.get("name"))) or entry.get("name")
     if "expectedFinishTime" in out:
         out["expectedCompletionTime"] = out.pop("expectedFinishTime")
     return out
 
 
-def _renamed(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
-    out = {**raw, "name": name}
+def as_interceptor_entry(entry: Mapping[str, Any], names: ResponderNames) -> dict[str, Any]:
+    """A `status.responders` entry as the `status.interceptors` entry of its interceptor."""
+    out = {**entry, "name": names.interceptor(str(entry.get("name")))}
     if "expectedCompletionTime" in out:
         out["expectedFinishTime"] = out.pop("expectedCompletionTime")
     return out

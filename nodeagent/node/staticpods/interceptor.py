@@ -4,12 +4,13 @@ of the kubelet's directory when their turn in a drain comes, and puts them back 
 It runs in every agent, for its own node only:
 
 - EvictionRequests of this node (label `nodeagent.io/node=<node>`) whose active interceptor is
-  `kubelet.k8s.io`: if a NodeMaintenance holding the node targets the pod (a `Static` drain
-  target covering its priority and labels), the pod's manifest is moved aside and the request
-  gets a heartbeat (`status.interceptors[]`: startTime, heartbeatTime, expectedFinishTime from
-  the pod's grace period, message) until the mirror pod is gone, then `completionTime`. A pod
-  that is not targeted is declined (`completionTime` with a message) rather than stopped out of
-  order.
+  `kubelet.k8s.io`, and where the server serves them the node's upstream Evictions whose
+  Active responder is `nodeagent.io/static-pod` (`requests`): if a NodeMaintenance holding the
+  node targets the pod (a `Static` drain target covering its priority and labels), the pod's
+  manifest is moved aside and the request gets a heartbeat (our entry: startTime,
+  heartbeatTime, expectedFinishTime from the pod's grace period, message) until the mirror pod
+  is gone, then `completionTime`. A pod that is not targeted is declined (`completionTime` with
+  a message) rather than stopped out of order.
 - The manifest directory, watched with inotify (watchfiles): a manifest that appears while its
   pod would already be targeted is moved aside at once, with an Event.
 - When no maintenance holds the node any more (Complete or deleted), every stashed manifest is
@@ -31,12 +32,14 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from nodeagent.kube.controller import Controller, Result, SharedInformers
+from nodeagent.kube.discovery import ask_served
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventClient, EventRecorder
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
+    EVICTIONS,
     NODEMAINTENANCES,
     NODES,
     Obj,
@@ -44,7 +47,6 @@ from nodeagent.kube.resources import (
     format_time,
 )
 from nodeagent.kube.store import key_of
-from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.staticpods.fsops import DirHandle
@@ -75,6 +77,7 @@ from nodeagent.node.staticpods.policy import (
     manifest_priority,
     progress_status,
 )
+from nodeagent.node.staticpods.requests import NodeRequests
 from nodeagent.node.staticpods.stash import Stash
 from nodeagent.node.staticpods.watch import watch_directory
 
@@ -86,7 +89,6 @@ PRIORITYCLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
 _SWEEP = "sweep"
-_EVR = "evr:"
 T = TypeVar("T")
 
 
@@ -95,7 +97,7 @@ class StaticPodClient(ListWatcher, EventClient, StatusPatcher, Protocol):
 
 
 class StaticPodInterceptor(Controller):
-    """Keys: `sweep` for the manifest directory, `evr:<namespace>/<name>` for EvictionRequests."""
+    """Keys: `sweep` for the manifest directory, those of `NodeRequests` for requests."""
 
     expected_errors = (KubeError, StashError, OSError)
 
@@ -123,14 +125,12 @@ class StaticPodInterceptor(Controller):
         self._resync = resync_interval
         self._now = now
         # no pods: node agents may not read them (the requests and manifests say enough)
-        self._evrs = informers.informer(
-            EVICTIONREQUESTS, label_selector=f"{NODE_LABEL}={node_name}"
-        )
+        self._requests = NodeRequests(informers, node_name)
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES, field_selector=f"metadata.name={node_name}")
         self._priority_classes = informers.informer(PRIORITYCLASSES)
         super().__init__("static-pods", informers=[self._priority_classes], workers=1)
-        self.enqueue_on(self._evrs, lambda evr: [_EVR + key_of(evr)])
+        self.enqueue_on(self._requests.crd, NodeRequests.crd_keys)
         self.enqueue_on(self._maintenances, self._on_cluster_change)
         self.enqueue_on(self._nodes, self._on_cluster_change)
         self._stash_open = False
@@ -148,8 +148,14 @@ class StaticPodInterceptor(Controller):
     async def run(self) -> None:
         """Serve the queue, watch the manifest directory and sweep it every `resync_interval`
         once the informers have synced; until cancelled."""
+        upstream = None
+        if await ask_served(self._client, EVICTIONS):
+            upstream = self._requests.watch_upstream(self._client)
+            self.enqueue_on(upstream, NodeRequests.upstream_keys)
         try:
             async with asyncio.TaskGroup() as tg:
+                if upstream is not None:
+                    tg.create_task(upstream.run(), name=f"{self.name} evictions")
                 tg.create_task(super().run(), name=f"{self.name} workers")
                 await self.wait_synced()
                 watch = watch_directory(
@@ -166,7 +172,7 @@ class StaticPodInterceptor(Controller):
             self._stash_open = False
 
     def _on_cluster_change(self, _: Obj) -> list[str]:
-        return [_SWEEP, *(_EVR + key for key in self._evrs.store.keys())]  # noqa: SIM118 (a Store)
+        return [_SWEEP, *self._requests.keys()]
 
     async def _resync_loop(self) -> None:
         while True:
@@ -181,7 +187,7 @@ class StaticPodInterceptor(Controller):
             if key == _SWEEP:
                 await self._sweep()
                 return None
-            return await self._reconcile_eviction(key.removeprefix(_EVR))
+            return await self._reconcile_eviction(key)
         except StashUnavailable:
             # e.g. a directory was replaced: open the stash afresh next time
             self._stash.close()
@@ -350,10 +356,9 @@ class StaticPodInterceptor(Controller):
         """Carry out the plans of `plan.py`: read the cache, the manifest directory, the stash
         and (when the cache may lag) the maintenances from the API; move the manifest aside and
         write our entry."""
-        evr = self._evrs.store.get(key)
-        if evr is None:
+        view = self._requests.view(key)
+        if view is None:
             return None
-        view = EvictionView.of(evr)
         now = self._now()
         plan = plan_eviction(
             view, node_name=self._node_name, now=format_time(now), heartbeat_every=self._heartbeat
@@ -432,9 +437,9 @@ class StaticPodInterceptor(Controller):
         except StashError as e:
             heartbeat = await self._not_stopped(key, view, now, not_moved_message(manifest.path, e))
             if heartbeat.requeue_after is not None:  # the raise backs off; a heartbeat does not
-                self.enqueue_after(_EVR + key, heartbeat.requeue_after)
+                self.enqueue_after(key, heartbeat.requeue_after)
             raise
-        self._warned.pop(_EVR + key, None)
+        self._warned.pop(key, None)
         if self._known is not None:
             self._known.pop(manifest.path.name, None)
         stopping = plan_stopping(manifest.path, self._stash.stash_dir / entry.payload_name, owner)
@@ -446,7 +451,7 @@ class StaticPodInterceptor(Controller):
     ) -> Result:
         """Why the pod is not being stopped: in our entry, and (when `warn`) in an Event, once
         per message."""
-        if warn and self._warn_once(_EVR + key, message):
+        if warn and self._warn_once(key, message):
             await self._events.warning(view.pod_ref, "StaticPodNotStopped", message)
         return await self._progress(view, None, now, message)
 
@@ -471,17 +476,20 @@ class StaticPodInterceptor(Controller):
 
     async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
         try:
-            await self._client.patch_status(
-                EVICTIONREQUESTS, view.name, progress_status(view, entry), view.namespace
-            )
+            patch = progress_status(view, entry)
+            if view.upstream:
+                await self._client.patch_status(EVICTIONS, view.name, patch, view.namespace)
+            else:
+                await self._client.patch_status(EVICTIONREQUESTS, view.name, patch, view.namespace)
         except NotFound:
             return
         except Conflict:
             # we read a stale request: look again once the informer has the new one
-            self.queue.add_rate_limited(_EVR + view.key)
+            self.queue.add_rate_limited(NodeRequests.key(view))
             return
         log.info(
-            "EvictionRequest %s (pod %s): %s%s",
+            "%s %s (pod %s): %s%s",
+            "Eviction" if view.upstream else "EvictionRequest",
             view.key,
             view.pod_name,
             entry.get("message"),

@@ -69,7 +69,7 @@ def plan_eviction(
     """``now`` a meta/v1 Time. The pod itself is never read (node agents may not read pods):
     the request says when it is gone (the EvictionRequest controller sets Evicted), its name
     whether it can be a static pod of this node, and the manifest the rest."""
-    if view.completed or (view.entry is None and (view.finished or not view.active)):
+    if view.completed or view.frozen or (view.entry is None and (view.finished or not view.active)):
         return EvictionPlan("skip")  # done, or not our turn (and we never started)
     pod = f"{view.namespace}/{view.pod_name}"
     if view.finished:

@@ -10,7 +10,9 @@
 - Whether a static pod is targeted: one of those maintenances lists, in
   `status.nodeStatuses[this node].drainTargets`, a `Static` entry covering the pod's priority
   (and labels).
-- What to write into an EvictionRequest's `status.interceptors[]` entry for us.
+- What to write into an EvictionRequest's `status.interceptors[]` entry for us, or into our
+  `nodeagent.io/static-pod` entry of an upstream Eviction's `status.responders[]` (read and
+  written as the same entry, under the names and fields of our CRD).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from nodeagent.model.bodies import mapping, name_of
+from nodeagent.model.bodies import items, mapping, name_of
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
     InvalidPlan,
@@ -30,11 +32,18 @@ from nodeagent.model.drainplan import (
 )
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL
 from nodeagent.model.interceptors.requests import CANCELED, EVICTED
+from nodeagent.model.lifecycle.eviction import FAILED, TARGET_EVICTED
+from nodeagent.model.lifecycle.ourresponders import (
+    ResponderNames,
+    as_interceptor_entry,
+    as_responder_entry,
+)
 from nodeagent.model.maintenance import holds_pods_off_this_boot
 from nodeagent.model.names import (
     BUILTIN_PRIORITIES,
     KUBELET_INTERCEPTOR,
     MIRROR_ANNOTATION,
+    STATIC_POD_RESPONDER,
 )
 from nodeagent.model.times import parse_time
 
@@ -54,6 +63,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30
+_NAMES = ResponderNames(())  # ours alone: the node agents run no annotate-and-wait rule
 
 
 def _node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | None:
@@ -188,6 +198,11 @@ class EvictionView:
     evicted: bool  # Evicted: the pod is gone, or replaced by one with another UID
     entry: Mapping[str, Any] | None  # our status.interceptors[] entry
     interceptors: tuple[Mapping[str, Any], ...]
+    upstream: bool = False
+    """An upstream Eviction (`interceptors` are its `status.responders`)."""
+    frozen: bool = False
+    """Our entry can no longer be written: on an upstream Eviction our turn ended (the server
+    keeps a finished responder's entry as it was)."""
 
     @property
     def key(self) -> str:
@@ -204,28 +219,64 @@ class EvictionView:
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
 
     @classmethod
+    def of_eviction(cls, eviction: Mapping[str, Any]) -> EvictionView:
+        """An upstream Eviction, read as a request of our CRD (`ourresponders`)."""
+        status = mapping(eviction, "status")
+        true = {c.get("type") for c in items(status, "conditions") if c.get("status") == "True"}
+        state = next((t.get("state") for t in items(status, "targetResponders") if _ours(t)), None)
+        responders = tuple(r for r in items(status, "responders") if isinstance(r, Mapping))
+        # the controller lists every responder's entry from the start: ours counts once our
+        # turn came
+        entry = next((r for r in responders if _ours(r)), None) if state != "Inactive" else None
+        return cls(
+            *_identity(eviction),
+            active=state == "Active",
+            finished=bool(true & {TARGET_EVICTED, FAILED}),
+            evicted=TARGET_EVICTED in true,
+            entry=as_interceptor_entry(entry, _NAMES) if entry is not None else None,
+            interceptors=responders,
+            upstream=True,
+            frozen=state not in ("Active", "Inactive") or bool(true & {TARGET_EVICTED, FAILED}),
+        )
+
+    @classmethod
     def of(cls, evr: Mapping[str, Any]) -> EvictionView:
-        meta = mapping(evr, "metadata")
         status = mapping(evr, "status")
-        pod = mapping(mapping(evr, "spec"), "target").get("pod")
-        pod = pod if isinstance(pod, Mapping) else {}
         conditions = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
         true = {str(c.get("type")) for c in conditions if c.get("status") == "True"}
         interceptors = tuple(i for i in status.get("interceptors") or () if isinstance(i, Mapping))
         entry = next((i for i in interceptors if i.get("name") == KUBELET_INTERCEPTOR), None)
         active = status.get("activeInterceptors") or ()
         return cls(
-            namespace=str(meta.get("namespace") or ""),
-            name=str(meta.get("name") or ""),
-            resource_version=str(meta.get("resourceVersion") or ""),
-            pod_name=str(pod.get("name") or ""),
-            pod_uid=str(pod.get("uid") or ""),
+            *_identity(evr),
             active=isinstance(active, Sequence) and KUBELET_INTERCEPTOR in active,
             finished=bool(true & {EVICTED, CANCELED}),
             evicted=EVICTED in true,
             entry=entry,
             interceptors=interceptors,
         )
+
+
+class _Identity(NamedTuple):
+    """The first fields of an `EvictionView`, alike for both APIs."""
+
+    namespace: str
+    name: str
+    resource_version: str
+    pod_name: str
+    pod_uid: str
+
+
+def _identity(obj: Mapping[str, Any]) -> _Identity:
+    meta = mapping(obj, "metadata")
+    pod = mapping(mapping(mapping(obj, "spec"), "target"), "pod")
+    return _Identity(
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        str(meta.get("resourceVersion") or ""),
+        str(pod.get("name") or ""),
+        str(pod.get("uid") or ""),
+    )
 
 
 def grace_period(pod: Mapping[str, Any] | None) -> int:
@@ -278,10 +329,16 @@ def heartbeat_left(last: Any, now: str, every: timedelta) -> float:
 def progress_status(view: EvictionView, entry: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON merge patch for the status subresource that replaces our entry (and only ours:
     the list is written whole, guarded by the resourceVersion it was read at)."""
-    return {
-        "metadata": {"resourceVersion": view.resource_version},
-        "status": {"interceptors": with_interceptor_entry(view.interceptors, entry)},
-    }
+    if view.upstream:
+        ours = as_responder_entry(entry, _NAMES)
+        status = {"responders": [ours if _ours(r) else dict(r) for r in view.interceptors]}
+    else:
+        status = {"interceptors": with_interceptor_entry(view.interceptors, entry)}
+    return {"metadata": {"resourceVersion": view.resource_version}, "status": status}
+
+
+def _ours(entry: Mapping[str, Any]) -> bool:
+    return entry.get("name") == STATIC_POD_RESPONDER
 
 
 def with_interceptor_entry(

@@ -30,6 +30,7 @@ from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import (
     EVENTS,
     EVICTIONREQUESTS,
+    EVICTIONS,
     NODEMAINTENANCES,
     PODS,
     Obj,
@@ -37,6 +38,7 @@ from nodeagent.kube.resources import (
     parse_time,
 )
 from nodeagent.model.interceptors.requests import EVICTED
+from nodeagent.model.names import IMPERATIVE_RESPONDER, NODE_LABEL, STATIC_POD_RESPONDER
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor
 from nodeagent.node.staticpods.restore import restore_after_reboot
@@ -182,6 +184,39 @@ class Env:
         await self.kube.patch_status(EVICTIONREQUESTS, name, {"status": status}, meta["namespace"])
         return name
 
+    async def upstream_eviction(self, pod: Obj) -> str:
+        """What the controllers make upstream for a targeted mirror pod: an Eviction labelled
+        with its node, our static-pod responder Active."""
+        meta = pod["metadata"]
+        name, namespace = str(meta["uid"]), meta["namespace"]
+        body = {
+            "apiVersion": "lifecycle.k8s.io/v1alpha1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace, "labels": {NODE_LABEL: NODE}},
+            "spec": {"target": {"pod": {"name": meta["name"], "uid": meta["uid"]}}},
+        }
+        await self.kube.create(EVICTIONS, body, namespace)
+        now = format_time(datetime.now(UTC))
+        status = {
+            "targetResponders": [
+                {"name": STATIC_POD_RESPONDER, "priority": 10000, "state": "Active"},
+                {"name": IMPERATIVE_RESPONDER, "priority": 100, "state": "Inactive"},
+            ],
+            "responders": [
+                {"name": STATIC_POD_RESPONDER, "startTime": now},
+                {"name": IMPERATIVE_RESPONDER},
+            ],
+        }
+        await self.kube.patch_status(EVICTIONS, name, {"status": status}, namespace)
+        return name
+
+    def responder_entry(self, name: str) -> dict[str, Any]:
+        eviction = self.view.get(EVICTIONS, name, "kube-system") or {}
+        for entry in (eviction.get("status") or {}).get("responders") or []:
+            if entry["name"] == STATIC_POD_RESPONDER:
+                return dict(entry)
+        return {}
+
     # --- the directories ----------------------------------------------------------------------
 
     def in_dir(self) -> dict[str, bytes]:
@@ -208,7 +243,9 @@ async def environment(
     fast = kw.get("heartbeat_interval", 60) < 60
     await backend.install_crds(heartbeat_spacing=0 if fast else None)
     kube = backend.client(max_workers=4)
-    view = ClusterView(kube, [PODS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS])
+    # the upstream Evictions where served (the real control plane: the simulated one does not)
+    upstream = [EVICTIONS] if backend.kind == "real" else []
+    view = ClusterView(kube, [PODS, EVICTIONREQUESTS, NODEMAINTENANCES, EVENTS, *upstream])
     await view.start()
     agent = backend.client(await backend.service_account(node=NODE), max_workers=4)
     informers = SharedInformers(agent)
@@ -332,6 +369,27 @@ async def test_static_pods_stop_in_turn_stay_down_and_come_back(
         assert env.in_dir() == {**CONTROL_PLANE, "kube-controller-manager.yaml": late}
         assert env.stashed() == {}
         await env.until(lambda: bool(env.events("StaticPodManifestRestored")))
+
+
+@pytest.mark.backends("real")
+async def test_an_upstream_eviction_stops_the_static_pod_in_its_turn(
+    backend: TestCluster, manifests: Path
+) -> None:
+    """Where the server serves lifecycle.k8s.io, the interceptor is the Evictions'
+    nodeagent.io/static-pod responder: it moves the manifest aside and says so in its entry
+    (the controllers end the Eviction once the mirror pod is gone)."""
+    async with environment(backend, manifests) as env:
+        nm = await env.maintenance("upgrade", static_priority=2_147_483_647)
+        name = await env.upstream_eviction(env.pod("etcd"))
+        await env.until(lambda: env.mirror("etcd") is None)
+        assert env.stashed() == {"etcd.yaml": CONTROL_PLANE["etcd.yaml"]}
+        await env.until(lambda: "moved aside" in env.responder_entry(name).get("message", ""))
+        entry = env.responder_entry(name)
+        assert entry["heartbeatTime"] and entry["expectedCompletionTime"]
+        assert env.mirror("kube-apiserver") is not None  # nothing else was touched
+        await env.set_stage(nm["metadata"]["name"], "Complete")
+        await env.until(lambda: env.mirror("etcd") is not None)
+        assert env.in_dir() == CONTROL_PLANE
 
 
 async def test_deleting_the_maintenance_restores(backend: TestCluster, manifests: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,26 @@ def test_not_our_turn_or_done_is_skipped() -> None:
     for view in (request(active=False), request(finished=True), request(entry=done)):
         plan = plan_eviction(view, node_name="node-1", now=NOW, heartbeat_every=MINUTE)
         assert plan.action == "skip"
+
+
+def test_an_upstream_eviction_is_answered_only_in_our_turn_and_never_after() -> None:
+    """The server keeps a finished responder's entry as it was: once our turn ended, or the
+    Eviction did, nothing is written (where our CRD takes a completion)."""
+    started = {"name": KUBELET_INTERCEPTOR, "startTime": NOW, "heartbeatTime": NOW}
+    view = request(entry=started)
+    ours = replace(view, upstream=True)
+    assert plan_eviction(ours, node_name="node-1", now=NOW, heartbeat_every=MINUTE).action == (
+        "stop_pod"
+    )
+    ended = replace(view, upstream=True, finished=True, evicted=True, frozen=True)
+    assert plan_eviction(ended, node_name="node-1", now=NOW, heartbeat_every=MINUTE).action == (
+        "skip"
+    )
+    # our CRD: the same request finished gets our completion
+    crd = replace(view, finished=True, evicted=True)
+    assert plan_eviction(crd, node_name="node-1", now=NOW, heartbeat_every=MINUTE).action == (
+        "finish"
+    )
 
 
 def test_a_pod_that_cannot_be_a_mirror_pod_of_the_node_is_declined() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nodeagent.model.maintenance import holds_pods_off_this_boot
-from nodeagent.model.names import KUBELET_INTERCEPTOR
+from nodeagent.model.names import IMPERATIVE_RESPONDER, KUBELET_INTERCEPTOR, STATIC_POD_RESPONDER
 from nodeagent.model.shutdown import shutdown_maintenance
 from nodeagent.node.staticpods.policy import (
     EvictionView,
@@ -255,3 +255,52 @@ def test_our_heartbeat_moves_only_when_due_and_not_on_completion() -> None:
     assert done["heartbeatTime"] == t0 and done["completionTime"] == t60
     assert heartbeat_left(t0, t59, timedelta(seconds=60)) == 1.0
     assert heartbeat_left("not a time", t59, timedelta(seconds=60)) == 0.0
+
+
+def eviction(state: str, *conditions: str, **ours: Any) -> dict[str, Any]:
+    """An upstream Eviction of etcd-node-1 whose static-pod responder is in `state`."""
+    return {
+        "metadata": {"name": "uid-1", "namespace": "kube-system", "resourceVersion": "8"},
+        "spec": {"target": {"pod": {"name": "etcd-node-1", "uid": "uid-1"}}},
+        "status": {
+            "conditions": [{"type": c, "status": "True"} for c in conditions],
+            "targetResponders": [
+                {"name": STATIC_POD_RESPONDER, "priority": 10000, "state": state},
+                {"name": IMPERATIVE_RESPONDER, "priority": 100, "state": "Inactive"},
+            ],
+            "responders": [
+                {"name": STATIC_POD_RESPONDER, **ours},
+                {"name": IMPERATIVE_RESPONDER},
+            ],
+        },
+    }
+
+
+def test_an_upstream_eviction_reads_as_our_request() -> None:
+    v = EvictionView.of_eviction(eviction("Active", startTime="T0", expectedCompletionTime="T9"))
+    assert v.upstream and v.active and not v.finished and not v.frozen
+    assert (v.key, v.pod_name, v.resource_version) == ("kube-system/uid-1", "etcd-node-1", "8")
+    assert v.entry == {"name": KUBELET_INTERCEPTOR, "startTime": "T0", "expectedFinishTime": "T9"}
+    waiting = EvictionView.of_eviction(eviction("Inactive"))
+    assert not waiting.active and waiting.entry is None and not waiting.frozen
+    for ended in (eviction("Completed"), eviction("Canceled", "TargetEvicted")):
+        assert EvictionView.of_eviction(ended).frozen
+    failed = EvictionView.of_eviction(eviction("Active", "Failed", startTime="T0"))
+    assert failed.finished and failed.frozen and not failed.evicted
+
+
+def test_our_responder_entry_alone_is_written_upstream() -> None:
+    view = EvictionView.of_eviction(eviction("Active", startTime="T0"))
+    entry = interceptor_entry(view.entry, now="T1", message="moving", expected_finish_time="T9")
+    patch = progress_status(view, entry)
+    assert patch["metadata"] == {"resourceVersion": "8"}
+    assert patch["status"]["responders"] == [
+        {
+            "name": STATIC_POD_RESPONDER,
+            "startTime": "T0",
+            "heartbeatTime": "T1",
+            "expectedCompletionTime": "T9",
+            "message": "moving",
+        },
+        {"name": IMPERATIVE_RESPONDER},
+    ]

@@ -25,6 +25,7 @@ from nodeagent.model.names import (
     IMPERATIVE_RESPONDER,
     INTERCEPTORS_ANNOTATION,
     MIRROR_ANNOTATION,
+    STATIC_POD_RESPONDER,
 )
 from nodeagent.model.selectors import label_selector_from_dict
 
@@ -48,7 +49,8 @@ def test_names_both_ways_under_our_domain() -> None:
     assert NAMES.responder(MOVER.name) == MOVER_RESPONDER
     assert NAMES.responder(DAEMONSET_INTERCEPTOR) == DAEMONSET_RESPONDER
     assert NAMES.responder(IMPERATIVE_INTERCEPTOR) == IMPERATIVE_RESPONDER
-    assert NAMES.responder("kubelet.k8s.io") is None  # static pods stay on our CRD
+    assert NAMES.responder("kubelet.k8s.io") == STATIC_POD_RESPONDER
+    assert NAMES.responder("mover.other.io") is None  # another's interceptor of our CRD
     for interceptor in (MOVER.name, DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR):
         assert NAMES.interceptor(str(NAMES.responder(interceptor))) == interceptor
     assert NAMES.interceptor("acme.io/other") == "acme.io/other"
@@ -60,7 +62,7 @@ def test_pods_whose_interceptors_all_respond_upstream_go_there() -> None:
     assert upstream_evicts(pod(labels={"app": "web"}), NAMES)
     assert upstream_evicts(pod(labels={"app": "db"}), NAMES)  # annotate-and-wait
     assert upstream_evicts(pod(ownerReferences=DAEMON), NAMES)
-    assert not upstream_evicts(pod(annotations={MIRROR_ANNOTATION: "x"}), NAMES)
+    assert upstream_evicts(pod(annotations={MIRROR_ANNOTATION: "x"}), NAMES)  # by node agents
     assert not upstream_evicts(pod(annotations={INTERCEPTORS_ANNOTATION: "a.io"}), NAMES)
     assert not upstream_evicts(pod(annotations={INTERCEPTORS_ANNOTATION: "NOT VALID"}), NAMES)
     listed = pod(annotations={INTERCEPTORS_ANNOTATION: MOVER.name})
