@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import logging
 
-from nodeagent.kube.errors import KubeError, NotFound
+from nodeagent.kube.errors import Forbidden, KubeError, NotFound
 from nodeagent.kube.protocols import Lister
 from nodeagent.kube.resources import Resource
 from nodeagent.model.backoff import JitteredBackoff
@@ -32,12 +32,18 @@ async def serves(client: Lister, resource: Resource) -> bool:
 async def ask_served(client: Lister, resource: Resource, *, required: str | None = None) -> bool:
     """Whether the server serves `resource`, asked until it answers (with backoff, saying why
     once) rather than guessed; with `required` (why it must be served, for the log) until it
-    serves it."""
+    serves it. Served but not to us (403: our RBAC predates it) counts as not served, said
+    once, unless required."""
     backoff = JitteredBackoff(base=1.0, cap=60.0)
     said = False
     for attempt in itertools.count(1):
         try:
             served = await serves(client, resource)
+        except Forbidden as exc:
+            if required is None:
+                log.error("not using %s: %s", resource.api_version, exc)
+                return False
+            why = f"{required}; listing {resource.plural} is forbidden: {exc}"
         except KubeError as exc:
             why = (
                 f"cannot tell whether the server serves {resource.api_version} "

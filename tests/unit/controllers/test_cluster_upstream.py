@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config, EvictionConfig
 from nodeagent.controllers.cluster import ClusterControllers
-from nodeagent.kube.errors import NotFound, Unreachable
+from nodeagent.kube.errors import Forbidden, NotFound, Unreachable
 from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
 
 pytestmark = pytest.mark.fake_time
@@ -70,3 +70,15 @@ async def test_upstream_waits_for_the_group_saying_why_once(
         assert await task is True
     errors = [r.message for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "does not serve lifecycle.k8s.io/v1alpha1" in errors[0]
+
+
+async def test_a_group_served_but_not_to_us_is_not_used(caplog: pytest.LogCaptureFixture) -> None:
+    """RBAC that predates the group (403): auto does without it, saying so once; upstream waits
+    for the permission."""
+    with caplog.at_level(logging.ERROR):
+        assert await leader(Server(Forbidden("403 Forbidden")), "auto").upstream_api() is False
+    [said] = [r.message for r in caplog.records if r.levelno == logging.ERROR]
+    assert said.startswith("not using lifecycle.k8s.io/v1alpha1")
+    server = Server(Forbidden("403 Forbidden"), Forbidden("403 Forbidden"), True)
+    assert await leader(server, "upstream").upstream_api() is True
+    assert server.asked == 3
