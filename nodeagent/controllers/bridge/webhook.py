@@ -17,6 +17,7 @@ same outcome, said to the client); see :mod:`nodeagent.model.bridge.review`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -73,6 +74,8 @@ class EvictionBridge:
     ) -> None:
         self._client = client
         self.settings = settings
+        # the answers given so far, by Verdict.why (own, no-interceptors, waiting, gone, ...)
+        self.answered: collections.Counter[str] = collections.Counter()
         self._clock = clock
         self._write_timeout = write_timeout
         self.pods = informers.informer(PODS)
@@ -117,6 +120,7 @@ class EvictionBridge:
         verdict = self.decide(attempt)
         if verdict.write is not None:
             verdict = await self._write(verdict, verdict.write)
+        self.answered[verdict.why] += 1
         if not verdict.allowed:
             log.debug("eviction of %s/%s: %s", attempt.namespace, attempt.name, verdict.message)
         return 200, review(uid, verdict)

@@ -1,0 +1,121 @@
+"""The eviction bridge served to a real kube-apiserver on this host: the bridge runs as the
+controllers' ServiceAccount (RBAC of packaging/kubernetes and its eviction-bridge overlay), on
+loopback, and the webhook of eviction-bridge/webhook.yaml is registered with a URL to it and
+the CA the bridge keeps in its Secret (the shipped one names the Service, which a control plane
+without pods cannot reach). Shared by the real drain tests and the benchmark."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from nodeagent.config import EvictionConfig
+from nodeagent.controllers.bridge.certs import CA_CRT, encode_secret, service_names
+from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, TLSPlace
+from nodeagent.controllers.bridge.server import (
+    CONTROLLERS_ACCOUNT,
+    BridgeServer,
+    Listen,
+    bridge_settings,
+    service_account_user,
+)
+from nodeagent.controllers.bridge.webhook import PATH
+from nodeagent.controllers.settings import EvictionSettings
+from nodeagent.kube.client import KubeClient
+from nodeagent.kube.errors import NotFound
+from nodeagent.kube.resources import WEBHOOK_CONFIGURATIONS, Obj
+from tests.clusters import NAMESPACE, TestCluster, apply_files
+from tests.conftest import Kubectl
+
+__all__ = ["BRIDGE_DIR", "RealBridge", "register", "served", "unregister"]
+
+BRIDGE_DIR = Path(__file__).resolve().parents[3] / "packaging" / "kubernetes" / "eviction-bridge"
+# the URL's host: the serving certificate names it besides the Service's names
+HOST = "localhost"
+
+
+@dataclass
+class RealBridge:
+    server: BridgeServer
+    task: asyncio.Task[None]
+
+    @property
+    def answered(self) -> int:
+        return sum(self.server.bridge.answered.values())
+
+    def cached(self, namespace: str, name: str, uid: str) -> bool:
+        pod = self.server.bridge.pods.store.get(f"{namespace}/{name}")
+        return pod is not None and pod["metadata"]["uid"] == uid
+
+    async def stop(self) -> None:
+        """The bridge's process gone: its port closed."""
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+@contextlib.asynccontextmanager
+async def served(backend: TestCluster, eviction: EvictionConfig) -> AsyncIterator[RealBridge]:
+    """The bridge as the controllers' ServiceAccount, serving once its caches and certificate
+    are there (call after the CRDs are installed)."""
+    account = await backend.service_account(CONTROLLERS_ACCOUNT)
+    await asyncio.to_thread(apply_files, backend.kubeconfig, [BRIDGE_DIR / "rbac.yaml"])
+    client = backend.client(account, max_workers=8)
+    own = [service_account_user(NAMESPACE, CONTROLLERS_ACCOUNT)]
+    settings = bridge_settings(EvictionSettings.from_config(eviction), own)
+    names = (*service_names(SERVICE, NAMESPACE), HOST)
+    place = TLSPlace(NAMESPACE, SECRET, SERVICE, names, None)
+    server = BridgeServer(client, settings, place, Listen("127.0.0.1", 0))
+    task = asyncio.create_task(server.run(), name="eviction-bridge")
+    bridge = RealBridge(server, task)
+    try:
+        async with asyncio.timeout(30):
+            serving = asyncio.create_task(server.serving.wait())
+            await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
+            serving.cancel()
+        if task.done():
+            task.result()  # raises what stopped it
+        yield bridge
+    finally:
+        await bridge.stop()
+
+
+def webhook_configuration(bridge: RealBridge) -> Obj:
+    """The shipped configuration, calling the bridge on loopback and trusting its CA."""
+    (shipped,) = [d for d in yaml.safe_load_all((BRIDGE_DIR / "webhook.yaml").read_text()) if d]
+    config: Obj = copy.deepcopy(shipped)
+    bundle = bridge.server.keeper.bundle
+    assert bundle is not None and bridge.server.port is not None
+    url = f"https://{HOST}:{bridge.server.port}{PATH}"
+    for webhook in config["webhooks"]:
+        webhook["clientConfig"] = {"url": url, "caBundle": encode_secret(bundle)[CA_CRT]}
+    return config
+
+
+async def register(
+    admin: KubeClient, kubectl: Kubectl, bridge: RealBridge, probe: tuple[str, str]
+) -> None:
+    """Register the webhook and return once kube-apiserver calls it: a dry-run eviction of
+    ``probe`` (namespace, name: a pod without interceptors, which the dry run leaves) reaches
+    the bridge. The API server reads webhook configurations from its own informer: nothing of
+    it to wait on but its calls."""
+    await admin.create(WEBHOOK_CONFIGURATIONS, webhook_configuration(bridge))
+    namespace, name = probe
+    body = json.dumps({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
+    url = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction?dryRun=All"
+    before = bridge.answered
+    async with asyncio.timeout(30):
+        while bridge.answered == before:
+            await kubectl.ok("create", "--raw", url, "-f", "-", stdin=body)
+
+
+async def unregister(admin: KubeClient, name: str) -> None:
+    with contextlib.suppress(NotFound):
+        await admin.delete(WEBHOOK_CONFIGURATIONS, name)

@@ -1,0 +1,136 @@
+"""The eviction bridge on the real control plane with the real `kubectl drain` (issue 28):
+kube-apiserver calls the bridge's webhook (realbridge.py), the whole leader runs as the
+controllers' ServiceAccount with its annotate-and-wait interceptor, and a test operator moves
+the pod it is asked to move. The drain waits (429s with Retry-After) until the pod has moved
+under its name, then gets 404 for the pod it meant; a pod without interceptors is evicted
+at once, untouched; with the bridge down (failurePolicy Ignore) a drain goes through as if there
+were no bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.model.names import BRIDGE_REQUESTER
+from tests.conftest import Kubectl
+from tests.integration.bridge.realbridge import RealBridge, register, served
+from tests.integration.upstream.common import pinned_pod
+from tests.integration.upstream.drainenv import Env, env
+
+__all__ = ["env"]  # the fixture, re-exported for pytest
+
+pytestmark = [pytest.mark.backends("real"), pytest.mark.timeout(120)]
+
+MOVER = AnnotateInterceptor(
+    name="mover.example.com",
+    pod_selector={"matchLabels": {"app": "db"}},
+    annotation_key="example.com/reschedule",
+)
+EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER,))
+DRAIN = ("drain", "node-1", "--ignore-daemonsets", "--force", "--timeout=50s")
+
+
+class Requests:
+    """Every EvictionRequest the test's view saw, by pod UID (the garbage collector deletes
+    them with their pods, so the end state says nothing of what was asked)."""
+
+    def __init__(self, env: Env) -> None:
+        self.seen: dict[str, Obj] = {}
+        env.view.listen(self._seen)
+
+    def _seen(self, _event: str, resource: Resource, obj: Obj) -> None:
+        if resource == EVICTIONREQUESTS:
+            self.seen[obj["spec"]["target"]["pod"]["uid"]] = obj
+
+
+@pytest.fixture
+async def bridge(env: Env, kubectl: Kubectl) -> AsyncIterator[RealBridge]:
+    """The leader with the mover and the bridge, the webhook registered and called."""
+    await env.lead("nodeagent", annotate=(MOVER,))
+    probe = await pinned_pod(env.admin, "probe", "node-3", app="probe")
+    async with served(env.backend, EVICTION) as b:
+        await register(env.admin, kubectl, b, ("default", probe["metadata"]["name"]))
+        yield b
+
+
+async def cached(env: Env, bridge: RealBridge, pod: Obj) -> None:
+    md = pod["metadata"]
+    await env.until(lambda: bridge.cached("default", md["name"], md["uid"]))
+
+
+async def operator(env: Env, name: str, to: str) -> str:
+    """The db's operator: once asked (the annotation), it moves the pod to node ``to`` under
+    the same name; the new pod's UID."""
+
+    def asked() -> bool:
+        pod = env.view.get(PODS, name, "default") or {}
+        annotations = pod.get("metadata", {}).get("annotations") or {}
+        return annotations.get(MOVER.annotation_key) == MOVER.annotation_value
+
+    await env.until(asked, timeout=40)
+    await env.admin.delete(PODS, name, "default", grace_period_seconds=0)
+    await env.until(lambda: env.view.get(PODS, name, "default") is None)
+    moved = await pinned_pod(env.admin, name, to, app="db")
+    return str(moved["metadata"]["uid"])
+
+
+async def drained(kubectl: Kubectl) -> None:
+    """``kubectl drain node-1`` to its end."""
+    result = await kubectl.run(*DRAIN, timeout=60)
+    assert result.code == 0, result.err + result.out
+    assert "node/node-1 drained" in result.out
+
+
+async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
+    env: Env, bridge: RealBridge, kubectl: Kubectl
+) -> None:
+    requests = Requests(env)
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
+    web = await pinned_pod(env.admin, "web-0", "node-1", app="web")
+    await cached(env, bridge, db)
+    await cached(env, bridge, web)
+    old = str(db["metadata"]["uid"])
+
+    moving = asyncio.create_task(operator(env, "db-0", "node-2"))
+    try:
+        await drained(kubectl)
+        # the drain ended only once the operator had moved the pod
+        assert moving.done()
+        new = moving.result()
+    finally:
+        moving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await moving
+    # kubectl's eviction was answered 429 with Retry-After (its client, client-go, waits that
+    # long and asks again by itself, so kubectl prints nothing of it) while the bridge asked
+    # for the eviction with an EvictionRequest and the mover had the operator move the pod;
+    # then 404: the pod it meant is gone
+    answered = bridge.server.bridge.answered
+    assert answered["waiting"] >= 1 and answered["gone"] == 1, answered
+    assert requests.seen[old]["spec"]["requesters"] == [{"name": BRIDGE_REQUESTER}]
+    moved = env.view.get(PODS, "db-0", "default")
+    assert moved is not None and moved["metadata"]["uid"] == new != old
+    assert moved["spec"]["nodeName"] == "node-2"
+    # the pod without interceptors: evicted at once, no request
+    await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
+    assert str(web["metadata"]["uid"]) not in requests.seen
+    assert bridge.server.bridge.answered["no-interceptors"] >= 1
+
+
+async def test_a_drain_goes_through_while_the_bridge_is_down(
+    env: Env, bridge: RealBridge, kubectl: Kubectl
+) -> None:
+    requests = Requests(env)
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
+    await cached(env, bridge, db)
+    await bridge.stop()  # the webhook stays registered; its port is closed
+
+    await drained(kubectl)
+    # failurePolicy Ignore: evicted at once, as without a bridge
+    await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)
+    assert str(db["metadata"]["uid"]) not in requests.seen
