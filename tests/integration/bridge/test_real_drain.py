@@ -3,13 +3,14 @@ kube-apiserver calls the bridge's webhook (realbridge.py), the whole leader runs
 controllers' ServiceAccount with its annotate-and-wait interceptor, and a test operator moves
 the pod it is asked to move. The drain waits (429s with Retry-After) until the pod has moved
 under its name, then gets 404 for the pod it meant; a pod without interceptors is evicted
-at once, untouched; with the bridge down (failurePolicy Ignore) a drain goes through as if there
-were no bridge."""
+at once, untouched; with the bridge down or hanging (failurePolicy Ignore, timeoutSeconds 5) a
+drain goes through as if there were no bridge."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -132,5 +133,39 @@ async def test_a_drain_goes_through_while_the_bridge_is_down(
 
     await drained(kubectl)
     # failurePolicy Ignore: evicted at once, as without a bridge
+    await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)
+    assert str(db["metadata"]["uid"]) not in requests.seen
+
+
+async def test_a_bridge_that_hangs_costs_an_eviction_the_timeout_and_no_more(
+    env: Env, bridge: RealBridge, kubectl: Kubectl
+) -> None:
+    requests = Requests(env)
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
+    await cached(env, bridge, db)
+    port = bridge.server.port
+    assert port is not None
+    await bridge.stop()
+    # on the bridge's port, a peer that takes connections and never answers (nor does TLS)
+    calls = 0
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal calls
+        calls += 1
+        try:
+            await reader.read()  # until the API server gives up and closes
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", port)
+    try:
+        started = time.monotonic()
+        await drained(kubectl)
+        took = time.monotonic() - started
+    finally:
+        server.close()
+    assert calls >= 1  # the API server did call it
+    # its timeoutSeconds (5) and failurePolicy Ignore: the eviction went ahead
+    assert 4 < took < 30, took
     await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)
     assert str(db["metadata"]["uid"]) not in requests.seen
