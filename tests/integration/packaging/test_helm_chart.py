@@ -27,7 +27,7 @@ import yaml
 
 from nodeagent import config as agent_config
 from nodeagent.manifests import crd_stream
-from tests.integration.packaging.test_kubernetes_manifests import manifests
+from tests.integration.packaging.test_kubernetes_manifests import base_manifests, manifests
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "packaging" / "helm" / "nodeagent"
@@ -38,6 +38,7 @@ TOGGLES = [
     "monitoring.prometheusRule.enabled=true",
     "monitoring.grafanaDashboard.enabled=true",
     "namespace.create=true",
+    "evictionBridge.enabled=true",
 ]
 Doc = dict[str, Any]
 
@@ -127,10 +128,39 @@ def test_helm_lint(helm: Path) -> None:
 
 def test_defaults_render_the_kustomize_objects(helm: Path) -> None:
     ours = by_key(render(helm))
+    theirs = by_key([d for d in base_manifests() if d["kind"] != "Namespace"])
+    assert sorted(ours) == sorted(theirs)
+    for k, doc in theirs.items():
+        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+
+
+def test_the_eviction_bridge_renders_its_kustomize_overlay(helm: Path) -> None:
+    """evictionBridge.enabled: the objects of packaging/kubernetes/eviction-bridge (its
+    overlay over the base), the controllers' configuration with the bridge on."""
+    ours = by_key(render(helm, NAMESPACE, "evictionBridge.enabled=true"))
     theirs = by_key([d for d in manifests() if d["kind"] != "Namespace"])
     assert sorted(ours) == sorted(theirs)
     for k, doc in theirs.items():
         assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+    # the bridge's settings beside it, and its port, follow the values
+    docs = render(
+        helm,
+        NAMESPACE,
+        "evictionBridge.enabled=true",
+        "evictionBridge.port=9443",
+        "controllers.config.eviction.bridge.daemonSetPods=true",
+        "controllers.config.eviction.heartbeatDeadline=300",
+    )
+    cfg = agent_configs(docs)["nodeagent-controllers-config"]
+    assert cfg.eviction.bridge.enabled and cfg.eviction.bridge.port == 9443
+    assert cfg.eviction.bridge.daemon_set_pods and cfg.eviction.heartbeat_deadline == 300
+    (container,) = pod_spec(docs, "Deployment", "nodeagent-controllers")["containers"]
+    assert {"name": "bridge", "containerPort": 9443, "protocol": "TCP"} in container["ports"]
+    # off (the default): none of its objects, its port closed
+    bridge_objects = set(theirs) - {key(d) for d in base_manifests()}
+    assert ("ValidatingWebhookConfiguration", "nodeagent-eviction-bridge") in bridge_objects
+    assert not bridge_objects & set(by_key(render(helm)))
+    assert not agent_configs(render(helm))["nodeagent-controllers-config"].eviction.bridge.enabled
 
 
 def test_namespace_only_on_request(helm: Path) -> None:
@@ -150,6 +180,7 @@ def test_another_namespace_is_followed_everywhere(helm: Path) -> None:
         "ClusterRoleBinding",
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
     }
     for doc in docs:
         if doc["kind"] == "Namespace":
@@ -171,6 +202,10 @@ def test_another_namespace_is_followed_everywhere(helm: Path) -> None:
     )
     controllers = agent_configs(docs)["nodeagent-controllers-config"]
     assert controllers.leader.namespace == "ops"
+    # the webhook calls the Service in the release's namespace, where the bridge's
+    # certificate names it (TLSPlace.shipped(leader.namespace))
+    webhook = by_key(docs)[("ValidatingWebhookConfiguration", "nodeagent-eviction-bridge")]
+    assert webhook["webhooks"][0]["clientConfig"]["service"]["namespace"] == "ops"
     assert controllers.leader.lease_name == "nodeagent-controllers"
 
 
@@ -205,10 +240,12 @@ def test_values_land_where_they_should(helm: Path) -> None:
         (container,) = spec["containers"]
         assert container["image"] == "registry.example/na:9.9.9"
         assert container["imagePullPolicy"] == "Always"
-        assert container["ports"] == [
+        assert container["ports"][:2] == [
             {"name": "metrics", "containerPort": 9999, "protocol": "TCP"},
             {"name": "probes", "containerPort": 9998, "protocol": "TCP"},
         ]
+    assert len(node["containers"][0]["ports"]) == 2
+    assert ctrl["containers"][0]["ports"][2]["name"] == "bridge"
     assert node["containers"][0]["resources"]["limits"] == {"memory": "1Gi"}
     assert node["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert node["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
@@ -257,7 +294,7 @@ def test_default_configs_listen_on_the_pod_ip_at_the_metrics_port(helm: Path) ->
     ):
         (container,) = pod_spec(docs, kind, name)["containers"]
         listeners = configs[config].observability.listen, configs[config].observability.probe_listen
-        for listen, container_port in zip(listeners, container["ports"], strict=True):
+        for listen, container_port in zip(listeners, container["ports"][:2], strict=True):
             assert listen is not None
             host, _, port = listen.rpartition(":")
             assert host in ("0.0.0.0", "::", "[::]"), (config, host)
