@@ -1,6 +1,7 @@
 """nodeagent benchmarks: `python -m tests.bench [--quick] [--only FIGURES] [--out DIR]`.
 
-FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision,gns. Prints a
+FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision,gns,
+bridge. Prints a
 table and writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
 
 Not part of the test run: nothing here is named test_*. See tests/bench/README.md.
@@ -29,7 +30,7 @@ from nodeagent_testbed.controlplane.build import Binaries, BuildError, ensure_bu
 from tests.bench import common, imports
 from tests.bench.backends import BACKENDS
 
-FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision", "gns")
+FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision", "gns", "bridge")
 GOALS = {
     "drain_vs_critical_path": 1.1,
     "drain_vs_kubectl": 0.5,
@@ -323,6 +324,22 @@ def rows(results: dict[str, Any]) -> list[Row]:
     g = results.get("gns")
     if g and "error" not in g and "skipped" not in g:
         out += gns_rows(g)
+    br = (results.get("bridge") or {}).get("real")
+    if br and "error" not in br:
+        for suffix, what in (("_dry_run", "dry run"), ("", "evicted")):
+            w, wo = br[f"with_webhook{suffix}"], br[f"without_webhook{suffix}"]
+            value = (
+                f"{br[f'ratio_median{suffix}']:.3f} ({w['median_ms']:.1f} vs "
+                f"{wo['median_ms']:.1f} ms, {br[f'added_ms_median{suffix}']:+.1f} ms)"
+            )
+            out.append(
+                (
+                    f"eviction ({what}), pod without interceptors: bridge / none (median)",
+                    {"real": value},
+                    "",
+                    {},
+                )
+            )
     for name in FIGURES:
         r = results.get(name) or {}
         failed = {"figure": r} if "error" in r else {}
@@ -622,11 +639,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.setdefault("durations_seconds", {})[name] = round(time.monotonic() - t, 1)
         print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", file=sys.stderr)
 
-    from tests.bench import cache, decision, drain, gns, idle, reaction, scale
+    from tests.bench import bridge, cache, decision, drain, gns, idle, reaction, scale
 
     binaries: Binaries | None = None
     on_real = "real" in backends and bool(
-        {"drain", "requests", "scale", "idle", "gns"} & set(figures)
+        {"drain", "requests", "scale", "idle", "gns", "bridge"} & set(figures)
     )
     if on_real:
         t = time.monotonic()
@@ -673,6 +690,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await step("cache", asyncio.to_thread(cache.run))
     if "decision" in figures:
         await step("decision", asyncio.to_thread(decision.run))
+    if "bridge" in figures:
+        await step("bridge", bridge.run(work / "bridge", binaries))
     if "gns" in figures:
         if "real" not in backends or binaries is None:
             results["gns"] = {"skipped": "a real node joins a real control plane (--backend real)"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from nodeagent.config import EvictionConfig
+from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.controllers.bridge.certs import CA_CRT, encode_secret, service_names
 from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, TLSPlace
 from nodeagent.controllers.bridge.server import (
@@ -34,11 +34,26 @@ from nodeagent.kube.resources import WEBHOOK_CONFIGURATIONS, Obj
 from tests.clusters import NAMESPACE, TestCluster, apply_files
 from tests.conftest import Kubectl
 
-__all__ = ["BRIDGE_DIR", "RealBridge", "register", "served", "unregister"]
+__all__ = [
+    "BRIDGE_DIR",
+    "EVICTION",
+    "MOVER",
+    "RealBridge",
+    "register",
+    "served",
+    "unregister",
+]
 
 BRIDGE_DIR = Path(__file__).resolve().parents[3] / "packaging" / "kubernetes" / "eviction-bridge"
 # the URL's host: the serving certificate names it besides the Service's names
 HOST = "localhost"
+# an annotate-and-wait interceptor for the pods of app=db (the Eviction Reschedule Hook)
+MOVER = AnnotateInterceptor(
+    name="mover.example.com",
+    pod_selector={"matchLabels": {"app": "db"}},
+    annotation_key="example.com/reschedule",
+)
+EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER,))
 
 
 @dataclass

@@ -15,11 +15,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
 from nodeagent.model.names import BRIDGE_REQUESTER
 from tests.conftest import Kubectl
-from tests.integration.bridge.realbridge import RealBridge, register, served
+from tests.integration.bridge.realbridge import EVICTION, MOVER, RealBridge, register, served
 from tests.integration.upstream.common import pinned_pod
 from tests.integration.upstream.drainenv import Env, env
 
@@ -27,12 +26,6 @@ __all__ = ["env"]  # the fixture, re-exported for pytest
 
 pytestmark = [pytest.mark.backends("real"), pytest.mark.timeout(120)]
 
-MOVER = AnnotateInterceptor(
-    name="mover.example.com",
-    pod_selector={"matchLabels": {"app": "db"}},
-    annotation_key="example.com/reschedule",
-)
-EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER,))
 DRAIN = ("drain", "node-1", "--ignore-daemonsets", "--force", "--timeout=50s")
 
 
