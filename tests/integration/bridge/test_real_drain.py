@@ -107,9 +107,12 @@ async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
     answered = bridge.server.bridge.answered
     assert answered["waiting"] >= 1 and answered["gone"] == 1, answered
     assert requests.seen[old]["spec"]["requesters"] == [{"name": BRIDGE_REQUESTER}]
-    moved = env.view.get(PODS, "db-0", "default")
-    assert moved is not None and moved["metadata"]["uid"] == new != old
-    assert moved["spec"]["nodeName"] == "node-2"
+
+    def moved() -> Obj | None:
+        return env.view.get(PODS, "db-0", "default")
+
+    await env.until(lambda: (moved() or {}).get("metadata", {}).get("uid") == new)
+    assert new != old and (moved() or {})["spec"]["nodeName"] == "node-2"
     # the pod without interceptors: evicted at once, no request
     await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
     assert str(web["metadata"]["uid"]) not in requests.seen
