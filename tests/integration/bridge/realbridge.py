@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,9 @@ __all__ = [
     "RealBridge",
     "register",
     "served",
+    "served_certificate",
     "unregister",
+    "until_serving",
 ]
 
 BRIDGE_DIR = Path(__file__).resolve().parents[3] / "packaging" / "kubernetes" / "eviction-bridge"
@@ -91,15 +94,34 @@ async def served(backend: TestCluster, eviction: EvictionConfig) -> AsyncIterato
     task = asyncio.create_task(server.run(), name="eviction-bridge")
     bridge = RealBridge(server, task)
     try:
-        async with asyncio.timeout(30):
-            serving = asyncio.create_task(server.serving.wait())
-            await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
-            serving.cancel()
-        if task.done():
-            task.result()  # raises what stopped it
+        await until_serving(server, task)
         yield bridge
     finally:
         await bridge.stop()
+
+
+async def until_serving(server: BridgeServer, task: asyncio.Task[None]) -> None:
+    """Until ``server`` (run by ``task``) serves; what stopped it if it did not."""
+    async with asyncio.timeout(30):
+        serving = asyncio.create_task(server.serving.wait())
+        await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
+        serving.cancel()
+    if task.done():
+        task.result()  # raises what stopped it
+
+
+async def served_certificate(port: int, trust: ssl.SSLContext, name: str) -> bytes:
+    """The certificate (DER) a new TLS connection to ``port`` on loopback is served, verified
+    with ``trust`` for host ``name``."""
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname=name)
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+        with contextlib.suppress(ssl.SSLError, ConnectionError):
+            await writer.wait_closed()
+    assert isinstance(der, bytes)
+    return der
 
 
 def webhook_configuration(bridge: RealBridge) -> Obj:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import socket
 import ssl
 from collections.abc import AsyncIterator
@@ -24,7 +23,7 @@ from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONF
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import SECRETS, WEBHOOK_CONFIGURATIONS, Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, NAMESPACE, ClusterView, TestCluster, apply_files
-from tests.integration.bridge.realbridge import BRIDGE_DIR
+from tests.integration.bridge.realbridge import BRIDGE_DIR, served_certificate
 from tests.tasks import cancel_and_wait
 from tests.until import until
 
@@ -81,16 +80,7 @@ async def served_by(port: int, ca_b64: str) -> bytes:
     """The certificate the bridge on ``port`` serves, verified against the Secret's CA for the
     Service's name (DER)."""
     trust = ssl.create_default_context(cadata=base64.b64decode(ca_b64).decode())
-    name = service_names(SERVICE, NAMESPACE)[-1]
-    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname=name)
-    try:
-        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
-    finally:
-        writer.close()
-        with contextlib.suppress(ssl.SSLError, ConnectionError):
-            await writer.wait_closed()
-    assert isinstance(der, bytes)
-    return der
+    return await served_certificate(port, trust, service_names(SERVICE, NAMESPACE)[-1])
 
 
 def leading(agent: Agent) -> bool:

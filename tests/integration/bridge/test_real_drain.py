@@ -57,6 +57,15 @@ async def cached(env: Env, bridge: RealBridge, pod: Obj) -> None:
     await env.until(lambda: bridge.cached("default", md["name"], md["uid"]))
 
 
+async def db_on_node_1(env: Env, bridge: RealBridge) -> Obj:
+    """A pod of the mover's app on node-1, once the bridge has it, and the bridge stopped: the
+    webhook stays registered, nothing serves it."""
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
+    await cached(env, bridge, db)
+    await bridge.stop()
+    return db
+
+
 async def operator(env: Env, name: str, to: str) -> str:
     """The db's operator: once asked (the annotation), it moves the pod to node ``to`` under
     the same name; the new pod's UID."""
@@ -123,10 +132,7 @@ async def test_a_drain_goes_through_while_the_bridge_is_down(
     env: Env, bridge: RealBridge, kubectl: Kubectl
 ) -> None:
     requests = Requests(env)
-    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
-    await cached(env, bridge, db)
-    await bridge.stop()  # the webhook stays registered; its port is closed
-
+    db = await db_on_node_1(env, bridge)  # its port closed
     await drained(kubectl)
     # failurePolicy Ignore: evicted at once, as without a bridge
     await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)
@@ -137,11 +143,9 @@ async def test_a_bridge_that_hangs_costs_an_eviction_the_timeout_and_no_more(
     env: Env, bridge: RealBridge, kubectl: Kubectl
 ) -> None:
     requests = Requests(env)
-    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
-    await cached(env, bridge, db)
     port = bridge.server.port
     assert port is not None
-    await bridge.stop()
+    db = await db_on_node_1(env, bridge)
     # on the bridge's port, a peer that takes connections and never answers (nor does TLS)
     calls = 0
 

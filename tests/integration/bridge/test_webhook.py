@@ -29,6 +29,7 @@ from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION
 from nodeagent.model.selectors import label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
+from tests.integration.bridge.realbridge import served_certificate, until_serving
 from tests.integration.controllers.evictionrequest_harness import Env, env, fast_settings
 from tests.until import until
 
@@ -64,17 +65,8 @@ class Served:
 
     async def served_certificate(self) -> bytes:
         """The certificate a new connection is served (DER)."""
-        _, writer = await asyncio.open_connection(
-            "127.0.0.1", self.server.port, ssl=self.trust, server_hostname=NAMES[2]
-        )
-        try:
-            der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
-        finally:
-            writer.close()
-            with contextlib.suppress(ssl.SSLError, ConnectionError):
-                await writer.wait_closed()
-        assert isinstance(der, bytes)
-        return der
+        assert self.server.port is not None
+        return await served_certificate(self.server.port, self.trust, NAMES[2])
 
     def cached_uid(self, name: str) -> str | None:
         pod = self.server.bridge.pods.store.get(f"default/{name}")
@@ -121,12 +113,7 @@ async def serve(
     )
     task = asyncio.create_task(server.run())
     try:
-        async with asyncio.timeout(20):
-            serving = asyncio.create_task(server.serving.wait())
-            await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
-            serving.cancel()
-        if task.done():
-            task.result()  # raises what stopped it
+        await until_serving(server, task)
         assert server.keeper.bundle is not None
         trust = ssl.create_default_context(cadata=server.keeper.bundle.trusted.decode())
         async with aiohttp.ClientSession() as session:
