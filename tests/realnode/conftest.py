@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS
+from nodeagent.kube.resources import EVICTIONS, NODEMAINTENANCES, NODES, PODS
 from nodeagent_testbed.controlplane.cluster import ClusterError, ControlPlane, etcd_prefix
 from nodeagent_testbed.nspawn import Container
 from nodeagent_testbed.realnode.container import prepared_node
@@ -101,7 +101,8 @@ async def real_node(
 ) -> AsyncIterator[RealNode]:
     await real_cluster.install_crds()
     kube = real_cluster.client()
-    view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES])
+    # Evictions: the real control plane serves lifecycle.k8s.io, and the drain goes through it
+    view = ClusterView(kube, [NODES, PODS, NODEMAINTENANCES, EVICTIONS])
     await view.start()
     try:
         yield RealNode(real_cluster, node_container, kube, view)

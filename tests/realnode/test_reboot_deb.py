@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Resource
+from nodeagent.kube.resources import EVICTIONS, NODEMAINTENANCES, NODES, PODS, Resource
+from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER, STATIC_POD_RESPONDER
 from nodeagent_testbed.nspawn import REBOOT_EXIT
 from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode
@@ -38,8 +39,14 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
     daemonset_pods_made: list[str] = []
     seen: set[str] = set()
     watching = [False]
+    active: dict[str, set[str]] = {}  # pod name -> the responders seen Active on its Eviction
 
     def record(event: str, resource: Resource, new: dict[str, Any]) -> None:
+        if resource == EVICTIONS:
+            pod = new["spec"]["target"]["pod"]["name"]
+            for t in (new.get("status") or {}).get("targetResponders") or []:
+                if t["state"] == "Active":
+                    active.setdefault(pod, set()).add(t["name"])
         if resource == PODS and new["spec"].get("nodeName") == NODE:
             uid = new["metadata"]["uid"]
             if event == "ADDED" and watching[0] and kind_of(new) == "daemonset":
@@ -68,6 +75,16 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
     # Default pods left through the Eviction API (their budget decided), not a plain delete
     assert all(evicted(p) for _, k, p in leaving if k in ("low", "high")), leaving
     assert not daemonset_pods_made, f"DaemonSet pods made during the drain: {daemonset_pods_made}"
+    # all through the upstream API, which the control plane serves: the static pods' turns
+    # taken by the node agent, the DaemonSet pod's by the controllers' DaemonSet responder
+    for _, kind, pod in leaving:
+        name = pod["metadata"]["name"]
+        if kind == "static":
+            assert active.get(name) == {STATIC_POD_RESPONDER}, (name, active)
+        elif kind == "daemonset":
+            assert active.get(name) == {DAEMONSET_RESPONDER}, (name, active)
+        else:
+            assert active.get(name) == {IMPERATIVE_RESPONDER}, (name, active)
     assert not (manifests / "etcd.yaml").exists()
     assert not (manifests / "kube-scheduler.yaml").exists()
 
