@@ -2,8 +2,8 @@
 evictions of every drain in a cluster with the bridge on), on a real control plane.
 
 kube-apiserver calls the bridge's webhook (tests/integration/bridge/realbridge.py: the bridge
-as the controllers' ServiceAccount on this host's loopback, registered by URL with its CA, one
-annotate-and-wait interceptor configured), and the harness evicts pods one at a time, timing
+as the controllers' ServiceAccount on this host's loopback, registered by URL with its CA, two
+annotate-and-wait interceptors configured), and the harness evicts pods one at a time, timing
 each policy/v1 Eviction from request to answer, as a dry run (admission, the webhook included,
 and the eviction's checks: the webhook's cost stands out) and for real (what a drain waits
 for: the deletion adds some 100 ms of kube-apiserver's own here). Side by side, in alternating

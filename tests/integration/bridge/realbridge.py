@@ -39,6 +39,7 @@ __all__ = [
     "BRIDGE_DIR",
     "EVICTION",
     "MOVER",
+    "ROLLER",
     "RealBridge",
     "register",
     "served",
@@ -56,7 +57,14 @@ MOVER = AnnotateInterceptor(
     pod_selector={"matchLabels": {"app": "db"}},
     annotation_key="example.com/reschedule",
 )
-EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER,))
+# Strimzi's Drain Cleaner asks its operator for a rolling update of a Kafka broker's pod, which
+# the operator deletes and its StatefulSet makes again, under the same name, elsewhere
+ROLLER = AnnotateInterceptor(
+    name="drain-cleaner.strimzi.io",
+    pod_selector={"matchLabels": {"app": "kafka"}},
+    annotation_key="strimzi.io/manual-rolling-update",
+)
+EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER, ROLLER))
 
 
 @dataclass

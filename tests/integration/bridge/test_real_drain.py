@@ -1,10 +1,11 @@
 """The eviction bridge on the real control plane with the real `kubectl drain` (issue 28):
 kube-apiserver calls the bridge's webhook (realbridge.py), the whole leader runs as the
-controllers' ServiceAccount with its annotate-and-wait interceptor, and a test operator moves
+controllers' ServiceAccount with its annotate-and-wait interceptors, and a test operator moves
 the pod it is asked to move. The drain waits (429s with Retry-After) until the pod has moved
-under its name, then gets 404 for the pod it meant; a pod without interceptors is evicted
-at once, untouched; with the bridge down or hanging (failurePolicy Ignore, timeoutSeconds 5) a
-drain goes through as if there were no bridge."""
+under its name, then gets 404 for the pod it meant; a pod without interceptors is evicted at
+once, untouched; a Strimzi-style rolling update (the operator deletes the pod, its StatefulSet
+makes it again elsewhere) is waited for the same way; with the bridge down or hanging
+(failurePolicy Ignore, timeoutSeconds 5) a drain goes through as if there were no bridge."""
 
 from __future__ import annotations
 
@@ -15,12 +16,21 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj, Resource
+from nodeagent.config import AnnotateInterceptor
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODES, PODS, STATEFULSETS, Obj, Resource
 from nodeagent.model.names import BRIDGE_REQUESTER
 from tests.conftest import Kubectl
-from tests.integration.bridge.realbridge import EVICTION, MOVER, RealBridge, register, served
+from tests.integration.bridge.realbridge import (
+    EVICTION,
+    MOVER,
+    ROLLER,
+    RealBridge,
+    register,
+    served,
+)
 from tests.integration.upstream.common import pinned_pod
 from tests.integration.upstream.drainenv import Env, env
+from tests.simutil import running
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
 
@@ -45,7 +55,7 @@ class Requests:
 @pytest.fixture
 async def bridge(env: Env, kubectl: Kubectl) -> AsyncIterator[RealBridge]:
     """The leader with the mover and the bridge, the webhook registered and called."""
-    await env.lead("nodeagent", annotate=(MOVER,))
+    await env.lead("nodeagent", annotate=EVICTION.annotate_interceptors)
     probe = await pinned_pod(env.admin, "probe", "node-3", app="probe")
     async with served(env.backend, EVICTION) as b:
         await register(env.admin, kubectl, b, ("default", probe["metadata"]["name"]))
@@ -70,12 +80,7 @@ async def operator(env: Env, name: str, to: str) -> str:
     """The db's operator: once asked (the annotation), it moves the pod to node ``to`` under
     the same name; the new pod's UID."""
 
-    def asked() -> bool:
-        pod = env.view.get(PODS, name, "default") or {}
-        annotations = pod.get("metadata", {}).get("annotations") or {}
-        return annotations.get(MOVER.annotation_key) == MOVER.annotation_value
-
-    await env.until(asked, timeout=40)
+    await env.until(lambda: annotated(env.view.get(PODS, name, "default"), MOVER), timeout=40)
     await env.admin.delete(PODS, name, "default", grace_period_seconds=0)
     await env.until(lambda: env.view.get(PODS, name, "default") is None)
     moved = await pinned_pod(env.admin, name, to, app="db")
@@ -126,6 +131,74 @@ async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
     await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
     assert str(web["metadata"]["uid"]) not in requests.seen
     assert bridge.server.bridge.answered["no-interceptors"] >= 1
+
+
+KAFKA: Obj = {
+    "apiVersion": "apps/v1",
+    "kind": "StatefulSet",
+    "metadata": {"name": "kafka", "namespace": "default"},
+    "spec": {
+        "serviceName": "kafka",
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "kafka"}},
+        "template": {
+            "metadata": {
+                "labels": {"app": "kafka"},
+                "annotations": {"sim.nodeagent.io/exit-seconds": "1"},
+            },
+            "spec": {"containers": [{"name": "kafka", "image": "kafka"}]},
+        },
+    },
+}
+
+
+def annotated(pod: Obj | None, rule: AnnotateInterceptor) -> bool:
+    annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
+    return annotations.get(rule.annotation_key) == rule.annotation_value
+
+
+async def test_a_strimzi_style_rolling_update_moves_a_statefulset_pod(
+    env: Env, bridge: RealBridge, kubectl: Kubectl
+) -> None:
+    """The Drain Cleaner's pattern with its annotation: the operator rolls the broker (deletes
+    its pod) and the real StatefulSet controller makes kafka-0 again on another node."""
+    for node in ("node-2", "node-3"):  # kafka-0 starts on node-1
+        await kubectl.ok("cordon", node)
+    await env.admin.create(STATEFULSETS, KAFKA)
+
+    def kafka() -> Obj | None:
+        return env.view.get(PODS, "kafka-0", "default")
+
+    await env.until(lambda: running(kafka() or {}))
+    first = kafka()
+    assert first is not None and first["spec"]["nodeName"] == "node-1"
+    await cached(env, bridge, first)
+    for node in ("node-2", "node-3"):
+        await kubectl.ok("uncordon", node)
+    await env.until(lambda: not (env.view.get(NODES, "node-2") or {})["spec"].get("unschedulable"))
+
+    async def operator() -> None:
+        await env.until(lambda: annotated(kafka(), ROLLER), timeout=40)
+        await env.admin.delete(PODS, "kafka-0", "default")  # the rolling update
+
+    rolling = asyncio.create_task(operator())
+    try:
+        result = await kubectl.run("drain", "node-1", "--ignore-daemonsets", "--timeout=50s")
+        assert result.code == 0, result.err + result.out
+        assert rolling.done()  # the drain waited for the roll
+    finally:
+        rolling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await rolling
+    assert bridge.server.bridge.answered["gone"] == 1
+    # kafka-0 again, elsewhere
+    await env.until(
+        lambda: (
+            running(kafka() or {})
+            and (kafka() or {})["metadata"]["uid"] != first["metadata"]["uid"]
+        )
+    )
+    assert (kafka() or {})["spec"]["nodeName"] != "node-1"
 
 
 async def test_a_drain_goes_through_while_the_bridge_is_down(
