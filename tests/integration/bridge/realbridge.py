@@ -1,5 +1,5 @@
 """The eviction bridge served to a real kube-apiserver on this host: the bridge runs as the
-controllers' ServiceAccount (RBAC of packaging/kubernetes and its eviction-bridge overlay), on
+controllers' ServiceAccount (RBAC of packaging/kubernetes and its eviction-bridge component), on
 loopback, and the webhook of eviction-bridge/webhook.yaml is registered with a URL to it and
 the CA the bridge keeps in its Secret (the shipped one names the Service, which a control plane
 without pods cannot reach). Shared by the real drain tests and the benchmark."""

@@ -1,7 +1,7 @@
 """The bridge as `nodeagent run` wires it (app.py): two controllers-only agents, as the
 Deployment's replicas, with `eviction.bridge.enabled`, on the real control plane as the
 controllers' ServiceAccount with the RBAC of packaging/kubernetes and its eviction-bridge
-overlay. One leads; both serve the webhook (each is Ready only then), from one certificate in
+component. One leads; both serve the webhook (each is Ready only then), from one certificate in
 the shared Secret, and the shipped ValidatingWebhookConfiguration gets its CA."""
 
 from __future__ import annotations

@@ -134,9 +134,9 @@ def test_defaults_render_the_kustomize_objects(helm: Path) -> None:
         assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
 
 
-def test_the_eviction_bridge_renders_its_kustomize_overlay(helm: Path) -> None:
+def test_the_eviction_bridge_renders_its_kustomize_component(helm: Path) -> None:
     """evictionBridge.enabled: the objects of packaging/kubernetes/eviction-bridge (its
-    overlay over the base), the controllers' configuration with the bridge on."""
+    component over the base), the controllers' configuration with the bridge on."""
     ours = by_key(render(helm, NAMESPACE, "evictionBridge.enabled=true"))
     theirs = by_key([d for d in manifests() if d["kind"] != "Namespace"])
     assert sorted(ours) == sorted(theirs)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import os
+import subprocess
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from nodeagent.model.drainplan import DRAIN_SKIP, PodType, classify
 from nodeagent.model.names import DRAIN_ANNOTATION
 from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.resources import ResourceType
-from tests.conftest import Kubectl
+from tests.conftest import Kubectl, kubectl_path
 from tests.simutil import until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,16 +55,15 @@ def base_manifests() -> list[dict[str, Any]]:
 
 @functools.cache
 def manifests() -> list[dict[str, Any]]:
-    """Everything installed with the eviction bridge (its overlay over the base: its patches
+    """Everything installed with the eviction bridge (its component over the base: its patches
     replace the base's documents of the same kind and name), so each role and binding is
     checked against the configuration that runs it."""
-    kustomization = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
-    patches = [d for p in kustomization["patches"] for d in documents(BRIDGE / p["path"])]
+    component = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
+    patches = [d for p in component["patches"] for d in documents(BRIDGE / p["path"])]
     replaced = {(d["kind"], d["metadata"]["name"]) for d in patches}
     out = [d for d in base_manifests() if (d["kind"], d["metadata"]["name"]) not in replaced]
-    for name in kustomization["resources"]:
-        if name != "..":
-            out.extend(documents(BRIDGE / name))
+    for name in component["resources"]:
+        out.extend(documents(BRIDGE / name))
     return out + patches
 
 
@@ -112,15 +113,39 @@ def test_kustomization_lists_every_manifest() -> None:
     on_disk = sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
     assert sorted(listed) == on_disk
     assert len(listed) == len(set(listed))
-    # the bridge's overlay: the base, its own files and its patches
-    overlay = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
-    patched = [p["path"] for p in overlay["patches"]]
+    # the bridge's component: its own files and its patches
+    component = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
+    assert component["kind"] == "Component"
+    patched = [p["path"] for p in component["patches"]]
     own = sorted(p.name for p in BRIDGE.glob("*.yaml") if p.name != "kustomization.yaml")
-    assert overlay["resources"][0] == ".."
-    assert sorted(overlay["resources"][1:] + patched) == own
+    assert sorted(component["resources"] + patched) == own
 
 
-def test_the_bridge_overlay_changes_only_the_bridge_in_the_controllers_config() -> None:
+def test_the_bridge_component_over_the_base_builds_what_the_tests_read(tmp_path: Path) -> None:
+    """kustomize (kubectl's) builds an overlay of the base with the component into the objects
+    manifests() reads, each equal field by field."""
+    overlay = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(K8S, tmp_path)],
+        "components": [os.path.relpath(BRIDGE, tmp_path)],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    built = subprocess.run(
+        [kubectl_path(), "kustomize", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    ours = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built) if d}
+    theirs = {(d["kind"], d["metadata"]["name"]): d for d in manifests()}
+    assert sorted(ours) == sorted(theirs)
+    for k, doc in theirs.items():
+        assert ours[k] == doc, k
+
+
+def test_the_bridge_component_changes_only_the_bridge_in_the_controllers_config() -> None:
     """Its copy of the controllers' configuration is the base's, with the bridge on."""
     (base,) = [
         d

@@ -22,12 +22,11 @@ NAMESPACE = "nodeagent-system"
 
 
 def documents() -> list[dict[str, Any]]:
-    """The bridge's own objects (its overlay's resources besides the base)."""
+    """The bridge's own objects (its component's resources)."""
     kustomization = yaml.safe_load((BRIDGE / "kustomization.yaml").read_text())
     return [
         doc
         for name in kustomization["resources"]
-        if name != ".."
         for doc in yaml.safe_load_all((BRIDGE / name).read_text())
         if doc
     ]
