@@ -39,7 +39,7 @@ from nodeagent.model.bridge.review import (
     read_review,
     review,
 )
-from nodeagent.model.bridge.writes import AddRequester, CreateRequest, RecreateRequest, Write
+from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch, Write
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import Clock, utcnow
@@ -139,7 +139,7 @@ class EvictionBridge:
 
     async def _apply(self, write: Write) -> None:
         c = self._client
-        if isinstance(write, AddRequester):
+        if isinstance(write, RequesterPatch):
             await c.patch(EVICTIONREQUESTS, write.name, write.to_patch(), write.namespace)
             return
         if isinstance(write, RecreateRequest):

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.model.bodies import metadata_of, uid_of
-from nodeagent.model.bridge.writes import AddRequester, CreateRequest, RecreateRequest, Write
+from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch, Write
 from nodeagent.model.bridge.writes import request_body as _body
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import (
@@ -261,7 +261,7 @@ def _by_turn(
         return Verdict(True, "turn")
     add = None
     if BRIDGE_REQUESTER not in request.requesters:
-        add = AddRequester(
+        add = RequesterPatch(
             namespace,
             request.name,
             request.resource_version,

@@ -1,5 +1,5 @@
 """What the eviction bridge writes: the EvictionRequest it asks for a pod's eviction with, or
-its requester added to the request someone else made."""
+its requester added to the request someone else made (the maintenances' `RequesterPatch`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.names import BRIDGE_REQUESTER
+from nodeagent.model.nodemaintenance.actions import RequesterPatch
 from nodeagent.model.nodemaintenance.requests import eviction_request_body
 
-__all__ = ["AddRequester", "CreateRequest", "RecreateRequest", "Write", "request_body"]
+__all__ = ["CreateRequest", "RecreateRequest", "RequesterPatch", "Write", "request_body"]
 
 
 def request_body(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,24 +30,6 @@ class CreateRequest:
 
 
 @dataclass(frozen=True)
-class AddRequester:
-    """Replace ``spec.requesters`` of the request still at ``resource_version`` (a conflict
-    means it changed: the client's next attempt decides again)."""
-
-    namespace: str
-    name: str
-    resource_version: str
-    requesters: tuple[str, ...]
-
-    def to_patch(self) -> dict[str, Any]:
-        """A JSON merge patch with the resourceVersion as precondition."""
-        return {
-            "metadata": {"resourceVersion": self.resource_version},
-            "spec": {"requesters": [{"name": r} for r in self.requesters]},
-        }
-
-
-@dataclass(frozen=True)
 class RecreateRequest:
     """Delete the canceled request (preconditions: ``uid`` and ``resource_version``), then
     create ``body``: a canceled request never starts again."""
@@ -58,4 +41,6 @@ class RecreateRequest:
     body: dict[str, Any]
 
 
-Write = CreateRequest | AddRequester | RecreateRequest
+Write = CreateRequest | RequesterPatch | RecreateRequest
+"""``RequesterPatch``: the bridge's requester added to a request someone else made (a conflict
+means it changed: the client's next attempt decides again)."""

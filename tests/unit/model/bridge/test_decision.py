@@ -19,7 +19,7 @@ from nodeagent.model.bridge.decision import (
     decide,
     departure,
 )
-from nodeagent.model.bridge.writes import AddRequester, CreateRequest, RecreateRequest
+from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import (
@@ -179,7 +179,7 @@ def test_the_active_interceptor_and_its_message_are_named() -> None:
 def test_someone_elses_request_gets_the_bridge_as_requester() -> None:
     v = run(attempt(), pod(), request(requesters=(REQUESTER,)))
     assert v.code == 429
-    assert v.write == AddRequester("ns", "u1", "7", (REQUESTER, BRIDGE_REQUESTER))
+    assert v.write == RequesterPatch("ns", "u1", "7", (REQUESTER, BRIDGE_REQUESTER))
     assert v.write.to_patch() == {
         "metadata": {"resourceVersion": "7"},
         "spec": {"requesters": [{"name": REQUESTER}, {"name": BRIDGE_REQUESTER}]},
