@@ -36,6 +36,7 @@ __all__ = [
     "STATIC_POD_RESPONDER",
     "SYSTEM_CRITICAL_PRIORITY",
     "TAINT_TEXT",
+    "UPSTREAM_BRIDGE_REQUESTER",
     "UPSTREAM_REQUESTER",
 ]
 
@@ -48,8 +49,9 @@ REQUESTER = "nodemaintenance.k8s.io"
 """The one requester name every maintenance asks for evictions with."""
 BRIDGE_REQUESTER = "eviction-bridge.nodeagent.io"
 """The eviction bridge's requester: a legacy eviction (kubectl drain, an autoscaler) it turned
-into an EvictionRequest. A DNS subdomain, as our CRD wants requester names; on the upstream API
-it would be ``nodeagent.io/eviction-bridge``."""
+into an EvictionRequest. A DNS subdomain, as our CRD wants requester names."""
+UPSTREAM_BRIDGE_REQUESTER = "nodeagent.io/eviction-bridge"
+"""The bridge's requester name on the upstream API (a domain-prefixed key there)."""
 
 # --- interceptors (KEP-4563) ----------------------------------------------------------------------
 

@@ -26,8 +26,11 @@ from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPl
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
+from nodeagent.kube.discovery import ask_served
 from nodeagent.kube.informer import ListWatcher
+from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = [
@@ -93,7 +96,12 @@ class BridgeServer:
         clock: Clock = utcnow,
         write_timeout: float = WRITE_TIMEOUT,
         informers: SharedInformers | None = None,
+        eviction_api: str = "nodeagent",
     ) -> None:
+        """`eviction_api`: `eviction.api` (auto: ask on the upstream API where the server
+        serves it, as the leader does)."""
+        self._client = client
+        self._eviction_api = eviction_api
         self.informers = informers if informers is not None else SharedInformers(client)
         self.bridge = EvictionBridge(
             client, self.informers, settings, clock=clock, write_timeout=write_timeout
@@ -126,6 +134,14 @@ class BridgeServer:
         self._context.load_cert_chain(cert, key)
 
     async def run(self) -> None:
+        if self._eviction_api != "nodeagent":
+            required = "eviction.api is upstream; the eviction bridge waits for lifecycle.k8s.io"
+            insist = self._eviction_api == "upstream"
+            if await ask_served(
+                self._client, UPSTREAM_EVICTIONREQUESTS, required=required if insist else None
+            ):
+                self.bridge.use_upstream(ResponderNames(self.bridge.settings.configured))
+                log.info("eviction bridge: asking for evictions on lifecycle.k8s.io/v1alpha1")
         runner = web.AppRunner(self.bridge.app(), access_log=None)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -162,7 +178,9 @@ def bridge_from_config(client: BridgeServerClient, cfg: Config) -> BridgeServer:
         static_pods=bridge.static_pods,
     )
     place = replace(TLSPlace.shipped(namespace), webhook_configuration=bridge.webhook_configuration)
-    return BridgeServer(client, settings, place, Listen(port=bridge.port))
+    return BridgeServer(
+        client, settings, place, Listen(port=bridge.port), eviction_api=cfg.eviction.api
+    )
 
 
 def _bound_port(runner: web.AppRunner, asked: int) -> int:

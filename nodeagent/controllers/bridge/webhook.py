@@ -27,6 +27,7 @@ from typing import Protocol
 from aiohttp import web
 
 from nodeagent.controllers.bridge.departures import Departures
+from nodeagent.controllers.bridge.upstream import UpstreamRequests
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
@@ -39,8 +40,16 @@ from nodeagent.model.bridge.review import (
     read_review,
     review,
 )
-from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch, Write
+from nodeagent.model.bridge.upstream import upstream_write
+from nodeagent.model.bridge.writes import (
+    CreateRequest,
+    EnsureUpstreamRequest,
+    RecreateRequest,
+    RequesterPatch,
+    Write,
+)
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import Clock, utcnow
 
@@ -84,19 +93,41 @@ class EvictionBridge:
         self.departures = Departures(settings.departed_for, clock)
         self.requests.add_handler(on_delete=self._on_request_deleted)
         self.pods.add_handler(on_delete=self._on_pod_deleted)
+        self._informers = informers
+        self.upstream: UpstreamRequests | None = None
+
+    def use_upstream(self, names: ResponderNames) -> None:
+        """Ask for evictions on the upstream API (the server serves it), before the informers
+        start: the pods' own responders are waited for too."""
+        self.upstream = UpstreamRequests(self._informers, names)
+        self.upstream.on_ours_deleted(self._on_view_deleted)
+        self.settings = replace(self.settings, responders=names)
 
     async def wait_synced(self) -> None:
         await self.pods.wait_synced()
         await self.requests.wait_synced()
+        if self.upstream is not None:
+            await self.upstream.wait_synced()
+
+    def _request_view(self, namespace: str, pod_uid: str) -> EvictionRequestView | None:
+        """The pod's request as the decision reads it, on the API the bridge asks on."""
+        if self.upstream is not None:
+            return self.upstream.view(namespace, pod_uid)
+        request = self.requests.store.get(f"{namespace}/{pod_uid}")
+        return self._view(request) if request is not None else None
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         md = pod.get("metadata") or {}
-        request = self.requests.store.get(f"{md.get('namespace')}/{md.get('uid')}")
-        self.departures.pod_deleted(pod, self._view(request) if request is not None else None)
+        view = self._request_view(str(md.get("namespace")), str(md.get("uid")))
+        self.departures.pod_deleted(pod, view)
 
     def _on_request_deleted(self, request: Obj) -> None:
         view = self._view(request)
         self._view.forget(request)
+        if self.upstream is None:
+            self._on_view_deleted(view)
+
+    def _on_view_deleted(self, view: EvictionRequestView) -> None:
         pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
         self.departures.request_deleted(view, pod)
 
@@ -104,10 +135,12 @@ class EvictionBridge:
         """The answer from the caches, before any write."""
         pod = self.pods.store.get(f"{attempt.namespace}/{attempt.name}")
         uid = (pod or {}).get("metadata", {}).get("uid")
-        request = self.requests.store.get(f"{attempt.namespace}/{uid}") if uid else None
-        view = self._view(request) if request is not None else None
+        view = self._request_view(attempt.namespace, str(uid)) if uid else None
         departed = self.departures.get(attempt.namespace, attempt.name)
-        return decide(attempt, pod, view, departed, self.settings, self._clock())
+        verdict = decide(attempt, pod, view, departed, self.settings, self._clock())
+        if self.upstream is not None and verdict.write is not None and pod is not None:
+            verdict = replace(verdict, write=upstream_write(pod))
+        return verdict
 
     async def answer(self, body: object) -> tuple[int, Obj]:
         """The HTTP status and the JSON answer to one request body."""
@@ -139,6 +172,9 @@ class EvictionBridge:
 
     async def _apply(self, write: Write) -> None:
         c = self._client
+        if isinstance(write, EnsureUpstreamRequest):
+            await UpstreamRequests.ensure(c, write)
+            return
         if isinstance(write, RequesterPatch):
             await c.patch(EVICTIONREQUESTS, write.name, write.to_patch(), write.namespace)
             return

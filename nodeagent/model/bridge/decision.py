@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.model.bodies import metadata_of, uid_of
+from nodeagent.model.bridge.upstream import own_responders
 from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch, Write
 from nodeagent.model.bridge.writes import request_body as _body
 from nodeagent.model.interceptors.requests import EvictionRequestView
@@ -25,6 +26,7 @@ from nodeagent.model.interceptors.targets import (
     default_interceptors,
     target_interceptors,
 )
+from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.names import (
     BRIDGE_REQUESTER,
     DAEMONSET_INTERCEPTOR,
@@ -82,6 +84,9 @@ class BridgeSettings:
     static_pods: bool = False
     retry_after: int = RETRY_AFTER
     departed_for: timedelta = DEPARTED_FOR
+    responders: ResponderNames | None = None
+    """On the upstream API (`upstream`): the pod's own ``spec.evictionResponders`` are waited
+    for too, named as the interceptors our responders stand for."""
 
     @property
     def passes(self) -> frozenset[str]:
@@ -130,7 +135,9 @@ def bridged_interceptors(pod: Mapping[str, Any], settings: BridgeSettings) -> tu
         names = target_interceptors(pod, settings.configured)
     except InvalidInterceptors:
         names = default_interceptors(pod, settings.configured)
-    return tuple(n for n in names if n not in settings.passes)
+    if settings.responders is not None:
+        names = (*own_responders(pod, settings.responders), *names)
+    return tuple(n for n in dict.fromkeys(names) if n not in settings.passes)
 
 
 def departure(

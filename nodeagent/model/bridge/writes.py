@@ -11,7 +11,14 @@ from nodeagent.model.names import BRIDGE_REQUESTER
 from nodeagent.model.nodemaintenance.actions import RequesterPatch
 from nodeagent.model.nodemaintenance.requests import eviction_request_body
 
-__all__ = ["CreateRequest", "RecreateRequest", "RequesterPatch", "Write", "request_body"]
+__all__ = [
+    "CreateRequest",
+    "EnsureUpstreamRequest",
+    "RecreateRequest",
+    "RequesterPatch",
+    "Write",
+    "request_body",
+]
 
 
 def request_body(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,6 +48,19 @@ class RecreateRequest:
     body: dict[str, Any]
 
 
-Write = CreateRequest | RequesterPatch | RecreateRequest
+@dataclass(frozen=True)
+class EnsureUpstreamRequest:
+    """The bridge's upstream request (`model.bridge.upstream`): create ``body``, or when it is
+    there already set its intent to Eviction."""
+
+    namespace: str
+    body: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+Write = CreateRequest | RequesterPatch | RecreateRequest | EnsureUpstreamRequest
 """``RequesterPatch``: the bridge's requester added to a request someone else made (a conflict
 means it changed: the client's next attempt decides again)."""

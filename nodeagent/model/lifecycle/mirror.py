@@ -50,21 +50,26 @@ def intent(requesters: tuple[str, ...]) -> str:
     return "Eviction" if REQUESTER in requesters else "Withdrawn"
 
 
-def upstream_body(crd_body: Mapping[str, Any]) -> Obj:
+def upstream_body(
+    crd_body: Mapping[str, Any],
+    requester: str = UPSTREAM_REQUESTER,
+    prefix: str = NAME_PREFIX,
+) -> Obj:
     """Our upstream request for the CRD request the decision would create (same target,
-    labels and owner: the garbage collector removes it with its pod)."""
+    labels and owner: the garbage collector removes it with its pod), named `prefix` and the
+    pod's UID; the eviction bridge's with its own `requester` and `prefix`."""
     md = metadata_of(crd_body)
     target = mapping(mapping(crd_body, "spec"), "target")
     return {
         "apiVersion": EVICTIONS_API_VERSION,
         "kind": "EvictionRequest",
         "metadata": {
-            "name": upstream_name(str(md.get("name"))),
+            "name": prefix + str(md.get("name")),
             "namespace": md.get("namespace"),
             "labels": dict(mapping(md, "labels")),
             "ownerReferences": list(items(md, "ownerReferences")),
         },
-        "spec": {"target": dict(target), "requester": UPSTREAM_REQUESTER, "intent": "Eviction"},
+        "spec": {"target": dict(target), "requester": requester, "intent": "Eviction"},
     }
 
 

@@ -98,7 +98,9 @@ async def served(backend: TestCluster, eviction: EvictionConfig) -> AsyncIterato
     settings = bridge_settings(EvictionSettings.from_config(eviction), own)
     names = (*service_names(SERVICE, NAMESPACE), HOST)
     place = TLSPlace(NAMESPACE, SECRET, SERVICE, names, None)
-    server = BridgeServer(client, settings, place, Listen("127.0.0.1", 0))
+    server = BridgeServer(
+        client, settings, place, Listen("127.0.0.1", 0), eviction_api=eviction.api
+    )
     task = asyncio.create_task(server.run(), name="eviction-bridge")
     bridge = RealBridge(server, task)
     try:
