@@ -28,7 +28,7 @@ from nodeagent.kube.resources import (
     Obj,
 )
 from nodeagent.model.bodies import condition
-from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.names import IMPERATIVE_RESPONDER, NODE_LABEL
 from nodeagent.model.times import format_time, utcnow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.integration.upstream.common import budget, pinned_pod
@@ -150,6 +150,7 @@ async def test_a_pod_under_a_budget_is_evicted_once_the_budget_allows(env: Env) 
     assert eviction["metadata"]["labels"] == {
         REQUESTER: "requester",
         IMPERATIVE_RESPONDER: "responder",
+        NODE_LABEL: "node-1",  # for the node's agent to watch
     }
     [owner] = eviction["metadata"]["ownerReferences"]
     assert owner["kind"] == "EvictionRequest" and owner["name"] == "drain-web-0"
