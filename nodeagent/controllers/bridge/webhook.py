@@ -42,8 +42,8 @@ from nodeagent.model.bridge.review import (
 )
 from nodeagent.model.bridge.upstream import upstream_write
 from nodeagent.model.bridge.writes import (
-    CreateRequest,
     EnsureUpstreamRequest,
+    EvictionRequestCreate,
     RecreateRequest,
     RequesterPatch,
     Write,
@@ -187,7 +187,7 @@ class EvictionBridge:
                     uid=write.uid,
                     resource_version=write.resource_version,
                 )
-        assert isinstance(write, CreateRequest | RecreateRequest)
+        assert isinstance(write, EvictionRequestCreate | RecreateRequest)
         # AlreadyExists: another replica (or the client's previous attempt) was first
         with contextlib.suppress(AlreadyExists):
             await c.create(EVICTIONREQUESTS, write.body, write.namespace)

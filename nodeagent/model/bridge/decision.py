@@ -17,7 +17,12 @@ from typing import Any, Literal
 
 from nodeagent.model.bodies import metadata_of, uid_of
 from nodeagent.model.bridge.upstream import own_responders
-from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch, Write
+from nodeagent.model.bridge.writes import (
+    EvictionRequestCreate,
+    RecreateRequest,
+    RequesterPatch,
+    Write,
+)
 from nodeagent.model.bridge.writes import request_body as _body
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import (
@@ -239,7 +244,7 @@ def _by_request(
             settings,
             f"nodeagent asked for the eviction of pod {ref} with an EvictionRequest; "
             f"interceptor {first} goes first",
-            CreateRequest(namespace, _body(pod)),
+            EvictionRequestCreate(namespace, _body(pod)),
         )
     if request.deleting:
         return _wait(settings, f"the last EvictionRequest of pod {ref} is being deleted")

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.names import BRIDGE_REQUESTER
-from nodeagent.model.nodemaintenance.actions import RequesterPatch
+from nodeagent.model.nodemaintenance.actions import EvictionRequestCreate, RequesterPatch
 from nodeagent.model.nodemaintenance.requests import eviction_request_body
 
 __all__ = [
-    "CreateRequest",
     "EnsureUpstreamRequest",
+    "EvictionRequestCreate",
     "RecreateRequest",
     "RequesterPatch",
     "Write",
@@ -26,14 +26,6 @@ def request_body(pod: Mapping[str, Any]) -> dict[str, Any]:
     the pod's departure from the informers' events, not from the request, which the garbage
     collector deletes with the pod)."""
     return eviction_request_body(pod, BRIDGE_REQUESTER)
-
-
-@dataclass(frozen=True)
-class CreateRequest:
-    """Create ``body`` (an AlreadyExists means another replica was first: not an error)."""
-
-    namespace: str
-    body: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -61,6 +53,6 @@ class EnsureUpstreamRequest:
         return str(self.body["metadata"]["name"])
 
 
-Write = CreateRequest | RequesterPatch | RecreateRequest | EnsureUpstreamRequest
+Write = EvictionRequestCreate | RequesterPatch | RecreateRequest | EnsureUpstreamRequest
 """``RequesterPatch``: the bridge's requester added to a request someone else made (a conflict
 means it changed: the client's next attempt decides again)."""

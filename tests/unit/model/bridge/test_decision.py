@@ -19,7 +19,7 @@ from nodeagent.model.bridge.decision import (
     decide,
     departure,
 )
-from nodeagent.model.bridge.writes import CreateRequest, RecreateRequest, RequesterPatch
+from nodeagent.model.bridge.writes import EvictionRequestCreate, RecreateRequest, RequesterPatch
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import (
@@ -156,7 +156,7 @@ def test_terminating_and_terminal_pods_pass() -> None:
 def test_no_request_yet_creates_one_and_answers_429() -> None:
     v = run(attempt(), pod())
     assert (v.allowed, v.code, v.reason, v.retry_after) == (False, 429, "TooManyRequests", 5)
-    assert isinstance(v.write, CreateRequest)
+    assert isinstance(v.write, EvictionRequestCreate)
     body = v.write.body
     assert body["metadata"]["name"] == "u1" and v.write.namespace == "ns"
     assert body["spec"] == {
