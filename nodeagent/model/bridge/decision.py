@@ -251,6 +251,11 @@ def _by_request(
     if request.evicted:
         return Verdict(True, "leaving")
     if request.canceled:
+        if _nobody_left(request):
+            # Every interceptor had its turn and the pod is still here (upstream: Failed,
+            # NoFurtherResponder, which no new request starts over): as at the imperative
+            # eviction's turn, the eviction goes ahead and the disruption budgets decide.
+            return Verdict(True, "turn")
         return _wait(
             settings,
             f"nodeagent asked again for the eviction of pod {ref} (its last EvictionRequest "
@@ -260,6 +265,11 @@ def _by_request(
             ),
         )
     return _by_turn(ref, namespace, request, first, settings)
+
+
+def _nobody_left(request: EvictionRequestView) -> bool:
+    targets = request.target_interceptors
+    return targets is not None and set(targets) <= set(request.processed)
 
 
 def _by_turn(

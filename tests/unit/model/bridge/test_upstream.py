@@ -52,9 +52,16 @@ def ours(intent: str = "Eviction") -> dict[str, Any]:
     return body
 
 
-def eviction(active: str, *requesters: str, failed: bool = False) -> dict[str, Any]:
+def eviction(
+    active: str | None, *requesters: str, failed: bool = False, reason: str = "X"
+) -> dict[str, Any]:
+    """The pod's Eviction with `active` Active and those before it Completed; with None, every
+    responder Completed."""
     states = {MOVER_RESPONDER: "Inactive", IMPERATIVE_RESPONDER: "Inactive"}
-    states[active] = "Active"
+    if active is None:
+        states = dict.fromkeys(states, "Completed")
+    else:
+        states[active] = "Active"
     if active == IMPERATIVE_RESPONDER:
         states[MOVER_RESPONDER] = "Completed"
     return {
@@ -74,7 +81,9 @@ def eviction(active: str, *requesters: str, failed: bool = False) -> dict[str, A
                 {"name": MOVER_RESPONDER, "message": "annotated; waiting for the pod to go."},
                 {"name": IMPERATIVE_RESPONDER},
             ],
-            "conditions": [{"type": "Failed", "status": "True", "reason": "X"}] if failed else [],
+            "conditions": (
+                [{"type": "Failed", "status": "True", "reason": reason}] if failed else []
+            ),
         },
     }
 
@@ -128,6 +137,16 @@ def test_a_withdrawn_request_or_a_failed_eviction_is_asked_again() -> None:
     assert view is not None and view.canceled and BRIDGE_REQUESTER not in view.requesters
     verdict = decide(ATTEMPT, pod(), view, None, SETTINGS, NOW)
     assert verdict.code == 429 and verdict.write is not None
+
+
+def test_an_eviction_no_responder_is_left_for_lets_the_eviction_through() -> None:
+    # every responder is done and the pod is still there: the controller starts no new turn
+    # for a new request, so asking again would answer 429 until the drain gives up
+    failed = eviction(None, UPSTREAM_BRIDGE_REQUESTER, failed=True, reason="NoFurtherResponder")
+    view = bridge_view(ours(), [failed], NAMES)
+    assert view is not None and view.canceled and view.active is None
+    verdict = decide(ATTEMPT, pod(), view, None, SETTINGS, NOW)
+    assert verdict.allowed and verdict.why == "turn" and verdict.write is None
 
 
 def test_the_pods_own_responders_are_waited_for() -> None:
