@@ -47,7 +47,7 @@ from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
 from nodeagent.node.token_renewal import FileStore, TokenRenewer
 from nodeagent.observability.http import Health, serve
-from nodeagent.observability.metrics import OperatorMetrics
+from nodeagent.observability.metrics import BridgeMetrics, OperatorMetrics
 from nodeagent.observability.sdnotify import Notifier
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ class Agent:
             # (imported here: aiohttp and cryptography only where the bridge runs)
             from nodeagent.controllers.bridge.server import bridge_from_config
 
-            bridge = bridge_from_config(client, cfg)
+            bridge = bridge_from_config(client, cfg, BridgeMetrics(self.registry))
             self.health.add("eviction bridge", bridge.serving.is_set)
             tg.create_task(bridge.run(), name="eviction-bridge")
 

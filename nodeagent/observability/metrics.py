@@ -12,6 +12,7 @@ global default registry), so tests and several agents in one process do not coll
   only (the KEP's are per request and pod): build info, shutdown lock held, leader, maintenances
   by stage, drain durations, evictions and notifications by result; and the ``process_*``
   metrics.
+- :class:`BridgeMetrics`: the eviction bridge's answers and the writes it could not make.
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["EvictionRequestMetrics", "OperatorMetrics", "QueueMetrics", "WorkQueueMetricsFactory"]
+__all__ = [
+    "BridgeMetrics",
+    "EvictionRequestMetrics",
+    "OperatorMetrics",
+    "QueueMetrics",
+    "WorkQueueMetricsFactory",
+]
 
 
 # client-go's buckets: 1 us to 10 s, in powers of ten
@@ -332,3 +339,34 @@ class _StageCollector(Collector):
         for stage, n in counts.items():
             family.add_metric([stage], n)
         yield family
+
+
+class BridgeMetrics:
+    """The eviction bridge's, on every replica that serves it: what it answered, and the
+    EvictionRequest writes that did not go through (the 429 went out without them)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.answers = Counter(
+            "nodeagent_eviction_bridge_answers",
+            "Evictions the eviction bridge answered, by answer: allowed (own, no-interceptors, "
+            "leaving, unknown, turn, unsupported), 429 (waiting), 404 (gone), or unreadable "
+            "(HTTP 400: the webhook's failurePolicy decides).",
+            ["answer"],
+            registry=registry,
+        )
+        self.write_failures = Counter(
+            "nodeagent_eviction_bridge_write_failures",
+            "EvictionRequest writes of the eviction bridge that did not go through before its "
+            "answer, by reason (timeout, error); the client's next attempt tries again.",
+            ["reason"],
+            registry=registry,
+        )
+
+    def answered(self) -> dict[str, float]:
+        """The answers counted so far, by answer."""
+        return {
+            sample.labels["answer"]: sample.value
+            for metric in self.answers.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        }

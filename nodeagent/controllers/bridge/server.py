@@ -32,6 +32,7 @@ from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.times import Clock, utcnow
+from nodeagent.observability.metrics import BridgeMetrics
 
 __all__ = [
     "CONTROLLERS_ACCOUNT",
@@ -97,6 +98,7 @@ class BridgeServer:
         write_timeout: float = WRITE_TIMEOUT,
         informers: SharedInformers | None = None,
         eviction_api: str = "nodeagent",
+        metrics: BridgeMetrics | None = None,
     ) -> None:
         """`eviction_api`: `eviction.api` (auto: ask on the upstream API where the server
         serves it, as the leader does)."""
@@ -104,7 +106,12 @@ class BridgeServer:
         self._eviction_api = eviction_api
         self.informers = informers if informers is not None else SharedInformers(client)
         self.bridge = EvictionBridge(
-            client, self.informers, settings, clock=clock, write_timeout=write_timeout
+            client,
+            self.informers,
+            settings,
+            clock=clock,
+            write_timeout=write_timeout,
+            metrics=metrics,
         )
         self.keeper = CertKeeper(client, self.informers, place, self._load, clock=clock)
         self.listen = listen
@@ -164,7 +171,9 @@ class BridgeServer:
                     await asyncio.to_thread(shutil.rmtree, self._dir)
 
 
-def bridge_from_config(client: BridgeServerClient, cfg: Config) -> BridgeServer:
+def bridge_from_config(
+    client: BridgeServerClient, cfg: Config, metrics: BridgeMetrics | None = None
+) -> BridgeServer:
     """The bridge as configured (``eviction.bridge``), in the controllers' namespace
     (``leader.namespace``, where their Lease, Secret and Service are). Raises ValueError naming
     a bad ``eviction.annotateInterceptors`` entry."""
@@ -179,7 +188,12 @@ def bridge_from_config(client: BridgeServerClient, cfg: Config) -> BridgeServer:
     )
     place = replace(TLSPlace.shipped(namespace), webhook_configuration=bridge.webhook_configuration)
     return BridgeServer(
-        client, settings, place, Listen(port=bridge.port), eviction_api=cfg.eviction.api
+        client,
+        settings,
+        place,
+        Listen(port=bridge.port),
+        eviction_api=cfg.eviction.api,
+        metrics=metrics,
     )
 
 

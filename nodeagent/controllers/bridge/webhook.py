@@ -17,7 +17,6 @@ same outcome, said to the client); see :mod:`nodeagent.model.bridge.review`.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -25,6 +24,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from nodeagent.controllers.bridge.departures import Departures
 from nodeagent.controllers.bridge.upstream import UpstreamRequests
@@ -52,6 +52,7 @@ from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import Clock, utcnow
+from nodeagent.observability.metrics import BridgeMetrics
 
 __all__ = ["PATH", "WRITE_TIMEOUT", "BridgeClient", "EvictionBridge"]
 
@@ -80,11 +81,11 @@ class EvictionBridge:
         *,
         clock: Clock = utcnow,
         write_timeout: float = WRITE_TIMEOUT,
+        metrics: BridgeMetrics | None = None,
     ) -> None:
         self._client = client
         self.settings = settings
-        # the answers given so far, by Verdict.why (own, no-interceptors, waiting, gone, ...)
-        self.answered: collections.Counter[str] = collections.Counter()
+        self.metrics = metrics if metrics is not None else BridgeMetrics(CollectorRegistry())
         self._clock = clock
         self._write_timeout = write_timeout
         self.pods = informers.informer(PODS)
@@ -147,13 +148,15 @@ class EvictionBridge:
         try:
             uid, attempt = read_review(body)
         except BadReview as exc:
+            self.metrics.answers.labels("unreadable").inc()
             return 400, {"error": f"not an AdmissionReview the bridge can answer: {exc}"}
         except Unsupported as exc:
+            self.metrics.answers.labels("unsupported").inc()
             return 200, allowed_review(exc.uid, f"not handled ({exc}); allowed")
         verdict = self.decide(attempt)
         if verdict.write is not None:
             verdict = await self._write(verdict, verdict.write)
-        self.answered[verdict.why] += 1
+        self.metrics.answers.labels(verdict.why).inc()
         if not verdict.allowed:
             log.debug("eviction of %s/%s: %s", attempt.namespace, attempt.name, verdict.message)
         return 200, review(uid, verdict)
@@ -164,9 +167,11 @@ class EvictionBridge:
             async with asyncio.timeout(self._write_timeout):
                 await self._apply(write)
         except TimeoutError:
+            self.metrics.write_failures.labels("timeout").inc()
             return _unsure(verdict, f"not written within {self._write_timeout:g}s")
         except KubeError as exc:
             log.warning("eviction bridge: %s", exc)
+            self.metrics.write_failures.labels("error").inc()
             return _unsure(verdict, f"not written: {exc}")
         return verdict
 

@@ -74,7 +74,7 @@ class RealBridge:
 
     @property
     def answered(self) -> int:
-        return sum(self.server.bridge.answered.values())
+        return int(sum(self.server.bridge.metrics.answered().values()))
 
     def cached(self, namespace: str, name: str, uid: str) -> bool:
         pod = self.server.bridge.pods.store.get(f"{namespace}/{name}")

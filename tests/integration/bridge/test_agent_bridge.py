@@ -13,6 +13,7 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 import yaml
 
@@ -20,6 +21,7 @@ from nodeagent.app import Agent
 from nodeagent.config import from_mapping
 from nodeagent.controllers.bridge.certs import CA_CRT, service_names
 from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
+from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import SECRETS, WEBHOOK_CONFIGURATIONS, Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, NAMESPACE, ClusterView, TestCluster, apply_files
@@ -113,3 +115,19 @@ async def test_every_replica_serves_the_webhook_and_the_ca_is_put_in_place(
         await view.until(lambda: ca_bundle() == ca, timeout=30)
     finally:
         await view.stop()
+
+    # its answers are in the agent's metrics (what /metrics serves)
+    trust = ssl.create_default_context(cadata=base64.b64decode(ca).decode())
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"https://127.0.0.1:{a_port}{PATH}",
+            json={"kind": "Pod"},
+            ssl=trust,
+            server_hostname=service_names(SERVICE, NAMESPACE)[-1],
+        ) as response,
+    ):
+        assert response.status == 400
+    sample = ("nodeagent_eviction_bridge_answers_total", {"answer": "unreadable"})
+    assert a.registry.get_sample_value(*sample) == 1
+    assert b.registry.get_sample_value(*sample) is None

@@ -118,7 +118,7 @@ async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
     # long and asks again by itself, so kubectl prints nothing of it) while the bridge asked
     # for the eviction with an EvictionRequest and the mover had the operator move the pod;
     # then 404: the pod it meant is gone
-    answered = bridge.server.bridge.answered
+    answered = bridge.server.bridge.metrics.answered()
     assert answered["waiting"] >= 1 and answered["gone"] == 1, answered
     assert requests.seen[old]["spec"]["requesters"] == [{"name": BRIDGE_REQUESTER}]
 
@@ -130,7 +130,7 @@ async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
     # the pod without interceptors: evicted at once, no request
     await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
     assert str(web["metadata"]["uid"]) not in requests.seen
-    assert bridge.server.bridge.answered["no-interceptors"] >= 1
+    assert bridge.server.bridge.metrics.answered()["no-interceptors"] >= 1
 
 
 KAFKA: Obj = {
@@ -190,7 +190,7 @@ async def test_a_strimzi_style_rolling_update_moves_a_statefulset_pod(
         rolling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await rolling
-    assert bridge.server.bridge.answered["gone"] == 1
+    assert bridge.server.bridge.metrics.answered()["gone"] == 1
     # kafka-0 again, elsewhere
     await env.until(
         lambda: (

@@ -72,7 +72,7 @@ async def test_kubectl_drain_waits_for_the_upstream_responder(
         moving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await moving
-    answered = bridge.server.bridge.answered
+    answered = bridge.server.bridge.metrics.answered()
     assert answered["waiting"] >= 1 and answered["gone"] == 1, answered
     ours = requests[f"eviction-bridge-{old}"]
     assert ours["spec"]["requester"] == UPSTREAM_BRIDGE_REQUESTER

@@ -302,6 +302,10 @@ async def test_a_write_that_does_not_finish_still_gets_its_429_in_time(env: Env)
         started = time.perf_counter()
         answer = await bridge.evict("db-0")
         assert time.perf_counter() - started < 2.0
+        (failures,) = bridge.server.bridge.metrics.write_failures.collect()
+        assert [(f.labels, f.value) for f in failures.samples if f.name.endswith("_total")] == [
+            ({"reason": "timeout"}, 1)
+        ]
     status = answer["status"]
     assert (status["code"], status["details"]) == (429, {"retryAfterSeconds": 5})
     assert "not written within 0.2s" in status["message"]
@@ -314,6 +318,8 @@ async def test_what_is_no_eviction_review(env: Env, bridge: Served) -> None:
     assert status == 200
     assert answer["response"]["allowed"] is True
     assert "pods/eviction CREATE only" in answer["response"]["warnings"][0]
+    answered = bridge.server.bridge.metrics.answered()
+    assert (answered["unreadable"], answered["unsupported"]) == (1, 1)
 
 
 async def test_replicas_share_the_secret_and_serve_the_same_ca(env: Env, bridge: Served) -> None:
