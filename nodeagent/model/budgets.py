@@ -22,7 +22,14 @@ from typing import Any
 from nodeagent.model.bodies import condition_true, mapping
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 
-__all__ = ["WAITING_PREFIX", "BudgetGate", "Spent", "budget_gate", "pod_ready"]
+__all__ = [
+    "WAITING_PREFIX",
+    "BudgetGate",
+    "BudgetLedger",
+    "Spent",
+    "budget_gate",
+    "pod_ready",
+]
 
 WAITING_PREFIX = "Waiting for disruption budget "
 """How the imperative interceptor's message starts while a budget holds its eviction back."""
@@ -100,3 +107,41 @@ def budget_gate(
     used = spent.get(key)
     let_through = used.count if used is not None and used.resource_version == version else 0
     return BudgetGate(key, version, max(0, allowed - let_through))
+
+
+class BudgetLedger:
+    """The evictions an evictor let through under each budget since the budget's cached status
+    (shared by its workers): without it, each eviction after the first under a budget that
+    allows several is asked for, refused and retried until the budget's status catches up."""
+
+    def __init__(self) -> None:
+        self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
+
+    def gate(
+        self, pod: Mapping[str, Any], budgets: Iterable[Mapping[str, Any]]
+    ) -> BudgetGate | None:
+        """:func:`budget_gate`, counting what was let through."""
+        return budget_gate(pod, budgets, self._spent)
+
+    def let_through(self, gate: BudgetGate, count: int = 1) -> None:
+        """Count an eviction about to be asked for against its budget's cached allowance
+        (synchronously, so concurrent workers see it before the call goes out); -1 takes back
+        one the server refused."""
+        spent = self._spent.get(gate.key)
+        before = spent.count if spent is not None and spent.resource_version == gate.version else 0
+        self._spent[gate.key] = Spent(gate.version, max(0, before + count))
+
+    def seen(self, pdb: Mapping[str, Any]) -> None:
+        """A budget's new version (its watch event): its status counts those evictions now."""
+        md = mapping(pdb, "metadata")
+        key = _key(md)
+        spent = self._spent.get(key)
+        if spent is not None and spent.resource_version != md.get("resourceVersion"):
+            del self._spent[key]
+
+    def forget(self, pdb: Mapping[str, Any]) -> None:
+        self._spent.pop(_key(mapping(pdb, "metadata")), None)
+
+
+def _key(md: Mapping[str, Any]) -> str:
+    return f"{md.get('namespace')}/{md.get('name')}"

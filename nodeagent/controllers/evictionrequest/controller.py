@@ -22,7 +22,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.budgets import BudgetGate, Spent, budget_gate
+from nodeagent.model.budgets import BudgetGate, BudgetLedger
 from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
@@ -88,7 +88,7 @@ class EvictionRequestController(Controller):
         self._activations: dict[str, tuple[str, str, datetime]] = {}
         # keys of requests whose target pod (that UID) the pod informer saw deleted
         self._pod_deleted: set[str] = set()
-        self._spent: dict[str, Spent] = {}  # budget key -> evictions let through at a version
+        self._budgets = BudgetLedger()
         # A request we wrote is decided on again only once the informer shows our write (or
         # anything after it): decided on the version our write replaced, the next write is
         # refused (409) and the request decided again anyway. With many workers a request's
@@ -126,7 +126,7 @@ class EvictionRequestController(Controller):
         return [key] if key is not None and key in self.requests.store else []
 
     def _on_budget_deleted(self, pdb: Obj) -> None:
-        self._spent.pop(key_of(pdb), None)
+        self._budgets.forget(pdb)
 
     def _on_budget(self, pdb: Obj) -> None:
         """A PodDisruptionBudget allows disruptions again: ask for that many of the evictions it
@@ -134,9 +134,7 @@ class EvictionRequestController(Controller):
         every 5 s; the backoff doubles up to 15 minutes). Those waiting longest go first; one
         refused again falls back to its backoff until the budget's next change."""
         md = pdb.get("metadata") or {}
-        spent = self._spent.get(key_of(pdb))
-        if spent is not None and spent.resource_version != md.get("resourceVersion"):
-            del self._spent[key_of(pdb)]  # the budget's new status counts those evictions
+        self._budgets.seen(pdb)
         allowed = (pdb.get("status") or {}).get("disruptionsAllowed")
         if not isinstance(allowed, int) or allowed <= 0 or not self._imperative:
             return
@@ -181,25 +179,17 @@ class EvictionRequestController(Controller):
         plan = self._plan(key, request, view, pod, state, None, gate)
         if plan.evict:
             if gate is not None:
-                self._let_through(gate)
+                self._budgets.let_through(gate)
             outcome = await self._evict(view, plan)
             if gate is not None and outcome.kind != "evicted":
-                self._let_through(gate, -1)  # the server let nothing through
+                self._budgets.let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, view, pod, state, outcome, gate)
         return await self._apply(key, request, view, plan, pod)
 
     def _gate(self, pod: Obj) -> BudgetGate | None:
         namespace = (pod.get("metadata") or {}).get("namespace")
         budgets = self.budgets.store.by_index("namespace", str(namespace))
-        return budget_gate(pod, budgets, self._spent)
-
-    def _let_through(self, gate: BudgetGate, count: int = 1) -> None:
-        """Count an eviction about to be asked for against its budget's cached allowance
-        (synchronously, so concurrent workers see it before the call goes out); -1 takes back
-        one the server refused."""
-        spent = self._spent.get(gate.key)
-        before = spent.count if spent is not None and spent.resource_version == gate.version else 0
-        self._spent[gate.key] = Spent(gate.version, max(0, before + count))
+        return self._budgets.gate(pod, budgets)
 
     def _plan(
         self,

@@ -18,7 +18,7 @@ from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import items, mapping, metadata_of
-from nodeagent.model.budgets import budget_gate
+from nodeagent.model.budgets import BudgetLedger
 from nodeagent.model.interceptors.imperative import ImperativeState
 from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn
@@ -59,10 +59,13 @@ class ImperativeEvictor(Controller):
         self._clock = clock
         self._backoff = backoff
         self._state: dict[str, tuple[str, ImperativeState]] = {}  # key -> (Eviction UID, state)
+        self._ledger = BudgetLedger()
         self.enqueue_on(self.evictions, lambda e: [key_of(e)])
         self.evictions.add_handler(on_delete=self._forget)
         self.enqueue_on(self.pods, self._keys_for_pod)
-        self.budgets.add_handler(self._on_budget, lambda _, new: self._on_budget(new))
+        self.budgets.add_handler(
+            self._on_budget, lambda _, new: self._on_budget(new), self._ledger.forget
+        )
 
     def _forget(self, eviction: Obj) -> None:
         self._state.pop(key_of(eviction), None)
@@ -74,6 +77,7 @@ class ImperativeEvictor(Controller):
     def _on_budget(self, pdb: Obj) -> None:
         """A budget allows disruptions again: the evictions it held back or refused are asked
         for now rather than when their backoff runs out, those waiting longest first."""
+        self._ledger.seen(pdb)
         allowed = mapping(pdb, "status").get("disruptionsAllowed")
         if not isinstance(allowed, int) or allowed <= 0:
             return
@@ -102,12 +106,16 @@ class ImperativeEvictor(Controller):
         namespace = str(metadata_of(eviction).get("namespace"))
         pod = self.pods.store.get(f"{namespace}/{target.get('name')}")
         budgets = self.budgets.store.by_index("namespace", namespace)
-        gate = budget_gate(pod, budgets, {}) if pod is not None else None
+        gate = self._ledger.gate(pod, budgets) if pod is not None else None
         target_uid = str(target.get("uid"))
         args = (pod, target_uid, state)
         turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock())
         if turn.call:
+            if gate is not None:
+                self._ledger.let_through(gate)
             outcome = await evict_pod(self._client, namespace, str(target.get("name")), target_uid)
+            if gate is not None and outcome.kind != "evicted":
+                self._ledger.let_through(gate, -1)  # the server let nothing through
             log.info(
                 "eviction of pod %s/%s: %s %s",
                 namespace,

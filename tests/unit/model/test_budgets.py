@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.budgets import Spent, budget_gate
+from nodeagent.model.budgets import BudgetLedger, Spent, budget_gate
 
 
 def pod(labels: dict[str, str] | None = None, ready: bool = True) -> dict[str, Any]:
@@ -75,3 +75,33 @@ def test_room_never_exceeds_what_the_budget_allows(allowed: int, let_through: in
     gate = budget_gate(pod(), [budget(allowed=allowed)], {"ns/web": Spent("7", let_through)})
     assert gate is not None
     assert gate.room == max(0, allowed - let_through)
+
+
+def test_the_ledger_counts_what_it_let_through_until_the_budget_is_seen_again() -> None:
+    ledger = BudgetLedger()
+    two = budget(allowed=2)
+    first = ledger.gate(pod(), [two])
+    assert first is not None and first.room == 2
+    ledger.let_through(first)
+    ledger.let_through(first)
+    held = ledger.gate(pod(), [two])
+    assert held is not None and held.room == 0  # the third waits, uncalled
+    ledger.let_through(first, -1)  # the server refused one: its room is back
+    back = ledger.gate(pod(), [two])
+    assert back is not None and back.room == 1
+    ledger.seen(two)  # the same version: still counted
+    assert _room(ledger, two) == 1
+    newer = budget(allowed=1, rv="8")
+    ledger.seen(newer)  # its status counts them now
+    after = ledger.gate(pod(), [newer])
+    assert after is not None and after.room == 1
+    ledger.let_through(after)
+    assert _room(ledger, newer) == 0
+    ledger.forget(newer)
+    assert _room(ledger, newer) == 1
+
+
+def _room(ledger: BudgetLedger, pdb: dict[str, Any]) -> int:
+    gate = ledger.gate(pod(), [pdb])
+    assert gate is not None
+    return gate.room
