@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nodeagent_testbed.sim import lifecycle
 from nodeagent_testbed.sim.cel import compile_rules
 from nodeagent_testbed.sim.errors import ApiError, invalid
 from nodeagent_testbed.sim.qos import default_requests, qos_class
@@ -76,6 +77,9 @@ def admit_pod(store: Store, rt: ResourceType, pod: Obj, old: Obj | None) -> None
     for t in _DEFAULT_TOLERATIONS:
         if not any(x.get("key") == t["key"] for x in tolerations):
             tolerations.append(dict(t))
+    responders = lifecycle.pod_responder_causes(spec)
+    if responders:
+        raise invalid("Pod", name, responders)
     _admit_priority(store, name, spec)
     default_requests(spec)
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
@@ -253,6 +257,7 @@ def install(store: Store) -> None:
         store.add_admission("apps", plural, admit_workload)
     store.add_admission("policy", "poddisruptionbudgets", admit_pdb)
     store.add_admission("apiextensions.k8s.io", "customresourcedefinitions", admit_crd)
+    lifecycle.install(store)
     registrar = CRDRegistrar(store)
     store.on_commit.append(registrar.on_commit)
     store.listeners.append(registrar.on_change)

@@ -107,6 +107,11 @@ _LIST_MERGE_KEYS: Final[Mapping[str, str]] = {
     "conditions": "type",
     "imagePullSecrets": "name",
     "ownerReferences": "uid",
+    # lifecycle.k8s.io/v1alpha1 and the pods' responders
+    "evictionResponders": "name",
+    "requesters": "name",
+    "targetResponders": "name",
+    "responders": "name",
 }
 # Lists of scalars merged as sets.
 _SET_LISTS: Final = frozenset(("finalizers",))

@@ -134,6 +134,25 @@ BUILTIN: tuple[ResourceType, ...] = (
         False,
         ("pc",),
     ),
+    # KEP-4563, served by kube-apiserver v1.37 with the gate EvictionRequestAPI (sim/lifecycle.py)
+    ResourceType(
+        "lifecycle.k8s.io",
+        "v1alpha1",
+        "evictionrequests",
+        "evictionrequest",
+        "EvictionRequest",
+        True,
+        subresources=("status",),
+    ),
+    ResourceType(
+        "lifecycle.k8s.io",
+        "v1alpha1",
+        "evictions",
+        "eviction",
+        "Eviction",
+        True,
+        subresources=("status",),
+    ),
     ResourceType(
         "apiextensions.k8s.io",
         "v1",

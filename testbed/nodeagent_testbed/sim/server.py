@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 
 from nodeagent.model.selectors import LabelSelector, SelectorError
-from nodeagent_testbed.sim import eviction, protobuf
+from nodeagent_testbed.sim import eviction, lifecycle, protobuf
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.faults import Faults, Stats
 from nodeagent_testbed.sim.patch import (
@@ -672,6 +672,7 @@ class ApiServer:
                     "apps",
                     "policy",
                     "coordination.k8s.io",
+                    "lifecycle.k8s.io",
                 ):
                     raise ApiError(
                         415,
@@ -688,6 +689,7 @@ class ApiServer:
             raise ApiError(422, "the patch did not produce an object")
         if t.subresource == "scale":
             return _json(_scale(self._set_scale(t, new, dry)))
+        lifecycle.check_patch(t.rt, new)
         # only a patch that names a resourceVersion asks for optimistic concurrency
         named_rv = isinstance(body, dict) and (body.get("metadata") or {}).get("resourceVersion")
         if not named_rv:

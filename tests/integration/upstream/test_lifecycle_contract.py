@@ -1,8 +1,10 @@
 """What kube-apiserver v1.37 enforces on `lifecycle.k8s.io/v1alpha1` (gate EvictionRequestAPI),
-pinned on the real server: the requests' reserved names, immutable target and intents; the
-pods' reserved responder priorities; and the Eviction status state machine, each case run both
-on the server and on its Python port (nodeagent_testbed.sim.lifecycle_rules, which the
-decision's property tests hold every write to), which must agree."""
+pinned on both backends (the simulated cluster serves the group as the real server does): the
+requests' reserved names, immutable target and intents; the pods' reserved responder
+priorities; status written only through its subresource; bodies of the wrong shape; and the
+Eviction status state machine, each case run both on the server and on its Python port
+(nodeagent_testbed.sim.lifecycle_rules, which the simulated server enforces), which must
+agree."""
 
 from __future__ import annotations
 
@@ -15,14 +17,12 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.client import KubeClient
-from nodeagent.kube.errors import Invalid
+from nodeagent.kube.errors import BadRequest, Invalid
 from nodeagent.kube.resources import EVICTIONS, UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim.lifecycle_rules import refusals
 from tests.clusters import TestCluster, create_pod
-
-pytestmark = pytest.mark.backends("real")
 
 Obj = dict[str, Any]
 MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
@@ -106,6 +106,42 @@ async def test_pods_may_not_name_reserved_responders_or_priorities(env: Env) -> 
     message = await refused(create_pod(env.admin, pod))
     assert "domain names *.k8s.io, *.kubernetes.io are reserved" in message
     assert "priorities 0-999 are reserved" in message
+
+
+async def test_status_is_written_only_through_its_subresource(env: Env) -> None:
+    body = request_body(env, "r", "acme.io/drainer")
+    body["status"] = {"observedGeneration": 7}
+    created = await env.admin.create(UPSTREAM_EVICTIONREQUESTS, body)
+    assert created["status"] == {}  # reset on create
+    await env.admin.patch_status(
+        UPSTREAM_EVICTIONREQUESTS, "r", {"status": {"observedGeneration": 1}}, "default"
+    )
+    patched = await env.admin.patch(
+        UPSTREAM_EVICTIONREQUESTS, "r", {"status": {"observedGeneration": 5}}, "default"
+    )
+    assert patched["status"] == {"observedGeneration": 1}  # the main resource keeps it
+    message = await refused(
+        env.admin.patch_status(
+            UPSTREAM_EVICTIONREQUESTS, "r", {"status": {"observedGeneration": 0}}, "default"
+        )
+    )
+    assert "status.observedGeneration" in message
+
+
+async def test_bodies_of_the_wrong_shape_are_refused_naming_the_field(env: Env) -> None:
+    body = request_body(env, "r", "acme.io/drainer")
+    body["spec"]["target"]["pod"]["name"] = 5
+    with pytest.raises(BadRequest) as e:  # the decoder's error, before any validation
+        await env.admin.create(UPSTREAM_EVICTIONREQUESTS, body)
+    assert "spec.target.pod.name" in str(e.value)
+    eviction = await env.admin.create(EVICTIONS, eviction_body(env))
+    name = eviction["metadata"]["name"]
+    wrong = {"status": {"targetResponders": "all of them"}}
+    message = await refused(env.admin.patch_status(EVICTIONS, name, wrong, "default"))
+    assert "status.targetResponders" in message
+    missing = {"spec": {"target": {"pod": {"name": "web-0", "uid": None}}}}
+    message = await refused(env.admin.create(EVICTIONS, {**eviction_body(env), **missing}))
+    assert "spec.target.pod.uid: Required value" in message
 
 
 # -- the Eviction's status -------------------------------------------------------------------------
@@ -233,19 +269,20 @@ def _cond(type_: str, status: str, reason: str, t: str) -> Obj:
     }
 
 
+def eviction_body(env: Env) -> Obj:
+    md = env.pod["metadata"]
+    return {
+        "apiVersion": "lifecycle.k8s.io/v1alpha1",
+        "kind": "Eviction",
+        "metadata": {"generateName": "case-", "namespace": "default"},
+        "spec": {"target": {"pod": {"name": md["name"], "uid": md["uid"]}}},
+    }
+
+
 async def _run(env: Env, steps: list[Obj]) -> tuple[bool, list[str]]:
     """Each status in turn on a new Eviction: whether the server took the last, and the port's
     verdict on it (all before it must pass both)."""
-    md = env.pod["metadata"]
-    eviction = await env.admin.create(
-        EVICTIONS,
-        {
-            "apiVersion": "lifecycle.k8s.io/v1alpha1",
-            "kind": "Eviction",
-            "metadata": {"generateName": "case-", "namespace": "default"},
-            "spec": {"target": {"pod": {"name": md["name"], "uid": md["uid"]}}},
-        },
-    )
+    eviction = await env.admin.create(EVICTIONS, eviction_body(env))
     name = eviction["metadata"]["name"]
     old: Obj = {}
     for i, status in enumerate(steps):
