@@ -129,7 +129,9 @@ def decide(
     invalid = tuple(_invalid(e, now) for e in duplicates)
     if ours is None:
         wanted = "Eviction" in intents.values()
-        create = _new_eviction(target, requests, intents, _node(target, pod)) if wanted else None
+        create = None
+        if wanted:
+            create = _new_eviction(target, requests, intents, _pod_state(target, pod, responders))
         return EvictionPlan(create=create, invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
@@ -209,8 +211,12 @@ def _new_eviction(
     target: Target,
     requests: Sequence[Mapping[str, Any]],
     intents: Mapping[str, Intent],
-    node: str | None,
+    pod: _Pod,
 ) -> Obj:
+    """Labelled with the responders its first status will list too (saves a metadata patch
+    per Eviction; the patch still adds any that differ by then)."""
+    responders = [r.name for r in pod_responders(pod.obj, pod.ours)]
+    node = _node(target, pod.obj)
     return {
         "apiVersion": EVICTIONS_API_VERSION,
         "kind": "Eviction",
@@ -218,7 +224,7 @@ def _new_eviction(
             # purely informative upstream; the pod's UID makes a second create a conflict
             "name": target.uid,
             "namespace": target.namespace,
-            "labels": _role_labels(intents, (), node),
+            "labels": _role_labels(intents, responders, node),
             "ownerReferences": _owners((), requests),
         },
         "spec": {"target": {"pod": {"name": target.name, "uid": target.uid}}},

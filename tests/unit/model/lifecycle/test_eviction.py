@@ -139,15 +139,21 @@ def test_a_request_gets_one_eviction_owned_by_it_and_labelled_by_role() -> None:
     assert plan.create is not None
     md = plan.create["metadata"]
     assert md["name"] == UID and md["namespace"] == "default"
-    assert md["labels"] == {"nodeagent.io/node-maintenance": "requester"}
-    assert [o["name"] for o in md["ownerReferences"]] == ["drain"]
-    assert plan.create["spec"] == {"target": {"pod": {"name": "web-0", "uid": UID}}}
-    plan = w.step()
-    assert plan.metadata is not None
-    assert plan.metadata[1]["metadata"]["labels"] == {
+    # labelled with the responders its first status lists: no metadata patch for them later
+    assert md["labels"] == {
+        "nodeagent.io/node-maintenance": "requester",
         "acme.io/mover": "responder",
         IMPERATIVE_RESPONDER: "responder",
     }
+    assert [o["name"] for o in md["ownerReferences"]] == ["drain"]
+    assert plan.create["spec"] == {"target": {"pod": {"name": "web-0", "uid": UID}}}
+    plan = w.step()
+    assert plan.status is not None and plan.metadata is None
+    # a second requester is labelled by a patch
+    w.requests.append(request("other", "acme.io/drainer"))
+    plan = w.step()
+    assert plan.metadata is not None
+    assert plan.metadata[1]["metadata"]["labels"] == {"acme.io/drainer": "requester"}
 
 
 def test_the_eviction_names_the_pods_node_for_its_node_agent() -> None:
