@@ -31,7 +31,7 @@ from nodeagent.controllers.bridge.upstream import UpstreamRequests
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, PODS, Obj
+from nodeagent.kube.resources import EVICTIONREQUESTS, NODES, PODS, Obj
 from nodeagent.model.bridge.decision import BridgeSettings, EvictionAttempt, Verdict, decide
 from nodeagent.model.bridge.review import (
     BadReview,
@@ -89,6 +89,7 @@ class EvictionBridge:
         self._clock = clock
         self._write_timeout = write_timeout
         self.pods = informers.informer(PODS)
+        self.nodes = informers.informer(NODES)  # a drain of a replacement's node means it
         self.requests = informers.informer(EVICTIONREQUESTS)
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.departures = Departures(settings.departed_for, clock)
@@ -106,6 +107,7 @@ class EvictionBridge:
 
     async def wait_synced(self) -> None:
         await self.pods.wait_synced()
+        await self.nodes.wait_synced()
         await self.requests.wait_synced()
         if self.upstream is not None:
             await self.upstream.wait_synced()
@@ -138,7 +140,9 @@ class EvictionBridge:
         uid = (pod or {}).get("metadata", {}).get("uid")
         view = self._request_view(attempt.namespace, str(uid)) if uid else None
         departed = self.departures.get(attempt.namespace, attempt.name)
-        verdict = decide(attempt, pod, view, departed, self.settings, self._clock())
+        node_name = ((pod or {}).get("spec") or {}).get("nodeName")
+        node = self.nodes.store.get(node_name) if isinstance(node_name, str) else None
+        verdict = decide(attempt, pod, view, departed, self.settings, self._clock(), node)
         if self.upstream is not None and verdict.write is not None and pod is not None:
             verdict = replace(verdict, write=upstream_write(pod))
         return verdict

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from nodeagent.model.bodies import metadata_of, uid_of
+from nodeagent.model.bodies import items, mapping, metadata_of, uid_of
 from nodeagent.model.bridge.upstream import own_responders
 from nodeagent.model.bridge.writes import (
     EvictionRequestCreate,
@@ -40,6 +40,7 @@ from nodeagent.model.names import (
 )
 from nodeagent.model.podstate import pod_terminal, pod_terminating
 from nodeagent.model.times import parse_time
+from nodeagent.model.tolerations import tolerates
 
 __all__ = [
     "DEPARTED_FOR",
@@ -51,6 +52,7 @@ __all__ = [
     "bridged_interceptors",
     "decide",
     "departure",
+    "node_draining",
 ]
 
 RETRY_AFTER = 5
@@ -58,8 +60,10 @@ RETRY_AFTER = 5
 whatever it is told)."""
 DEPARTED_FOR = timedelta(minutes=5)
 """How long a name-only eviction of a pod whose predecessor the bridge asked to evict is
-answered 404. A client retries every few seconds, so it learns within this; a new drain of the
-replacement within it is answered 404 too (the price of not tracking the client)."""
+answered 404. A client retries every few seconds, so it learns within this. A new drain of the
+replacement's node within it is told apart by the node (see :func:`node_draining`)."""
+_DRAIN_EFFECTS = ("NoSchedule", "NoExecute")
+_CONDITION_TAINTS = "node.kubernetes.io/"  # and node.kubernetes.io/unschedulable: cordoned
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,25 @@ def departure(
     return Departed(uid_of(pod), request.creation_time, now)
 
 
+def node_draining(node: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod``'s node is being drained: cordoned, or tainted NoSchedule or NoExecute
+    where the pod does not tolerate it (the pod was scheduled there, so the taint came after).
+    That is how ``kubectl drain`` (and kured), the cluster-autoscaler and Karpenter start. The
+    taints the node lifecycle controller sets from the node's conditions (``not-ready``,
+    ``memory-pressure``...) say nothing of a drain."""
+    if node is None:
+        return False
+    spec = mapping(node, "spec")
+    if spec.get("unschedulable") is True:
+        return True
+    tolerations = items(mapping(pod, "spec"), "tolerations")
+    return any(
+        t.get("effect") in _DRAIN_EFFECTS and not tolerates(tolerations, t)
+        for t in items(spec, "taints")
+        if not str(t.get("key", "")).startswith(_CONDITION_TAINTS)
+    )
+
+
 def decide(
     attempt: EvictionAttempt,
     pod: Mapping[str, Any] | None,
@@ -162,15 +185,18 @@ def decide(
     departed: Departed | None,
     settings: BridgeSettings,
     now: datetime,
+    node: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The bridge's answer to ``attempt``.
 
     ``pod``: the pod of that namespace and name as cached, whatever its UID, or None.
     ``request``: the EvictionRequest named after that pod's UID, as cached, or None.
     ``departed``: the last pod of that name whose eviction the bridge asked for and that is gone.
+    ``node``: ``pod``'s node as cached, or None.
     A dry run gets the same answer and writes nothing.
     """
-    verdict = _decide(attempt, pod, request, departed, settings, now)
+    meant_departed = _meant_departed(attempt, pod, departed, node, settings, now)
+    verdict = _decide(attempt, pod, request, departed if meant_departed else None, settings)
     if attempt.dry_run and verdict.write is not None:
         return replace(verdict, write=None, message=verdict.message + " (dry run: nothing written)")
     return verdict
@@ -182,13 +208,12 @@ def _decide(
     request: EvictionRequestView | None,
     departed: Departed | None,
     settings: BridgeSettings,
-    now: datetime,
 ) -> Verdict:
+    """``departed``: the pod gone that the attempt means, if it means one."""
     if attempt.user in settings.own_users:
         return Verdict(True, "own")
     ref = f"{attempt.namespace}/{attempt.name}"
-    if _meant_departed(attempt, pod, departed, settings, now):
-        assert departed is not None
+    if departed is not None:
         return Verdict(
             False,
             "gone",
@@ -211,12 +236,14 @@ def _meant_departed(
     attempt: EvictionAttempt,
     pod: Mapping[str, Any] | None,
     departed: Departed | None,
+    node: Mapping[str, Any] | None,
     settings: BridgeSettings,
     now: datetime,
 ) -> bool:
     """Whether the attempt means a pod the bridge saw go: its UID, or by name only (within
     ``departed_for``) while no pod of that name or a newer one than the bridge's request is
-    there."""
+    there, on a node not being drained (a drain of the replacement's node means the
+    replacement)."""
     if departed is None or (pod is not None and uid_of(pod) == departed.uid):
         return False
     if attempt.uid is not None:
@@ -225,6 +252,8 @@ def _meant_departed(
         return False
     if pod is None:
         return True
+    if node_draining(node, pod):
+        return False
     created = parse_time(metadata_of(pod).get("creationTimestamp"))
     return created is None or departed.requested_at is None or created >= departed.requested_at
 

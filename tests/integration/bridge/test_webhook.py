@@ -23,7 +23,15 @@ from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient
 from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.kube.errors import NotFound
-from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, SECRETS, Obj, Resource
+from nodeagent.kube.resources import (
+    EVICTIONREQUESTS,
+    NODES,
+    PDBS,
+    PODS,
+    SECRETS,
+    Obj,
+    Resource,
+)
 from nodeagent.model.bridge.decision import BridgeSettings
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION
@@ -229,13 +237,18 @@ def _active(served: Served, uid: str) -> str | None:
     return active[0]  # type: ignore[no-any-return]
 
 
-async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge: Served) -> None:
+async def asked_then_gone(env: Env, bridge: Served) -> str:
+    """db-0 asked for (429, its request made), then deleted: its UID."""
     old = await created(env, bridge, "db-0", "db")
     assert (await bridge.evict("db-0"))["status"]["code"] == 429
     await until(lambda: bridge.server.bridge.requests.store.get(f"default/{old}") is not None)
-    # the operator moves it: the same name, a new UID
     await env.delete(PODS, "db-0", grace_period_seconds=0)
     await until(lambda: bridge.cached_uid("db-0") is None)
+    return old
+
+
+async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge: Served) -> None:
+    old = await asked_then_gone(env, bridge)  # the operator moves it: same name, new UID
     new = await created(env, bridge, "db-0", "db")
     gone = await bridge.evict("db-0")  # kubectl drain asks by name only
     assert gone["allowed"] is False
@@ -248,14 +261,37 @@ async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge
     assert await request_exists(env, new)
 
 
+async def test_a_drain_of_the_replacements_node_is_a_new_drain(env: Env, bridge: Served) -> None:
+    await asked_then_gone(env, bridge)
+    # the operator moved it to a node that is being drained now (cordoned first, as kubectl
+    # drain does): an eviction of the replacement by name is that drain's, not the old one's
+    await env.create(NODES, {"metadata": {"name": "bridge-next"}, "spec": {"unschedulable": True}})
+    try:
+        moved = pod("db-0", "db")
+        moved["spec"]["nodeName"] = "bridge-next"
+        new = str((await env.create(PODS, moved))["metadata"]["uid"])
+        await until(lambda: bridge.cached_uid("db-0") == new)
+        await until(lambda: bridge.server.bridge.nodes.store.get("bridge-next") is not None)
+        answer = await bridge.evict("db-0")
+        assert answer["status"]["code"] == 429
+        assert await request_exists(env, new)
+        # uncordoned, the same eviction is the old drain's retry
+        await env.patch(NODES, "bridge-next", {"spec": {"unschedulable": None}}, None)
+        await until(lambda: not _cordoned(bridge, "bridge-next"))
+        assert (await bridge.evict("db-0"))["status"]["code"] == 404
+    finally:
+        await env.delete(NODES, "bridge-next", None)
+
+
+def _cordoned(served: Served, node: str) -> bool:
+    obj = served.server.bridge.nodes.store.get(node) or {}
+    return bool((obj.get("spec") or {}).get("unschedulable"))
+
+
 async def test_the_memory_of_a_pod_gone_expires(env: Env) -> None:
     clock = MovableClock()
     async with serve(env.kube, clock=clock) as bridge:
-        old = await created(env, bridge, "db-0", "db")
-        assert (await bridge.evict("db-0"))["status"]["code"] == 429
-        await until(lambda: bridge.server.bridge.requests.store.get(f"default/{old}") is not None)
-        await env.delete(PODS, "db-0", grace_period_seconds=0)
-        await until(lambda: bridge.cached_uid("db-0") is None)
+        await asked_then_gone(env, bridge)
         assert (await bridge.evict("db-0"))["status"]["code"] == 404  # deleted outright
         new = await created(env, bridge, "db-0", "db")
         clock.ahead = SETTINGS.departed_for + timedelta(seconds=1)

@@ -323,3 +323,29 @@ def test_every_denial_is_a_429_with_retry_after_and_says_why(
     v = run(*s)
     if not v.allowed:
         assert v.code == 429 and v.retry_after == SETTINGS.retry_after and v.message
+
+
+def test_a_drain_of_the_replacements_node_means_the_replacement() -> None:
+    # kubectl drain, kured, the autoscalers cordon or taint a node before they evict: a
+    # name-only eviction of the replacement on such a node is a new drain, not the old one's
+    replacement = pod(uid="u1", created=NOW - timedelta(seconds=40))
+    replacement["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+
+    def on(spec: dict[str, Any]) -> Verdict:
+        return decide(attempt(), replacement, None, GONE, SETTINGS, NOW, {"spec": spec})
+
+    assert on({}).code == 404  # the old drain retrying
+    assert on({"unschedulable": True}).code == 429  # cordoned: a drain of its node
+    autoscaler = {"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"}
+    assert on({"taints": [autoscaler]}).code == 429
+    assert on({"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoExecute"}]}).code == 429
+    # taints it tolerates, or that only prefer, say nothing of a drain
+    assert on({"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}).code == 404
+    assert on({"taints": [{"key": "spot", "effect": "PreferNoSchedule"}]}).code == 404
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    assert on({"taints": [not_ready]}).code == 404  # the node's condition, not a drain
+    # a UID precondition for the pod gone is answered 404 whatever the node
+    gone = decide(
+        attempt(uid="u0"), replacement, None, GONE, SETTINGS, NOW, {"spec": {"unschedulable": True}}
+    )
+    assert gone.code == 404
