@@ -1,19 +1,20 @@
 """The Go shapes of `lifecycle.k8s.io/v1alpha1` (k8s.io/api/lifecycle/v1alpha1/types.go), for
 decoding a body as kube-apiserver does: a value of the wrong JSON type is the decoder's error
 (`json: cannot unmarshal number into Go struct field EvictionPodReference.spec.target.pod.name
-of type string`), and a field the types do not have is dropped (fieldValidation Warn, the
-server's default). A create or update with such a body is a 400 (`Eviction in version
-"v1alpha1" cannot be handled as a Eviction: ...`), a patch whose result has one a 422 on the
-field `patch`: `decode_problem` says which, the callers raise.
+of type string`): a 400 for a create or update (`Eviction in version "v1alpha1" cannot be
+handled as a Eviction: ...`, `decode`), a 422 on the field `patch` for a patch whose result has
+one (`patch_error`). A field the types do not have is dropped (fieldValidation Warn, the
+server's default); times are stored as a metav1.Time encodes them (UTC, whole seconds).
 
 Only `spec` and `status` are checked here; metadata is the store's."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from nodeagent.model.times import parse_time
+from nodeagent.model.times import format_time, parse_time
 from nodeagent_testbed.sim.errors import ApiError, invalid
 
 __all__ = ["decode", "json_kind", "patch_error"]
@@ -124,6 +125,9 @@ def _struct(name: str, value: dict[str, Any], into: dict[str, Any], path: tuple[
             into.pop(key, None)
             continue
         _value(name, fields[key], value[key], (*path, key))
+        if fields[key] == "v1.Time" and value[key] is not None:
+            # stored as the server encodes a metav1.Time: UTC, whole seconds
+            value[key] = format_time(_parsed(value[key]))
 
 
 def _value(struct: str, go_type: str, value: Any, path: tuple[str, ...]) -> None:
@@ -164,6 +168,12 @@ def _mismatch(
         f"json: cannot unmarshal {what or json_kind(value)} into Go struct field {where} "
         f"of type {go_type}"
     )
+
+
+def _parsed(value: str) -> datetime:
+    when = parse_time(value)
+    assert when is not None  # checked by _value
+    return when
 
 
 def json_kind(value: Any) -> str:

@@ -1,5 +1,5 @@
-"""The whole leader on the real control plane, as the controllers' ServiceAccount, with a view
-of the cluster: the upstream drain tests' environment."""
+"""The whole leader, as the controllers' ServiceAccount (the admin's on the simulated cluster),
+with a view of the cluster: the upstream drain tests' environment."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """nodeagent as the evictionrequest-controller and imperative evictor of `lifecycle.k8s.io`
-on the real server (v1.37, gate on): the leader's term runs them where the API is served, as
-the controllers' ServiceAccount under RBAC; the tests act as admin, as requesters and as the
-pods' own responders, and read what the server holds through watches."""
+on both backends (the real server v1.37 with the gate on, and the simulated cluster, which
+serves the group as it does): the leader's term runs them where the API is served, as the
+controllers' ServiceAccount (under RBAC on the real server); the tests act as admin, as
+requesters and as the pods' own responders, and read what the server holds through watches."""
 
 from __future__ import annotations
 
@@ -33,8 +34,6 @@ from nodeagent.model.times import format_time, utcnow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.integration.upstream.common import budget, pinned_pod
 from tests.tasks import cancel_and_wait
-
-pytestmark = pytest.mark.backends("real")
 
 MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
 REQUESTER = "acme.io/drainer"

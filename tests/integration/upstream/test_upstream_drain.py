@@ -1,13 +1,12 @@
 """A NodeMaintenance drains a node through the upstream EvictionRequest API where the server
-serves it (real control plane, gate on, `eviction.api` auto), and through our CRD when told
-not to use it (`eviction.api: nodeagent`, as on a server without the group: the simulated
-cluster's tests cover that path). The whole leader runs, as the controllers' ServiceAccount."""
+serves it (both backends serve it: the real control plane with the gate on, and the simulated
+cluster; `eviction.api` auto), and through our CRD when told not to use it (`eviction.api:
+nodeagent`, as on a server without the group). The whole leader runs, as the controllers'
+ServiceAccount."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
@@ -23,8 +22,6 @@ from tests.integration.upstream.common import budget
 from tests.integration.upstream.drainenv import Env, env
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
-
-pytestmark = pytest.mark.backends("real")
 
 
 async def test_a_maintenance_drains_through_the_upstream_api(env: Env) -> None:

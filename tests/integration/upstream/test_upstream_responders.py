@@ -1,14 +1,12 @@
-"""nodeagent's interceptors as responders of upstream Evictions, on the real control plane (gate
-on): a maintenance drains a DaemonSet pod (`nodeagent.io/daemonset`: taint, graceful delete)
-and a pod with an annotate-and-wait rule (`annotate.nodeagent.io/<rule>`, the test playing the
-operator that moves it) through the upstream API; a withdrawn request of someone else's takes
-the annotation back."""
+"""nodeagent's interceptors as responders of upstream Evictions, on both backends (the real
+control plane with the gate on, and the simulated cluster): a maintenance drains a DaemonSet
+pod (`nodeagent.io/daemonset`: taint, graceful delete) and a pod with an annotate-and-wait rule
+(`annotate.nodeagent.io/<rule>`, the test playing the operator that moves it) through the
+upstream API; a withdrawn request of someone else's takes the annotation back."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from nodeagent.config import AnnotateInterceptor
 from nodeagent.kube.resources import (
@@ -32,8 +30,6 @@ from tests.integration.upstream.common import pinned_pod
 from tests.integration.upstream.drainenv import Env, env
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
-
-pytestmark = pytest.mark.backends("real")
 
 MOVER = AnnotateInterceptor(
     name="mover.example.com",
