@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from nodeagent_testbed.sim import admission
+from nodeagent_testbed.sim import admission, lifecycle
 from nodeagent_testbed.sim.actors import build_actors
 from nodeagent_testbed.sim.actors.kubelet import Kubelet, KubeletRouter
 from nodeagent_testbed.sim.faults import Faults, Stats
@@ -35,9 +35,15 @@ class SimCluster:
         kubeconfig: Path | None = None,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         history_size: int = HISTORY_MAX,
+        lifecycle_api: bool = True,
     ) -> None:
+        """`lifecycle_api`: serve `lifecycle.k8s.io/v1alpha1` (KEP-4563), as kube-apiserver
+        v1.37 does with the gate EvictionRequestAPI on; False: as a server without it."""
         self.store = Store(history_size=history_size)
         admission.install(self.store)
+        if not lifecycle_api:
+            for rt in lifecycle.TYPES:
+                self.store.unregister_group_plural(rt.group, rt.plural)
         self.faults = Faults()
         self.stats = Stats()
         self.server = ApiServer(self.store, self.faults, self.stats, bookmark_interval)

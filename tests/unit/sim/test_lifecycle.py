@@ -12,6 +12,7 @@ import pytest
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim import admission, lifecycle
+from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.store import Obj, Store
 
@@ -164,3 +165,14 @@ def _entry(start: str, heartbeat: datetime | None = None) -> Obj:
     if heartbeat is not None:
         entry["heartbeatTime"] = format_time(heartbeat)
     return entry
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_cluster_serves_the_group_as_told(served: bool) -> None:
+    store = SimCluster(nodes=1, lifecycle_api=served).store
+    groups = {g for g, _, _ in store.types}
+    assert ("lifecycle.k8s.io" in groups) is served
+    if not served:
+        with pytest.raises(ApiError) as e:
+            store.resource("lifecycle.k8s.io", "v1alpha1", "evictions")
+        assert e.value.code == 404
