@@ -8,8 +8,9 @@ the cells of all columns, wide ones included.
 Built-in types get the columns of Kubernetes' own printers (pkg/printers/internalversion): nodes,
 pods, deployments, replicasets, statefulsets, daemonsets, poddisruptionbudgets, namespaces, leases,
 events (core and events.k8s.io), configmaps, secrets, services, serviceaccounts, priorityclasses,
-controllerrevisions, and customresourcedefinitions (``NAME CREATED AT``, the default table
-convertor). Any other built-in gets ``NAME AGE``. Custom resources get ``NAME`` plus their
+controllerrevisions, customresourcedefinitions (``NAME CREATED AT``, the default table
+convertor), and lifecycle.k8s.io's evictionrequests and evictions (`lifecycle_tables`). Any
+other built-in gets ``NAME AGE``. Custom resources get ``NAME`` plus their
 `additionalPrinterColumns`, evaluated with the small JSONPath evaluator below, or ``NAME AGE``
 when the CRD declares none (what CRD defaulting gives).
 
@@ -194,10 +195,17 @@ _AGE = _col("Age", desc=AGE_DESC)
 def _printer_for(rt: ResourceType) -> tuple[list[Column], Printer]:
     if rt.printer_columns or rt.schema is not None:
         return _custom(rt)
-    found = _BUILTIN.get((rt.group, rt.plural))
+    found = _BUILTIN.get((rt.group, rt.plural)) or _lifecycle().get((rt.group, rt.plural))
     if found is not None:
         return list(found[0]), found[1]
     return [_NAME, _AGE], lambda o, now: [_name(o), _age(o, now)]
+
+
+def _lifecycle() -> dict[tuple[str, str], tuple[tuple[Column, ...], Printer]]:
+    # imported here, not above: lifecycle.k8s.io's printers use this module's helpers
+    from nodeagent_testbed.sim.lifecycle_tables import PRINTERS
+
+    return PRINTERS
 
 
 def _name(o: Obj) -> str:

@@ -15,6 +15,7 @@ from nodeagent_testbed.sim import admission, lifecycle
 from nodeagent_testbed.sim.cluster import SimCluster
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.store import Obj, Store
+from nodeagent_testbed.sim.tables import table
 
 UID = "0f4c3b0e-8a51-4a43-9a4c-7d1b4f1c2d3e"
 ACTIVE = [{"name": IMPERATIVE_RESPONDER, "priority": 100, "state": "Active"}]
@@ -176,3 +177,42 @@ def test_a_cluster_serves_the_group_as_told(served: bool) -> None:
         with pytest.raises(ApiError) as e:
             store.resource("lifecycle.k8s.io", "v1alpha1", "evictions")
         assert e.value.code == 404
+
+
+def test_kubectl_get_shows_the_printers_columns(store: Store) -> None:
+    eviction = dict(created(store))  # a copy: the stored object is never changed
+    begun = datetime.now(UTC).replace(microsecond=0)
+    start = format_time(begun)
+    targets = [
+        {"name": "acme.io/mover", "priority": 10000, "state": "Completed"},
+        {"name": IMPERATIVE_RESPONDER, "priority": 100, "state": "Active"},
+    ]
+    eviction["status"] = {
+        "observedGeneration": 1,
+        "requesters": [
+            {"name": "b.io/x", "intent": "Eviction"},
+            {"name": "a.io/y", "intent": "Eviction"},
+        ],
+        "targetResponders": targets,
+        "responders": [
+            {"name": "acme.io/mover", "startTime": start, "completionTime": start},
+            {"name": IMPERATIVE_RESPONDER, "startTime": start, "message": " waiting "},
+        ],
+    }
+    out = table(evictions(store), [eviction], now=begun.timestamp() + 5)
+    assert [c["name"] for c in out["columnDefinitions"] if c["priority"] == 0] == [
+        "Name", "Target", "Target Type", "Status", "Active Responder", "Responder Status",
+        "Responder Expected Finish", "Requesters", "Age",
+    ]  # fmt: skip
+    [row] = out["rows"]
+    assert row["cells"][1:9] == [
+        "p", "Pod", "Progressing", f"{IMPERATIVE_RESPONDER} (2/2)", "Started (5s ago)",
+        "<unknown>", "a.io/y + 1 more...", row["cells"][8],
+    ]  # fmt: skip
+    assert row["cells"][9:] == ["<unset>", "waiting"]
+    requests = store.resource("lifecycle.k8s.io", "v1alpha1", "evictionrequests")
+    request = {"metadata": {"name": "r"}, "spec": {**eviction["spec"]}}
+    request["spec"].update(requester="acme.io/drainer", intent="Eviction")
+    made = store.create(requests, "default", request)
+    [row] = table(requests, [made])["rows"]
+    assert row["cells"][1:6] == ["p", "Pod", "Pending", "acme.io/drainer", "Eviction"]
