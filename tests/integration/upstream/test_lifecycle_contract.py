@@ -1,14 +1,15 @@
 """What kube-apiserver v1.37 enforces on `lifecycle.k8s.io/v1alpha1` (gate EvictionRequestAPI),
 pinned on both backends (the simulated cluster serves the group as the real server does): the
 requests' reserved names, immutable target and intents; the pods' reserved responder
-priorities; status written only through its subresource; bodies of the wrong shape; and the
-Eviction status state machine, each case run both on the server and on its Python port
-(nodeagent_testbed.sim.lifecycle_rules, which the simulated server enforces), which must
-agree."""
+priorities; status written only through its subresource; bodies of the wrong shape; what
+kubectl sees (resources, printed columns); and the Eviction status state machine, each case
+run both on the server and on its Python port (nodeagent_testbed.sim.lifecycle_rules, which
+the simulated server enforces), which must agree."""
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim.lifecycle_rules import refusals
 from tests.clusters import TestCluster, create_pod
+from tests.conftest import Kubectl
 
 Obj = dict[str, Any]
 MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
@@ -142,6 +144,38 @@ async def test_bodies_of_the_wrong_shape_are_refused_naming_the_field(env: Env) 
     missing = {"spec": {"target": {"pod": {"name": "web-0", "uid": None}}}}
     message = await refused(env.admin.create(EVICTIONS, {**eviction_body(env), **missing}))
     assert "spec.target.pod.uid: Required value" in message
+
+
+async def test_kubectl_sees_the_servers_resources_and_columns(env: Env, kubectl: Kubectl) -> None:
+    served = await kubectl.ok("api-resources", "--api-group=lifecycle.k8s.io", "-o", "name")
+    assert served.split() == ["evictionrequests.lifecycle.k8s.io", "evictions.lifecycle.k8s.io"]
+    await env.admin.create(UPSTREAM_EVICTIONREQUESTS, request_body(env, "r", "acme.io/drainer"))
+    eviction = await env.admin.create(EVICTIONS, eviction_body(env))
+    status = {**first(now()), "observedGeneration": 1}
+    status["requesters"] = [{"name": "acme.io/drainer", "intent": "Eviction"}]
+    name = eviction["metadata"]["name"]
+    await env.admin.patch_status(EVICTIONS, name, {"status": status}, "default")
+
+    header, row = (await kubectl.ok("get", "evictionrequests")).splitlines()
+    assert columns(header) == [
+        "NAME", "TARGET", "TARGET TYPE", "STATUS", "REQUESTER", "INTENT", "AGE",
+    ]  # fmt: skip
+    assert columns(row)[:6] == ["r", "web-0", "Pod", "Pending", "acme.io/drainer", "Eviction"]
+    header, row = (await kubectl.ok("get", "evictions", "-o", "wide")).splitlines()
+    assert columns(header) == [
+        "NAME", "TARGET", "TARGET TYPE", "STATUS", "ACTIVE RESPONDER", "RESPONDER STATUS",
+        "RESPONDER EXPECTED FINISH", "REQUESTERS", "AGE", "RESPONDER HEARTBEAT",
+        "RESPONDER STATUS MESSAGE",
+    ]  # fmt: skip
+    cells = columns(row)
+    assert cells[:5] == [name, "web-0", "Pod", "Progressing", f"{KEEPER} (1/3)"]
+    assert re.fullmatch(r"Started \(\d+s ago\)", cells[5]), cells
+    assert cells[6:8] + cells[9:] == ["<unknown>", "acme.io/drainer", "<unset>", "<unset>"]
+
+
+def columns(line: str) -> list[str]:
+    """kubectl's cells of one line (cells have no two spaces in a row)."""
+    return re.split(r"\s{2,}", line.strip())
 
 
 # -- the Eviction's status -------------------------------------------------------------------------
