@@ -134,6 +134,7 @@ def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
 
 
 EVICTION_APIS = ("auto", "upstream", "nodeagent")
+BRIDGE_CERTIFICATES = ("managed", "provided")
 
 
 def _check_eviction(ev: EvictionConfig) -> None:
@@ -157,6 +158,11 @@ def _check_bridge(cfg: Config) -> None:
     if name is not None and not (len(name) <= DNS_SUBDOMAIN_MAX and DNS_SUBDOMAIN.fullmatch(name)):
         raise ConfigError(
             f"eviction.bridge.webhookConfiguration: {name!r} is not a valid object name"
+        )
+    if bridge.certificates not in BRIDGE_CERTIFICATES:
+        raise ConfigError(
+            f"eviction.bridge.certificates: must be one of {', '.join(BRIDGE_CERTIFICATES)}, "
+            f"got {bridge.certificates!r}"
         )
     if not bridge.enabled:
         return

@@ -111,6 +111,10 @@ class BridgeConfig:
     own_users: tuple[str, ...] = ()
     # whose caBundle the controllers keep; None: something else injects the CA (cert-manager)
     webhook_configuration: str | None = "nodeagent-eviction-bridge"
+    # managed: the controllers make a self-signed CA and serving certificate in the Secret
+    # nodeagent-eviction-bridge-tls and renew them; provided: someone else keeps that Secret
+    # (cert-manager's Certificate: tls.crt, tls.key, ca.crt), which the bridge only reads
+    certificates: str = "managed"
 
 
 @dataclass(frozen=True)

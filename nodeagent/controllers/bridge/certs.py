@@ -32,6 +32,7 @@ __all__ = [
     "Bundle",
     "CertInfo",
     "Renewal",
+    "decode_provided",
     "decode_secret",
     "encode_secret",
     "inspect",
@@ -255,12 +256,29 @@ def encode_secret(bundle: Bundle) -> dict[str, str]:
     return {k: base64.b64encode(v).decode() for k, v in values.items()}
 
 
-def decode_secret(secret: Mapping[str, Any]) -> Bundle | None:
-    """The bundle a Secret of :func:`encode_secret` holds, or None if it holds none."""
+def _decoded(secret: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, bytes] | None:
     data = mapping(secret, "data")
     try:
-        values = {k: base64.b64decode(str(data[k]), validate=True) for k in _KEYS}
+        return {k: base64.b64decode(str(data[k]), validate=True) for k in keys}
     except (KeyError, binascii.Error):
+        return None
+
+
+def decode_provided(secret: Mapping[str, Any]) -> Bundle | None:
+    """The serving certificate of a Secret someone else keeps (cert-manager's Certificate
+    writes ``tls.crt``, ``tls.key`` and, from a CA issuer, ``ca.crt``), or None if it holds
+    none yet. No CA key: the bridge renews nothing of it."""
+    values = _decoded(secret, (TLS_CRT, TLS_KEY))
+    if values is None:
+        return None
+    ca = (_decoded(secret, (CA_CRT,)) or {}).get(CA_CRT, b"")
+    return Bundle(values[TLS_CRT], values[TLS_KEY], ca, b"", ca)
+
+
+def decode_secret(secret: Mapping[str, Any]) -> Bundle | None:
+    """The bundle a Secret of :func:`encode_secret` holds, or None if it holds none."""
+    values = _decoded(secret, _KEYS)
+    if values is None:
         return None
     trusted = values[CA_CRT]
     # the CA this bundle signs with is the first of the bundle it trusts

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -13,8 +14,10 @@ from typing import Any, Protocol
 from nodeagent.controllers.bridge.certs import (
     CA_CRT,
     Bundle,
+    decode_provided,
     decode_secret,
     encode_secret,
+    inspect,
     renew,
     renew_at,
     renewal,
@@ -63,6 +66,9 @@ class TLSPlace:
     webhook_configuration: str | None
     """The ValidatingWebhookConfiguration whose caBundle to keep (None: someone else, e.g.
     cert-manager's CA injector, does)."""
+    provided: bool = False
+    """The Secret is someone else's (cert-manager's Certificate keeps it): read, never
+    written."""
 
     @classmethod
     def shipped(cls, namespace: str) -> TLSPlace:
@@ -89,6 +95,8 @@ async def ensure_bundle(client: CertClient, place: TLSPlace, clock: Clock = utcn
     """The Secret's bundle, made or renewed first if it is due. Another replica's write that
     comes first wins: its bundle is read again and used. Raises KubeError when the API server
     cannot be asked, and Conflict when other writers won every round."""
+    if place.provided:
+        return await _read_provided(client, place)
     for _ in range(_ATTEMPTS):
         try:
             secret: Obj | None = await client.get(SECRETS, place.secret, place.namespace)
@@ -112,6 +120,24 @@ async def ensure_bundle(client: CertClient, place: TLSPlace, clock: Clock = utcn
             continue  # another replica wrote first: read what it made
         return fresh
     raise Conflict(f"secret {place.namespace}/{place.secret} kept changing")
+
+
+async def _read_provided(client: CertClient, place: TLSPlace) -> Bundle:
+    """The Secret someone else keeps, as it is. Raises ValueError while it holds no
+    certificate (read again at its next change), KubeError as any read."""
+    where = f"secret {place.namespace}/{place.secret}"
+    try:
+        secret: Obj | None = await client.get(SECRETS, place.secret, place.namespace)
+    except NotFound:
+        secret = None
+    bundle = decode_provided(secret) if secret is not None else None
+    if bundle is None:
+        raise ValueError(f"{where} holds no tls.crt and tls.key (eviction.bridge.certificates)")
+    try:
+        inspect(bundle.cert)
+    except ValueError as exc:
+        raise ValueError(f"{where}: tls.crt is not a PEM certificate ({exc})") from None
+    return bundle
 
 
 def ca_bundle_patch(config: Mapping[str, Any], place: TLSPlace, ca: str) -> Obj | None:
@@ -139,6 +165,14 @@ async def put_ca_bundle(client: CertClient, place: TLSPlace, bundle: Bundle) -> 
     """Make the webhook configuration trust ``bundle``'s CAs (a configuration not there yet is
     left alone: it is read again at the next change)."""
     if place.webhook_configuration is None:
+        return
+    if not bundle.trusted:
+        log.warning(
+            "eviction bridge: secret %s/%s has no ca.crt to put into %s",
+            place.namespace,
+            place.secret,
+            place.webhook_configuration,
+        )
         return
     ca = encode_secret(bundle)[CA_CRT]
     for _ in range(_ATTEMPTS):
@@ -182,6 +216,7 @@ class CertKeeper:
         self._retry = retry
         self._changed = asyncio.Event()
         self.bundle: Bundle | None = None
+        self._ca_put: Bundle | None = None  # the bundle last put into the caBundle
         secrets = informers.informer(
             SECRETS, namespace=place.namespace, field_selector=f"metadata.name={place.secret}"
         )
@@ -195,22 +230,28 @@ class CertKeeper:
         failures = 0
         while True:
             self._changed.clear()
+            wait: float | None
             try:
                 bundle = await ensure_bundle(self._client, self.place, self._clock)
                 if bundle != self.bundle:
-                    self.bundle = bundle
                     await self._on_bundle(bundle)
+                    self.bundle = bundle
+                if bundle != self._ca_put:  # again after a failed write too
                     await put_ca_bundle(self._client, self.place, bundle)
+                    self._ca_put = bundle
                 failures = 0
-                wait = (renew_at(bundle) - self._clock()).total_seconds()
-            except (KubeError, ValueError) as exc:  # the API server, a bad Secret: again
+                # a provided Secret changes when its keeper renews it: nothing is due here
+                due = None if self.place.provided else renew_at(bundle)
+                wait = None if due is None else (due - self._clock()).total_seconds()
+            except (KubeError, ValueError, ssl.SSLError) as exc:
+                # the API server, a bad Secret (a key that does not fit): again
                 wait = self._retry[min(failures, len(self._retry) - 1)]
                 failures += 1
                 log.warning(
                     "eviction bridge: certificates not current (%s); again in %ss", exc, wait
                 )
             try:
-                async with asyncio.timeout(max(wait, 0.0)):
+                async with asyncio.timeout(None if wait is None else max(wait, 0.0)):
                     await self._changed.wait()
             except TimeoutError:
                 pass

@@ -186,7 +186,11 @@ def bridge_from_config(
         daemonset_pods=bridge.daemon_set_pods,
         static_pods=bridge.static_pods,
     )
-    place = replace(TLSPlace.shipped(namespace), webhook_configuration=bridge.webhook_configuration)
+    place = replace(
+        TLSPlace.shipped(namespace),
+        webhook_configuration=bridge.webhook_configuration,
+        provided=bridge.certificates == "provided",
+    )
     return BridgeServer(
         client,
         settings,

@@ -26,8 +26,15 @@ from typing import Any
 import yaml
 
 from nodeagent import config as agent_config
+from nodeagent.controllers.bridge.certs import service_names
+from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
 from nodeagent.manifests import crd_stream
-from tests.integration.packaging.test_kubernetes_manifests import base_manifests, manifests
+from tests.integration.packaging.test_kubernetes_manifests import (
+    K8S,
+    base_manifests,
+    kustomized,
+    manifests,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "packaging" / "helm" / "nodeagent"
@@ -161,6 +168,53 @@ def test_the_eviction_bridge_renders_its_kustomize_component(helm: Path) -> None
     assert ("ValidatingWebhookConfiguration", "nodeagent-eviction-bridge") in bridge_objects
     assert not bridge_objects & set(by_key(render(helm)))
     assert not agent_configs(render(helm))["nodeagent-controllers-config"].eviction.bridge.enabled
+
+
+def test_cert_manager_keeps_the_bridges_certificate_on_request(helm: Path) -> None:
+    on = ("evictionBridge.enabled=true", "evictionBridge.certManager.enabled=true")
+    docs = by_key(render(helm, "ops", *on))
+    cfg = agent_configs(list(docs.values()))["nodeagent-controllers-config"]
+    assert cfg.eviction.bridge.certificates == "provided"
+    assert cfg.eviction.bridge.webhook_configuration == WEBHOOK_CONFIGURATION  # its ca.crt
+    cert = docs[("Certificate", "nodeagent-eviction-bridge")]
+    assert cert["metadata"]["namespace"] == "ops"
+    assert cert["spec"]["secretName"] == SECRET
+    assert tuple(cert["spec"]["dnsNames"]) == service_names(SERVICE, "ops")
+    assert cert["spec"]["issuerRef"] == {"name": "nodeagent-eviction-bridge-ca", "kind": "Issuer"}
+    ca = docs[("Certificate", "nodeagent-eviction-bridge-ca")]
+    assert ca["spec"]["isCA"] is True
+    assert docs[("Issuer", "nodeagent-eviction-bridge-ca")]["spec"]["ca"] == {
+        "secretName": ca["spec"]["secretName"]
+    }
+    assert docs[("Issuer", "nodeagent-eviction-bridge-selfsigned")]["spec"] == {"selfSigned": {}}
+    # an issuer of yours: no CA of the chart's
+    yours = by_key(
+        render(
+            helm,
+            "ops",
+            *on,
+            "evictionBridge.certManager.issuerRef.name=corp-ca",
+            "evictionBridge.certManager.issuerRef.kind=ClusterIssuer",
+        )
+    )
+    issuer = yours[("Certificate", "nodeagent-eviction-bridge")]["spec"]["issuerRef"]
+    assert issuer == {"name": "corp-ca", "kind": "ClusterIssuer"}
+    assert not [k for k in yours if k[0] == "Issuer" or k[1] == "nodeagent-eviction-bridge-ca"]
+    # off (the default): the controllers keep it
+    managed = agent_configs(render(helm, "ops", "evictionBridge.enabled=true"))
+    assert managed["nodeagent-controllers-config"].eviction.bridge.certificates == "managed"
+
+
+def test_cert_manager_renders_its_kustomize_component(helm: Path, tmp_path: Path) -> None:
+    """evictionBridge.certManager.enabled: what kustomize builds of the base with the
+    eviction-bridge and eviction-bridge-cert-manager components, field by field."""
+    built = kustomized(tmp_path, K8S / "eviction-bridge", K8S / "eviction-bridge-cert-manager")
+    theirs = by_key([d for d in built if d["kind"] != "Namespace"])
+    on = ("evictionBridge.enabled=true", "evictionBridge.certManager.enabled=true")
+    ours = by_key(render(helm, NAMESPACE, *on))
+    assert sorted(ours) == sorted(theirs)
+    for k, doc in theirs.items():
+        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
 
 
 def test_namespace_only_on_request(helm: Path) -> None:

@@ -121,24 +121,30 @@ def test_kustomization_lists_every_manifest() -> None:
     assert sorted(component["resources"] + patched) == own
 
 
-def test_the_bridge_component_over_the_base_builds_what_the_tests_read(tmp_path: Path) -> None:
-    """kustomize (kubectl's) builds an overlay of the base with the component into the objects
-    manifests() reads, each equal field by field."""
+def kustomized(overlay_dir: Path, *components: Path) -> list[dict[str, Any]]:
+    """The objects kustomize (kubectl's) builds of an overlay of the base with
+    ``components``, written in ``overlay_dir``."""
     overlay = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [os.path.relpath(K8S, tmp_path)],
-        "components": [os.path.relpath(BRIDGE, tmp_path)],
+        "resources": [os.path.relpath(K8S, overlay_dir)],
+        "components": [os.path.relpath(c, overlay_dir) for c in components],
     }
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+    (overlay_dir / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
     built = subprocess.run(
-        [kubectl_path(), "kustomize", str(tmp_path)],
+        [kubectl_path(), "kustomize", str(overlay_dir)],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     ).stdout
-    ours = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(built) if d}
+    return [d for d in yaml.safe_load_all(built) if d]
+
+
+def test_the_bridge_component_over_the_base_builds_what_the_tests_read(tmp_path: Path) -> None:
+    """kustomize (kubectl's) builds an overlay of the base with the component into the objects
+    manifests() reads, each equal field by field."""
+    ours = {(d["kind"], d["metadata"]["name"]): d for d in kustomized(tmp_path, BRIDGE)}
     theirs = {(d["kind"], d["metadata"]["name"]): d for d in manifests()}
     assert sorted(ours) == sorted(theirs)
     for k, doc in theirs.items():

@@ -24,6 +24,7 @@ def test_off_by_default_and_every_setting_read() -> None:
                     "staticPods": True,
                     "ownUsers": ["system:serviceaccount:kube-system:kured"],
                     "webhookConfiguration": None,
+                    "certificates": "provided",
                 }
             }
         }
@@ -35,6 +36,7 @@ def test_off_by_default_and_every_setting_read() -> None:
         static_pods=True,
         own_users=("system:serviceaccount:kube-system:kured",),
         webhook_configuration=None,
+        certificates="provided",
     )
 
 
@@ -49,6 +51,10 @@ def test_off_by_default_and_every_setting_read() -> None:
         ({"eviction": {"bridge": {"ownUsers": [""]}}}, "eviction.bridge.ownUsers: must be a list"),
         ({"eviction": {"bridge": {"webhookConfiguration": "A_B"}}}, "webhookConfiguration: 'A_B'"),
         ({"eviction": {"bridge": {"certManager": True}}}, "eviction.bridge.certManager: unknown"),
+        (
+            {"eviction": {"bridge": {"certificates": "cert-manager"}}},
+            "eviction.bridge.certificates: must be one of managed, provided, got 'cert-manager'",
+        ),
         ({"eviction": {"bridge": []}}, "eviction.bridge: must be a mapping"),
         (
             {"runControllers": False, "eviction": {"bridge": {"enabled": True}}},
@@ -90,6 +96,9 @@ def test_the_bridge_passes_the_controllers_own_evictions_and_keeps_its_ca_where_
     assert server.listen.port == 9443
     injected = from_mapping({"eviction": {"bridge": {"webhookConfiguration": None}}})
     assert bridge_from_config(_NoClient(), injected).keeper.place.webhook_configuration is None  # type: ignore[arg-type]
+    assert not server.keeper.place.provided
+    provided = from_mapping({"eviction": {"bridge": {"certificates": "provided"}}})
+    assert bridge_from_config(_NoClient(), provided).keeper.place.provided  # type: ignore[arg-type]
 
 
 class _NoClient:
