@@ -29,7 +29,7 @@ from typing import Any
 
 from nodeagent.model.times import parse_time
 from nodeagent_testbed.sim import lifecycle_types
-from nodeagent_testbed.sim.errors import ApiError, invalid
+from nodeagent_testbed.sim.errors import invalid
 from nodeagent_testbed.sim.lifecycle_rules import TIME_SKEW, refusals
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
 from nodeagent_testbed.sim.store import Obj, Store
@@ -223,9 +223,10 @@ def _invalid(value: Any) -> str:
 # --- pods ---------------------------------------------------------------------------------------
 
 
-def pod_responder_causes(spec: Mapping[str, Any]) -> list[Cause]:
+def pod_responder_causes(spec: dict[str, Any]) -> list[Cause]:
     """A new pod's `spec.evictionResponders`, as core/v1's declarative validation has them."""
     where = "spec.evictionResponders"
+    lifecycle_types.decode_pod_responders(spec)
     entries = spec.get("evictionResponders")
     if not isinstance(entries, list) or not entries:
         return []
@@ -243,13 +244,6 @@ def pod_responder_causes(spec: Mapping[str, Any]) -> list[Cause]:
         if priority is None:
             causes.append((f"{where}[{i}].priority", "Required value"))
             continue
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise ApiError(
-                400,
-                'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
-                f"{lifecycle_types.json_kind(priority)} into Go struct field EvictionResponder."
-                "spec.evictionResponders.priority of type int32",
-            )
         if 0 <= priority < 1000:
             causes.append(
                 (

@@ -17,7 +17,7 @@ from typing import Any
 from nodeagent.model.times import format_time, parse_time
 from nodeagent_testbed.sim.errors import ApiError, invalid
 
-__all__ = ["decode", "json_kind", "patch_error"]
+__all__ = ["decode", "decode_pod_responders", "patch_error"]
 
 # scalar Go types: their JSON kind ("string", "int32", "int64", "time")
 _SCALARS = {
@@ -70,6 +70,7 @@ _STRUCTS: dict[str, dict[str, str]] = {
         "completionTime": "v1.Time",
         "message": "string",
     },
+    "EvictionResponder": {"name": "string", "priority": "int32"},  # core/v1, a pod's
     "Condition": {
         "type": "string",
         "status": "v1.ConditionStatus",
@@ -94,6 +95,15 @@ def decode(kind: str, obj: dict[str, Any]) -> None:
         raise ApiError(
             400, f'{kind} in version "v1alpha1" cannot be handled as a {kind}: {problem}'
         )
+
+
+def decode_pod_responders(spec: dict[str, Any]) -> None:
+    """A pod's `spec.evictionResponders` as `decode` checks a lifecycle object."""
+    try:
+        where = ("spec", "evictionResponders")
+        _value("PodSpec", "[]v1.EvictionResponder", spec.get("evictionResponders"), where)
+    except _TypeError as e:
+        raise ApiError(400, f'Pod in version "v1" cannot be handled as a Pod: {e}') from None
 
 
 def patch_error(kind: str, patched: Any) -> ApiError | None:
@@ -165,7 +175,7 @@ def _mismatch(
 ) -> _TypeError:
     where = f"{struct}.{'.'.join(path)}"
     return _TypeError(
-        f"json: cannot unmarshal {what or json_kind(value)} into Go struct field {where} "
+        f"json: cannot unmarshal {what or _json_kind(value)} into Go struct field {where} "
         f"of type {go_type}"
     )
 
@@ -176,7 +186,7 @@ def _parsed(value: str) -> datetime:
     return when
 
 
-def json_kind(value: Any) -> str:
+def _json_kind(value: Any) -> str:
     """What Go's decoder calls a JSON value it cannot store."""
     if isinstance(value, str):
         return "string"

@@ -216,3 +216,22 @@ def test_kubectl_get_shows_the_printers_columns(store: Store) -> None:
     made = store.create(requests, "default", request)
     [row] = table(requests, [made])["rows"]
     assert row["cells"][1:6] == ["p", "Pod", "Pending", "acme.io/drainer", "Eviction"]
+
+
+@pytest.mark.parametrize(
+    ("responders", "found"),
+    [
+        ("all", "cannot unmarshal string into Go struct field PodSpec.spec.evictionResponders"),
+        ([{"name": 5, "priority": 5000}], "EvictionResponder.spec.evictionResponders.name"),
+        ([{"name": "a.io/b", "priority": "high"}], "of type int32"),
+    ],
+)
+def test_a_pods_responders_of_the_wrong_shape_are_the_decoders_400(
+    store: Store, responders: Any, found: str
+) -> None:
+    spec: Obj = {"containers": [{"name": "c", "image": "i"}], "evictionResponders": responders}
+    with pytest.raises(ApiError) as e:
+        store.create(
+            store.resource("", "v1", "pods"), "default", {"metadata": {"name": "p"}, "spec": spec}
+        )
+    assert e.value.code == 400 and found in e.value.message, e.value.message
