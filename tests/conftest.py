@@ -106,13 +106,16 @@ def manifests(tmp_path: Path) -> Path:
 async def backend(
     request: pytest.FixtureRequest, tmp_path: Path, manifests: Path
 ) -> AsyncIterator[TestCluster]:
-    """Three nodes `node-1`..`node-3` on the chosen backend; node-1 has a static pod directory."""
+    """Three nodes `node-1`..`node-3` on the chosen backend; node-1 has a static pod directory.
+    The sim serves lifecycle.k8s.io for tests marked `lifecycle_api` (the real control plane
+    always does)."""
     if request.param == "sim":
         cluster = SimCluster(
             nodes=3,
             static_pod_dirs={"node-1": manifests},
             kubeconfig=tmp_path / "kubeconfig",
             bookmark_interval=0.5,
+            lifecycle_api=request.node.get_closest_marker("lifecycle_api") is not None,
         )
         async with cluster:
             b: TestCluster = SimBackend(cluster)

@@ -35,10 +35,12 @@ class SimCluster:
         kubeconfig: Path | None = None,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         history_size: int = HISTORY_MAX,
-        lifecycle_api: bool = True,
+        lifecycle_api: bool = False,
     ) -> None:
         """`lifecycle_api`: serve `lifecycle.k8s.io/v1alpha1` (KEP-4563), as kube-apiserver
-        v1.37 does with the gate EvictionRequestAPI on; False: as a server without it."""
+        v1.37 does with the alpha gate EvictionRequestAPI on; by default not, as a v1.37
+        cluster with its default gates (the sim then exercises our CRD's path, the real
+        control plane, which turns the gate on, the upstream one)."""
         self.store = Store(history_size=history_size)
         admission.install(self.store)
         if not lifecycle_api:

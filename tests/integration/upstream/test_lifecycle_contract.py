@@ -26,6 +26,9 @@ from nodeagent_testbed.sim.lifecycle_rules import refusals
 from tests.clusters import TestCluster, create_pod
 from tests.conftest import Kubectl
 
+# the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
+pytestmark = pytest.mark.lifecycle_api
+
 Obj = dict[str, Any]
 MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
 

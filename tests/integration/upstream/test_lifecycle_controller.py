@@ -35,6 +35,9 @@ from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.integration.upstream.common import budget, pinned_pod
 from tests.tasks import cancel_and_wait
 
+# the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
+pytestmark = pytest.mark.lifecycle_api
+
 MOVER, KEEPER = "acme.io/mover", "zeta.io/keeper"
 REQUESTER = "acme.io/drainer"
 VIEWED = (PODS, PDBS, DAEMONSETS, UPSTREAM_EVICTIONREQUESTS, EVICTIONS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
     EVICTIONS,
@@ -20,6 +22,9 @@ from nodeagent.model.bodies import condition
 from nodeagent.model.names import UPSTREAM_REQUESTER
 from tests.integration.upstream.common import budget
 from tests.integration.upstream.drainenv import Env, env
+
+# the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
+pytestmark = pytest.mark.lifecycle_api
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
 

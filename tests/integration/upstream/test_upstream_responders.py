@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodeagent.config import AnnotateInterceptor
 from nodeagent.kube.resources import (
     DAEMONSETS,
@@ -28,6 +30,9 @@ from nodeagent.model.names import (
 )
 from tests.integration.upstream.common import pinned_pod
 from tests.integration.upstream.drainenv import Env, env
+
+# the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
+pytestmark = pytest.mark.lifecycle_api
 
 __all__ = ["env"]  # the fixture, re-exported for pytest
 
