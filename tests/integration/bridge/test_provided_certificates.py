@@ -105,6 +105,14 @@ async def test_a_certificate_someone_else_keeps_is_served_and_never_written(
         assert not task.done()
         assert await served(server, second) == der(second.cert)
 
+        # a key that does not fit its certificate: said, and the last good one kept
+        mismatched = {**as_cert_manager_writes(second), "tls.key": first.key}
+        version = str(last["metadata"]["resourceVersion"])
+        last = await env.kube.replace(SECRETS, tls_secret(mismatched, version), PROVIDED.namespace)
+        await until(lambda: "key values mismatch" in caplog.text.lower())
+        assert not task.done()
+        assert await served(server, second) == der(second.cert)
+
         # the bridge wrote nothing into it (a managed bridge adds its CA key)
         secret = await env.kube.get(SECRETS, PROVIDED.secret, PROVIDED.namespace)
         assert secret["metadata"]["resourceVersion"] == last["metadata"]["resourceVersion"]
