@@ -160,5 +160,6 @@ def test_expectations_end_on_the_event_that_meets_them_or_at_their_ttl(
             left = e.left(key)
             assert (left is None) == (live is None)
             if left is not None and live is not None:
-                assert 0 < left <= TTL
+                # (now + TTL) - now may exceed TTL by a float's rounding (hypothesis found it)
+                assert 0 < left <= TTL + 1e-9
                 assert left == live[0] - model.now
