@@ -110,6 +110,10 @@ def _turn(ask: _Ask) -> EvictorTurn:
         state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
     if pod is None or metadata_of(pod).get("uid") != ask.target_uid or entry.get("completionTime"):
         return EvictorTurn(state=state)  # the controller ends it
+    if state.evicted:
+        # its completion was not written (a 409 against the controller's write): say it again
+        # while it is still the Active responder, or the controller ends it Canceled
+        return EvictorTurn(entry=_report(entry, state.message, now, done=True), state=state)
     if (why := _not_evicted(pod)) is not None:
         return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
     if pod_terminating(pod):

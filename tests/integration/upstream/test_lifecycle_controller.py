@@ -180,7 +180,10 @@ async def test_responders_take_their_turns_by_priority(env: Env) -> None:
     assert env.view.get(PODS, "db-0", "default") is not None  # only the evictor evicts
     await env.respond(pod, MOVER, done=True)
     await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
-    assert [env.state(pod, r) for r in (KEEPER, MOVER, IMPERATIVE_RESPONDER)] == ["Completed"] * 3
+    assert [env.state(pod, r) for r in (KEEPER, MOVER)] == ["Completed"] * 2
+    # the evictor's completion and the pod's end race: seen gone first, the active responder
+    # is Canceled (README, "How a responder ends when the pod goes")
+    assert env.state(pod, IMPERATIVE_RESPONDER) in ("Completed", "Canceled")
 
 
 async def test_withdrawal_cancels_and_a_new_intent_starts_over(env: Env) -> None:
@@ -232,8 +235,11 @@ async def test_a_new_leader_carries_on_where_the_last_stopped(env: Env) -> None:
     await env.until(lambda: "number of retries: 3" in evictor_message(env, pod))
     await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
     await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
-    found = re.search(r"after (\d+) refused attempts", evictor_message(env, pod))
-    assert found is not None and int(found.group(1)) >= 3, evictor_message(env, pod)
+    # the count went on (its last word: the completion, or the last refusal where the pod was
+    # seen gone before the completion was written)
+    said = evictor_message(env, pod)
+    found = re.search(r"after (\d+) refused attempts|number of retries: (\d+)", said)
+    assert found is not None and int(found.group(1) or found.group(2)) >= 3, said
 
 
 async def test_a_request_for_a_pod_already_gone_ends_evicted(env: Env) -> None:

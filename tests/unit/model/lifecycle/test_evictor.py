@@ -50,6 +50,17 @@ def test_it_calls_then_completes_when_the_server_accepts() -> None:
     assert after.state.evicted
 
 
+def test_a_completion_whose_write_was_lost_is_written_again() -> None:
+    after = turn(state=turn().state, outcome=EvictionOutcome("evicted"))
+    # the write lost to a 409: the entry is still the old one, the pod terminating
+    later = T0 + timedelta(seconds=2)
+    terminating = pod(deletionTimestamp=format_time(T0))
+    again = turn(ENTRY, p=terminating, state=after.state, now=later)
+    assert not again.call
+    assert again.entry["completionTime"] == format_time(later)
+    assert again.entry["message"] == "Evicted the pod through the Eviction API."
+
+
 def test_a_refusal_is_counted_and_retried_after_a_doubling_backoff() -> None:
     refused = EvictionOutcome("refused", "429 Too Many Requests: budget web")
     one = turn(outcome=refused)
