@@ -123,10 +123,12 @@ class BudgetLedger:
         """:func:`budget_gate`, counting what was let through."""
         return budget_gate(pod, budgets, self._spent)
 
-    def let_through(self, gate: BudgetGate, count: int = 1) -> None:
+    def let_through(self, gate: BudgetGate | None, count: int = 1) -> None:
         """Count an eviction about to be asked for against its budget's cached allowance
         (synchronously, so concurrent workers see it before the call goes out); -1 takes back
-        one the server refused."""
+        one the server refused. Without a gate (no one budget decides alone) nothing."""
+        if gate is None:
+            return
         spent = self._spent.get(gate.key)
         before = spent.count if spent is not None and spent.resource_version == gate.version else 0
         self._spent[gate.key] = Spent(gate.version, max(0, before + count))

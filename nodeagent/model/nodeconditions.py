@@ -40,6 +40,7 @@ from nodeagent.model.bodies import (
     name_of,
 )
 from nodeagent.model.maintenance import Stage, cordoned_by, covers, effective_stage, validate
+from nodeagent.model.nodemaintenance.cordon import unschedulable
 
 __all__ = [
     "CONDITION_TYPES",
@@ -145,10 +146,6 @@ def _phase_of(node: Mapping[str, Any]) -> Phase:
     return Phase.CORDONED
 
 
-def _unschedulable(node: Mapping[str, Any]) -> bool:
-    return mapping(node, "spec").get("unschedulable") is True
-
-
 def _cordon_held(node: Mapping[str, Any]) -> bool:
     """Whether nodeagent's cordon is still on the node (the controller lifts it, annotation
     and all, once no maintenance holds it)."""
@@ -218,14 +215,14 @@ def decide(
     ended = [nm for nm in covering if effective_stage(nm) == Stage.COMPLETE]
 
     before = _phase_of(node)
-    unschedulable = _unschedulable(node)
+    cordoned = unschedulable(node)
     # over, but the controller has yet to lift its cordon: the Node keeps saying what it says
     held = not active and before != Phase.NONE and _cordon_held(node)
     if held:
         phase = before
-    elif active and (before != Phase.NONE or unschedulable) and not draining:
+    elif active and (before != Phase.NONE or cordoned) and not draining:
         phase = Phase.CORDONED
-    elif active and (before != Phase.NONE or unschedulable):
+    elif active and (before != Phase.NONE or cordoned):
         phase = Phase.DRAINED if drained else Phase.DRAINING
     else:
         phase = Phase.NONE  # also: started, but the node is not cordoned yet
@@ -236,7 +233,7 @@ def decide(
         conditions.append(_shutdown(shutdown))
     have = node_conditions(node)
     changed = tuple(c for c in conditions if not _says(have.get(c.type), c))
-    events = _events(before, phase, active, draining, drained, ended, unschedulable)
+    events = _events(before, phase, active, draining, drained, ended, cordoned)
     return Decision(phase, tuple(conditions), changed, events)
 
 

@@ -178,10 +178,9 @@ class EvictionRequestController(Controller):
         gate = self._gate(pod) if pod is not None else None
         plan = self._plan(key, request, view, pod, state, None, gate)
         if plan.evict:
-            if gate is not None:
-                self._budgets.let_through(gate)
+            self._budgets.let_through(gate)
             outcome = await self._evict(view, plan)
-            if gate is not None and outcome.kind != "evicted":
+            if outcome.kind != "evicted":
                 self._budgets.let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, view, pod, state, outcome, gate)
         return await self._apply(key, request, view, plan, pod)

@@ -111,10 +111,9 @@ class ImperativeEvictor(Controller):
         args = (pod, target_uid, state)
         turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock())
         if turn.call:
-            if gate is not None:
-                self._ledger.let_through(gate)
+            self._ledger.let_through(gate)
             outcome = await evict_pod(self._client, namespace, str(target.get("name")), target_uid)
-            if gate is not None and outcome.kind != "evicted":
+            if outcome.kind != "evicted":
                 self._ledger.let_through(gate, -1)  # the server let nothing through
             log.info(
                 "eviction of pod %s/%s: %s %s",

@@ -38,6 +38,7 @@ from nodeagent.model.names import (
     IMPERATIVE_INTERCEPTOR,
     KUBELET_INTERCEPTOR,
 )
+from nodeagent.model.nodemaintenance.cordon import unschedulable
 from nodeagent.model.podstate import pod_terminal, pod_terminating
 from nodeagent.model.times import parse_time
 from nodeagent.model.tolerations import tolerates
@@ -167,9 +168,9 @@ def node_draining(node: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> boo
     ``memory-pressure``...) say nothing of a drain."""
     if node is None:
         return False
-    spec = mapping(node, "spec")
-    if spec.get("unschedulable") is True:
+    if unschedulable(node):
         return True
+    spec = mapping(node, "spec")
     tolerations = items(mapping(pod, "spec"), "tolerations")
     return any(
         t.get("effect") in _DRAIN_EFFECTS and not tolerates(tolerations, t)
