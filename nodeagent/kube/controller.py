@@ -35,7 +35,7 @@ from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.informer import WATCH_TIMEOUT_SECONDS, Informer, ListWatcher
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import Obj, Resource
-from nodeagent.kube.store import Indexer, Store
+from nodeagent.kube.store import Indexer
 from nodeagent.kube.workqueue import ShutDown, WorkQueue, WorkQueueMetrics
 from nodeagent.model.backoff import JitteredBackoff
 
@@ -123,8 +123,9 @@ class SharedInformers:
                     f"informer of {resource} already runs; cannot add indexes {sorted(missing)}"
                 )
             have.update(missing)
-            # Nothing has been listed yet, so the empty store can be swapped for a wider one.
-            informer.store = Store(have)
+            # nothing has been listed yet; the store stays the same object, for those who
+            # took a reference to it already
+            informer.store.add_indexers(missing)
         return informer
 
     @property

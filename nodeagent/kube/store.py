@@ -76,6 +76,17 @@ class Store:
         # (index name, value) -> its objects as by_index last returned them, until one changes
         self._buckets: dict[tuple[str, str], tuple[Obj, ...]] = {}
 
+    def add_indexers(self, indexers: Mapping[str, Indexer]) -> None:
+        """More indexes, while the store is still empty (it never changes identity: its users
+        keep a reference to it from before the informers start)."""
+        if self._items:
+            raise RuntimeError("indexes can only be added to an empty store")
+        for name, indexer in indexers.items():
+            if name in self._indexers:
+                raise ValueError(f"index {name!r} is already defined")
+            self._indexers[name] = indexer
+            self._indices[name] = {}
+
     def __len__(self) -> int:
         return len(self._items)
 

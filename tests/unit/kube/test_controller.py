@@ -109,7 +109,9 @@ def test_indexers_of_every_user_are_merged_until_the_informers_run() -> None:
     def by_node(obj: Obj) -> list[str]:
         return [obj.get("spec", {}).get("nodeName", "")]
 
+    store = pods.store  # as a controller keeps it before the next user adds an index
     informers.informer(PODS, indexers={"node": by_node})
+    assert pods.store is store
     pods.store.upsert({"metadata": {"name": "p", "namespace": "a"}, "spec": {"nodeName": "n"}})
     assert [o["metadata"]["name"] for o in pods.store.by_index("ns", "a")] == ["p"]
     assert [o["metadata"]["name"] for o in pods.store.by_index("node", "n")] == ["p"]

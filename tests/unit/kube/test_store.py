@@ -172,3 +172,14 @@ def test_replace_deltas_replay_to_the_new_state(history: list[dict[str, str]]) -
         assert seen == {key_of(o): o for o in objs}
         assert sorted(store.keys()) == sorted(seen)
         assert store.index_keys("ns", "default") == sorted(seen)
+
+
+def test_indexes_are_added_to_an_empty_store_only() -> None:
+    store = Store()
+    store.add_indexers({"ns": namespace_index})
+    store.upsert({"metadata": {"name": "p", "namespace": "a"}})
+    assert [o["metadata"]["name"] for o in store.by_index("ns", "a")] == ["p"]
+    with pytest.raises(RuntimeError, match="empty store"):
+        store.add_indexers({"other": namespace_index})
+    with pytest.raises(ValueError, match="already defined"):
+        Store({"ns": namespace_index}).add_indexers({"ns": namespace_index})
