@@ -148,7 +148,8 @@ async def test_a_pod_under_a_budget_is_evicted_once_the_budget_allows(env: Env) 
     assert env.view.get(PODS, "web-0", "default") is None
     eviction = env.eviction(pod)
     assert env.reason(eviction, "Failed") == "False/Succeeded"
-    assert env.state(pod, IMPERATIVE_RESPONDER) == "Completed"
+    # the evictor's completion and the pod's end race, as in the test below
+    assert env.state(pod, IMPERATIVE_RESPONDER) in ("Completed", "Canceled")
     assert eviction["metadata"]["labels"] == {
         REQUESTER: "requester",
         IMPERATIVE_RESPONDER: "responder",
