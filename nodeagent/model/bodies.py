@@ -213,6 +213,15 @@ def uid_of(obj: object) -> str:
     return str(mapping(obj, "metadata").get("uid") or "")
 
 
+def owned_by(obj: object, uid: str) -> bool:
+    """Whether `obj` names the object of `uid` among its owners (the garbage collector deletes
+    it once that owner and any others are gone)."""
+    return bool(uid) and any(
+        isinstance(ref, Mapping) and ref.get("uid") == uid
+        for ref in items(metadata_of(obj), "ownerReferences")
+    )
+
+
 def name_of(obj: Mapping[str, Any]) -> str:
     return str(mapping(obj, "metadata").get("name") or "")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.model.bodies import find_condition, is_true, metadata_of
+from nodeagent.model.bodies import find_condition, is_true, metadata_of, owned_by
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.times import parse_time
@@ -89,11 +89,7 @@ class EvictionRequestView:
             processed=_names(status.get("processedInterceptors")),
             interceptors=entries,
             conditions=conditions,
-            owned_by_target=bool(pod.get("uid"))
-            and any(
-                isinstance(ref, Mapping) and ref.get("uid") == pod.get("uid")
-                for ref in md.get("ownerReferences") or ()
-            ),
+            owned_by_target=owned_by(obj, str(pod.get("uid") or "")),
             resource_version=str(md.get("resourceVersion") or ""),
             deleting=bool(md.get("deletionTimestamp")),
             node=node if isinstance(node, str) and node else None,

@@ -30,8 +30,14 @@ from nodeagent.model.bodies import (
     metadata_of,
     set_condition,
 )
+from nodeagent.model.lifecycle.ownership import (
+    EVICTIONS_API_VERSION,
+    collected_with_pod,
+    metadata_patch,
+    owners,
+    role_labels,
+)
 from nodeagent.model.lifecycle.responders import Responder, pod_responders, sort_responders
-from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -48,7 +54,6 @@ __all__ = [
     "target_index",
 ]
 
-EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
 TARGET_EVICTED = "TargetEvicted"
 FAILED = "Failed"
 SERVER_HEARTBEAT_DEADLINE = timedelta(minutes=20)
@@ -137,6 +142,10 @@ def decide(
     status = mapping(ours, "status")
     if _canceled(status) and "Eviction" in intents.values():
         return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
+    if collected_with_pod(target.uid, requests, pod):
+        # as for our CRD: the garbage collector deletes the requests and the Eviction now, and
+        # nobody reads what would be written (on the real server mostly a 404 anyway)
+        return EvictionPlan(invalid=invalid)
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
     new_status, requeue = _next_status(
         status, intents, _pod_state(target, pod, responders), now, deadline
@@ -146,7 +155,7 @@ def decide(
     if _differs(new_status, status):
         write = StatusWrite(str(md["name"]), str(md.get("resourceVersion", "")), new_status)
     return EvictionPlan(
-        metadata=_metadata_patch(ours, requests, new_status, _node(target, pod)),
+        metadata=metadata_patch(ours, requests, new_status, _node(target, pod)),
         status=write,
         invalid=invalid,
         requests=_request_statuses(requests, new_status),
@@ -224,69 +233,11 @@ def _new_eviction(
             # purely informative upstream; the pod's UID makes a second create a conflict
             "name": target.uid,
             "namespace": target.namespace,
-            "labels": _role_labels(intents, responders, node),
-            "ownerReferences": _owners((), requests),
+            "labels": role_labels(intents, responders, node),
+            "ownerReferences": owners((), requests),
         },
         "spec": {"target": {"pod": {"name": target.name, "uid": target.uid}}},
     }
-
-
-def _metadata_patch(
-    ours: Mapping[str, Any],
-    requests: Sequence[Mapping[str, Any]],
-    status: Mapping[str, Any],
-    node: str | None,
-) -> tuple[str, Obj] | None:
-    """Labels naming every requester and responder by role and the pod's node, and an owner
-    reference to every request of the target (kept for deleted ones: the collector drops the
-    Eviction when the last owner is gone, while one left without owners would stay
-    forever)."""
-    md = metadata_of(ours)
-    requesters = {
-        str(r.get("name")): r.get("intent", "Withdrawn")
-        for r in items(status, "requesters")
-        if isinstance(r, Mapping)
-    }
-    responders = [str(r.get("name")) for r in items(status, "targetResponders")]
-    labels = _role_labels(requesters, responders, node)
-    have = mapping(md, "labels")
-    missing = {k: v for k, v in labels.items() if have.get(k) != v}
-    owners = _owners(items(md, "ownerReferences"), requests)
-    patch: Obj = {}
-    if missing:
-        patch["labels"] = missing
-    if len(owners) != len(items(md, "ownerReferences")):
-        patch["ownerReferences"] = owners
-    if not patch:
-        return None
-    return str(md["name"]), {"metadata": patch}
-
-
-def _role_labels(
-    requesters: Mapping[str, object], responders: Sequence[str], node: str | None
-) -> dict[str, str]:
-    roles = {name: "requester" for name in requesters}
-    for name in responders:
-        roles[name] = "requester-responder" if name in roles else "responder"
-    return roles | ({NODE_LABEL: node} if node else {})
-
-
-def _owners(have: Sequence[Any], requests: Sequence[Mapping[str, Any]]) -> list[Obj]:
-    out = [dict(o) for o in have if isinstance(o, Mapping)]
-    known = {o.get("uid") for o in out}
-    for r in requests:
-        md = metadata_of(r)
-        if md.get("uid") not in known:
-            known.add(md.get("uid"))
-            out.append(
-                {
-                    "apiVersion": EVICTIONS_API_VERSION,
-                    "kind": "EvictionRequest",
-                    "name": md.get("name"),
-                    "uid": md.get("uid"),
-                }
-            )
-    return out
 
 
 def _request_statuses(

@@ -268,6 +268,31 @@ def test_the_pod_gone_ends_it_evicted() -> None:
     assert w.refused == []
 
 
+def owned_by_the_pod(r: Obj) -> Obj:
+    r["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "web-0", "uid": UID}]
+    return r
+
+
+def test_requests_the_pod_owned_are_left_to_the_garbage_collector() -> None:
+    w = started()
+    owned_by_the_pod(w.requests[0])
+    w.pod = None
+    assert w.step() == EvictionPlan()  # nothing written: the requests and Eviction go with it
+    w.requests.append(request("second", "acme.io/drainer"))  # one that outlives the pod
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+    assert w.refused == []
+
+
+def test_a_terminal_pod_that_owns_the_requests_still_ends_it_evicted() -> None:
+    w = started()
+    owned_by_the_pod(w.requests[0])
+    assert w.pod is not None
+    w.pod["status"]["phase"] = "Failed"  # still there: nothing is collected
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodTerminal"
+
+
 def test_a_pod_of_the_same_name_with_another_uid_is_not_the_target() -> None:
     w = started()
     assert w.pod is not None
