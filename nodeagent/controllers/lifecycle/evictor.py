@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.evict import EvictClient, evict_pod
+from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index
@@ -60,15 +61,22 @@ class ImperativeEvictor(Controller):
         self._backoff = backoff
         self._state: dict[str, tuple[str, ImperativeState]] = {}  # key -> (Eviction UID, state)
         self._ledger = BudgetLedger()
+        # Evictions we wrote, until the informer shows the write: a turn taken on the older
+        # cache would write again onto the replaced version (a 409, and a retry)
+        self._written = Expectations(WRITE_SEEN_TTL)
+        self.evictions.add_handler(self._seen, lambda _, new: self._seen(new), self._forget)
         self.enqueue_on(self.evictions, lambda e: [key_of(e)])
-        self.evictions.add_handler(on_delete=self._forget)
         self.enqueue_on(self.pods, self._keys_for_pod)
         self.budgets.add_handler(
             self._on_budget, lambda _, new: self._on_budget(new), self._ledger.forget
         )
 
+    def _seen(self, eviction: Obj) -> None:
+        self._written.observed(key_of(eviction), str(metadata_of(eviction).get("resourceVersion")))
+
     def _forget(self, eviction: Obj) -> None:
         self._state.pop(key_of(eviction), None)
+        self._written.forget(key_of(eviction))
 
     def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
         md = metadata_of(pod)
@@ -99,6 +107,8 @@ class ImperativeEvictor(Controller):
         if eviction is None or entry is None:
             self._state.pop(key, None)
             return None
+        if (unseen := self._written.left(key)) is not None:
+            return Result(unseen)  # its informer event comes first, most likely
         uid = str(metadata_of(eviction).get("uid"))
         kept = self._state.get(key)
         state = kept[1] if kept is not None and kept[0] == uid else None
@@ -143,5 +153,9 @@ class ImperativeEvictor(Controller):
             "metadata": {"resourceVersion": md.get("resourceVersion")},
             "status": {"responders": responders},
         }
+        key, onto = key_of(eviction), str(md.get("resourceVersion"))
         with contextlib.suppress(NotFound):  # gone with its last request
             await self._client.patch_status(EVICTIONS, str(md["name"]), body, str(md["namespace"]))
+            cached = self.evictions.store.get(key)
+            shown = str(metadata_of(cached).get("resourceVersion")) if cached is not None else None
+            self._written.expect_write(key, [onto], shown)

@@ -132,6 +132,10 @@ def decide(
     intents = _intents(requests)
     ours, duplicates = _adopt(evictions)
     invalid = tuple(_invalid(e, now) for e in duplicates)
+    if collected_with_pod(target.uid, requests, pod):
+        # as for our CRD: the garbage collector deletes the requests and the Eviction now, and
+        # nobody reads what would be made or written (on the real server mostly a 404 anyway)
+        return EvictionPlan(invalid=invalid)
     if ours is None:
         wanted = "Eviction" in intents.values()
         create = None
@@ -142,10 +146,6 @@ def decide(
     status = mapping(ours, "status")
     if _canceled(status) and "Eviction" in intents.values():
         return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
-    if collected_with_pod(target.uid, requests, pod):
-        # as for our CRD: the garbage collector deletes the requests and the Eviction now, and
-        # nobody reads what would be written (on the real server mostly a 404 anyway)
-        return EvictionPlan(invalid=invalid)
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
     new_status, requeue = _next_status(
         status, intents, _pod_state(target, pod, responders), now, deadline

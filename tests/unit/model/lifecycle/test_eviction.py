@@ -284,6 +284,11 @@ def test_requests_the_pod_owned_are_left_to_the_garbage_collector() -> None:
     assert w.refused == []
 
 
+def test_no_eviction_is_made_for_a_deleted_pod_that_owns_the_request() -> None:
+    w = World(pod=None, requests=[owned_by_the_pod(request("drain", "acme.io/drainer"))])
+    assert w.step() == EvictionPlan() and w.eviction is None
+
+
 def test_a_terminal_pod_that_owns_the_requests_still_ends_it_evicted() -> None:
     w = started()
     owned_by_the_pod(w.requests[0])
