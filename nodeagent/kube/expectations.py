@@ -50,12 +50,19 @@ class Expectations:
         `by`: the key of the object it is for (see `longest_by`)."""
         self._pending[key] = _Expectation(self._clock() + self._ttl, by=by)
 
-    def expect_write(self, key: str, replaced: Iterable[str], shown: str | None) -> None:
-        """We wrote `key` onto the versions `replaced`: expect the informer to show a version
-        that none of our writes replaced. `shown`: the version it shows now, if any (already
-        past them, there is nothing to wait for)."""
+    def expect_write(
+        self, key: str, replaced: Iterable[str], shown: str | None, *, answer: str
+    ) -> None:
+        """We wrote `key` onto the versions `replaced` and the server answered with version
+        `answer`: expect the informer to show a version that none of our writes replaced.
+        `shown`: the version it shows now, if any (already past them, there is nothing to wait
+        for). An answer at a replaced version is a write that changed nothing: the server
+        stored nothing and no event comes for it."""
+        replaced = frozenset(replaced)
+        if answer in replaced:
+            return
         earlier = self._pending.get(key) if self.left(key) is not None else None
-        versions = frozenset(replaced) | (earlier.replaced if earlier is not None else frozenset())
+        versions = replaced | (earlier.replaced if earlier is not None else frozenset())
         if shown is not None and shown not in versions:
             self._pending.pop(key, None)
         else:

@@ -285,7 +285,7 @@ class EvictionRequestController(Controller):
         if current is not request:
             cached = self.requests.store.get(key)
             shown = _version(cached) if cached is not None else None
-            self._written.expect_write(key, replaced, shown)
+            self._written.expect_write(key, replaced, shown, answer=_version(current))
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)

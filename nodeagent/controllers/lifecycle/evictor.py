@@ -155,7 +155,10 @@ class ImperativeEvictor(Controller):
         }
         key, onto = key_of(eviction), str(md.get("resourceVersion"))
         with contextlib.suppress(NotFound):  # gone with its last request
-            await self._client.patch_status(EVICTIONS, str(md["name"]), body, str(md["namespace"]))
+            written = await self._client.patch_status(
+                EVICTIONS, str(md["name"]), body, str(md["namespace"])
+            )
             cached = self.evictions.store.get(key)
             shown = str(metadata_of(cached).get("resourceVersion")) if cached is not None else None
-            self._written.expect_write(key, [onto], shown)
+            answer = str(metadata_of(written).get("resourceVersion"))
+            self._written.expect_write(key, [onto], shown, answer=answer)

@@ -136,7 +136,7 @@ class Writes:
         name = key_of(nm)
         cached = self._maintenances.get(name)
         shown = _version(cached) if cached is not None else None
-        self.written.expect_write(name, [str(onto or "")], shown)
+        self.written.expect_write(name, [str(onto or "")], shown, answer=_version(nm))
 
     async def apply(self, nm: Mapping[str, Any], a: Actions) -> None:
         """All of a decision's actions, in order."""

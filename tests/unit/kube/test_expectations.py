@@ -66,7 +66,7 @@ def test_longest_waits_for_the_last_of_several_keys() -> None:
 
 def test_a_write_is_seen_at_any_version_it_did_not_replace() -> None:
     e, _ = expectations()
-    e.expect_write("a", ["4"], shown="4")
+    e.expect_write("a", ["4"], shown="4", answer="5")
     e.observed("a", "4")  # the version our write replaced, again (a resync)
     assert e.left("a") is not None
     e.observed("a", "6")  # a later write than ours shows ours too
@@ -75,8 +75,8 @@ def test_a_write_is_seen_at_any_version_it_did_not_replace() -> None:
 
 def test_writes_not_yet_seen_add_up() -> None:
     e, _ = expectations()
-    e.expect_write("a", ["4"], shown="4")  # 4 -> 5
-    e.expect_write("a", ["5"], shown="4")  # 5 -> 6, before the informer brought 5
+    e.expect_write("a", ["4"], shown="4", answer="5")  # 4 -> 5
+    e.expect_write("a", ["5"], shown="4", answer="6")  # 5 -> 6, before the informer brought 5
     e.observed("a", "5")
     assert e.left("a") is not None
     e.observed("a", "6")
@@ -85,17 +85,26 @@ def test_writes_not_yet_seen_add_up() -> None:
 
 def test_a_write_the_cache_shows_already_leaves_nothing_to_wait_for() -> None:
     e, _ = expectations()
-    e.expect_write("a", ["4"], shown="5")  # its event came before the call returned
+    e.expect_write("a", ["4"], shown="5", answer="5")  # its event came before the call returned
     assert e.left("a") is None
-    e.expect_write("b", ["4"], shown=None)  # not in the cache at all: its event is expected
+    e.expect_write("b", ["4"], shown=None, answer="5")  # not in the cache: its event is expected
     assert e.left("b") is not None
+
+
+def test_a_write_that_changed_nothing_leaves_nothing_to_wait_for() -> None:
+    e, _ = expectations()
+    e.expect_write("a", ["4"], shown="4", answer="4")  # the server stored nothing: no event
+    assert e.left("a") is None
+    e.expect_write("a", ["4"], shown="4", answer="5")
+    e.expect_write("a", ["5"], shown="4", answer="5")  # a no-op on top of an unseen write
+    assert e.left("a") is not None  # the first one's event is still to come
 
 
 def test_an_expired_write_does_not_hold_its_versions() -> None:
     e, clock = expectations()
-    e.expect_write("a", ["4"], shown="4")
+    e.expect_write("a", ["4"], shown="4", answer="5")
     clock.advance(TTL)
-    e.expect_write("a", ["5"], shown="4")
+    e.expect_write("a", ["5"], shown="4", answer="6")
     assert e.left("a") is None  # the cache shows 4, which only the expired write replaced
 
 
@@ -118,7 +127,9 @@ KEYS = st.sampled_from(["a", "b", "c"])
 VERSIONS = st.sampled_from(["1", "2", "3"])
 STEPS = st.one_of(
     st.tuples(st.just("expect"), KEYS),
-    st.tuples(st.just("write"), KEYS, st.frozensets(VERSIONS, min_size=1), st.none() | VERSIONS),
+    st.tuples(
+        st.just("write"), KEYS, st.frozensets(VERSIONS, min_size=1), st.none() | VERSIONS, VERSIONS
+    ),
     st.tuples(st.just("observed"), KEYS, st.none() | VERSIONS),
     st.tuples(st.just("forget"), KEYS),
     st.tuples(st.just("advance"), st.floats(0.0, 2 * TTL)),
@@ -136,11 +147,13 @@ def test_expectations_end_on_the_event_that_meets_them_or_at_their_ttl(
             case ("expect", key):
                 e.expect(key)
                 model.pending[key] = (model.now + TTL, frozenset())
-            case ("write", key, replaced, shown):
-                e.expect_write(key, replaced, shown)
+            case ("write", key, replaced, shown, answer):
+                e.expect_write(key, replaced, shown, answer=answer)
                 earlier = model.live(key)
                 versions = replaced | (earlier[1] if earlier else frozenset())
-                if shown is not None and shown not in versions:
+                if answer in replaced:
+                    pass  # it changed nothing: nothing more to expect
+                elif shown is not None and shown not in versions:
                     model.pending.pop(key, None)
                 else:
                     model.pending[key] = (model.now + TTL, versions)
