@@ -213,6 +213,20 @@ def uid_of(obj: object) -> str:
     return str(mapping(obj, "metadata").get("uid") or "")
 
 
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """`new` as a JSON merge patch (RFC 7386) onto `old`: keys of `old` that `new` lacks are
+    null, since a merge patch leaves the keys it does not name as they were; maps in both are
+    patched the same way down. Lists are replaced whole anyway."""
+    out = dict(new)
+    for key, was in old.items():
+        now = new.get(key)
+        if key not in new:
+            out[key] = None
+        elif isinstance(was, Mapping) and isinstance(now, Mapping):
+            out[key] = merge_patch(was, now)
+    return out
+
+
 def owned_by(obj: object, uid: str) -> bool:
     """Whether `obj` names the object of `uid` among its owners (the garbage collector deletes
     it once that owner and any others are gone)."""

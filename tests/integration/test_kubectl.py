@@ -16,6 +16,7 @@ from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.model.backoff import JitteredBackoff
+from nodeagent.model.bodies import condition
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
 from tests.conftest import Kubectl
 from tests.integration.controllers.evictionrequest_harness import fast_settings
@@ -300,3 +301,20 @@ async def test_get_nm_shows_the_drain_and_the_budget_that_blocks_it(
     assert row["DRAINED"] == "False"
     (wide,) = columns(await kubectl.ok("get", "nm", "-o", "wide"))
     assert wide["REASON"] == "kernel update"
+
+    # the budget gives way: the drain ends, and what blocked it is no longer shown
+    await kubectl.ok("patch", "pdb", "web", "--type=merge", "-p", '{"spec":{"minAvailable":0}}')
+
+    def drained() -> bool:
+        status = (after.get(NODEMAINTENANCES, "kernel") or {}).get("status") or {}
+        return (condition(status, "Drained") or {}).get("status") == "True"
+
+    after = ClusterView(backend.client(), [NODEMAINTENANCES])
+    await after.start()
+    try:
+        await after.until(drained, timeout=60)
+    finally:
+        await after.stop()
+    (row,) = columns(await kubectl.ok("get", "nm"))
+    assert row["NODES"] == "1/1 drained" and row["DRAINED"] == "True"
+    assert row["BLOCKED BY"] == ""

@@ -30,7 +30,7 @@ from nodeagent.kube.resources import (
     Obj,
 )
 from nodeagent.kube.store import Store, key_of
-from nodeagent.model.bodies import Event, metadata_of
+from nodeagent.model.bodies import Event, mapping, merge_patch, metadata_of
 from nodeagent.model.lifecycle.mirror import intent, upstream_body, upstream_name
 from nodeagent.model.names import FINALIZER
 from nodeagent.model.nodemaintenance.actions import (
@@ -167,10 +167,12 @@ class Writes:
         if a.status is not None:
             self.progress_written[name] = asyncio.get_running_loop().time()
             version = metadata_of(current).get("resourceVersion")
+            # at that version, so the status it held is what the patch replaces
+            status = merge_patch(mapping(current, "status"), a.status)
             current = await self._client.patch_status(
                 NODEMAINTENANCES,
                 name,
-                {"metadata": {"resourceVersion": version}, "status": a.status},
+                {"metadata": {"resourceVersion": version}, "status": status},
             )
             self.wrote(current, version)
         return current
@@ -231,11 +233,14 @@ class Writes:
             await self._recorder.record(obj, kind, event.reason, event.message)
 
     async def _write_neighbour(self, u: StatusUpdate) -> None:
+        cached = self._maintenances.get(u.name)
+        # the cache's status is the one at that version, or the write is refused (409)
+        status = merge_patch(mapping(cached, "status"), u.status) if cached else u.status
         try:
             written = await self._client.patch_status(
                 NODEMAINTENANCES,
                 u.name,
-                {"metadata": {"resourceVersion": u.resource_version}, "status": u.status},
+                {"metadata": {"resourceVersion": u.resource_version}, "status": status},
             )
         except NotFound:
             return
