@@ -14,7 +14,16 @@ from typing import Any, Literal
 from nodeagent.kube.resources import Obj
 from nodeagent.model.bodies import uid_of
 
-__all__ = ["Delta", "DeltaType", "Indexer", "Store", "key_of", "namespace_index", "split_key"]
+__all__ = [
+    "Delta",
+    "DeltaType",
+    "Indexer",
+    "Store",
+    "key_of",
+    "namespace_index",
+    "split_key",
+    "version_of",
+]
 
 Indexer = Callable[[Obj], list[str]]
 DeltaType = Literal["Added", "Updated", "Deleted"]
@@ -28,6 +37,12 @@ def key_of(obj: Mapping[str, Any]) -> str:
         raise ValueError("object has no metadata.name")
     namespace = meta.get("namespace")
     return str(namespace) + "/" + str(name) if namespace else str(name)
+
+
+def version_of(obj: Mapping[str, Any]) -> str:
+    """An object's resourceVersion ("" when it has none)."""
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return "" if version is None else str(version)
 
 
 def split_key(key: str) -> tuple[str | None, str]:
@@ -86,6 +101,11 @@ class Store:
                 raise ValueError(f"index {name!r} is already defined")
             self._indexers[name] = indexer
             self._indices[name] = {}
+
+    def version(self, key: str) -> str | None:
+        """The resourceVersion of the object under `key`, or None when there is none."""
+        obj = self._items.get(key)
+        return None if obj is None else version_of(obj)
 
     def __len__(self) -> int:
         return len(self._items)

@@ -261,8 +261,19 @@ def columns(out: str) -> list[dict[str, str]]:
     ]
 
 
+@pytest.fixture
+async def maintenances(backend: TestCluster, controllers: None) -> AsyncIterator[ClusterView]:
+    """NodeMaintenances as the admin's watch sees them (their CRD is the controllers')."""
+    v = ClusterView(backend.client(), [NODEMAINTENANCES])
+    await v.start()
+    try:
+        yield v
+    finally:
+        await v.stop()
+
+
 async def test_get_nm_shows_the_drain_and_the_budget_that_blocks_it(
-    backend: TestCluster, view: ClusterView, kubectl: Kubectl, controllers: None
+    view: ClusterView, maintenances: ClusterView, kubectl: Kubectl
 ) -> None:
     # both replicas on node-1, behind a budget that allows no disruption
     await kubectl.ok("cordon", "node-2")
@@ -282,12 +293,7 @@ async def test_get_nm_shows_the_drain_and_the_budget_that_blocks_it(
         summary = (nm.get("status") or {}).get("summary") or {}
         return "PodDisruptionBudget" in str(summary.get("blockedBy"))
 
-    maintenances = ClusterView(backend.client(), [NODEMAINTENANCES])
-    await maintenances.start()
-    try:
-        await maintenances.until(blocked_by_the_budget, timeout=60)
-    finally:
-        await maintenances.stop()
+    await maintenances.until(blocked_by_the_budget, timeout=60)
     out = await kubectl.ok("get", "nm")
     assert out.splitlines()[0].split() == [
         *["NAME", "STAGE", "NODES", "PODS", "LEFT", "ENTRY", "BLOCKED", "BY", "DRAINED", "AGE"]
@@ -306,15 +312,10 @@ async def test_get_nm_shows_the_drain_and_the_budget_that_blocks_it(
     await kubectl.ok("patch", "pdb", "web", "--type=merge", "-p", '{"spec":{"minAvailable":0}}')
 
     def drained() -> bool:
-        status = (after.get(NODEMAINTENANCES, "kernel") or {}).get("status") or {}
+        status = (maintenances.get(NODEMAINTENANCES, "kernel") or {}).get("status") or {}
         return (condition(status, "Drained") or {}).get("status") == "True"
 
-    after = ClusterView(backend.client(), [NODEMAINTENANCES])
-    await after.start()
-    try:
-        await after.until(drained, timeout=60)
-    finally:
-        await after.stop()
+    await maintenances.until(drained, timeout=60)
     (row,) = columns(await kubectl.ok("get", "nm"))
     assert row["NODES"] == "1/1 drained" and row["DRAINED"] == "True"
     assert row["BLOCKED BY"] == ""

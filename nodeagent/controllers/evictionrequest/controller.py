@@ -20,7 +20,7 @@ from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
-from nodeagent.kube.store import key_of, namespace_index, split_key
+from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.budgets import BudgetGate, BudgetLedger
 from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
@@ -37,11 +37,6 @@ log = logging.getLogger(__name__)
 
 class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
     """The part of `KubeClient` the controller and the interceptors need."""
-
-
-def _version(obj: Obj) -> str:
-    version = (obj.get("metadata") or {}).get("resourceVersion")
-    return "" if version is None else str(version)
 
 
 def _pod_key(obj: Obj) -> str | None:
@@ -109,7 +104,7 @@ class EvictionRequestController(Controller):
         )
 
     def _on_request(self, request: Obj) -> None:
-        self._written.observed(key_of(request), _version(request))
+        self._written.observed(key_of(request), version_of(request))
 
     def _on_request_deleted(self, request: Obj) -> None:
         self._written.forget(key_of(request))
@@ -283,9 +278,8 @@ class EvictionRequestController(Controller):
             self._forget(key)
             return None
         if current is not request:
-            cached = self.requests.store.get(key)
-            shown = _version(cached) if cached is not None else None
-            self._written.expect_write(key, replaced, shown, answer=_version(current))
+            shown = self.requests.store.version(key)
+            self._written.expect_write(key, replaced, shown, answer=version_of(current))
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)

@@ -16,7 +16,7 @@ from nodeagent.kube.evict import EvictClient, evict_pod
 from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, Obj
-from nodeagent.kube.store import key_of, namespace_index
+from nodeagent.kube.store import key_of, namespace_index, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.budgets import BudgetLedger
@@ -72,7 +72,7 @@ class ImperativeEvictor(Controller):
         )
 
     def _seen(self, eviction: Obj) -> None:
-        self._written.observed(key_of(eviction), str(metadata_of(eviction).get("resourceVersion")))
+        self._written.observed(key_of(eviction), version_of(eviction))
 
     def _forget(self, eviction: Obj) -> None:
         self._state.pop(key_of(eviction), None)
@@ -153,12 +153,10 @@ class ImperativeEvictor(Controller):
             "metadata": {"resourceVersion": md.get("resourceVersion")},
             "status": {"responders": responders},
         }
-        key, onto = key_of(eviction), str(md.get("resourceVersion"))
+        key, onto = key_of(eviction), version_of(eviction)
         with contextlib.suppress(NotFound):  # gone with its last request
             written = await self._client.patch_status(
                 EVICTIONS, str(md["name"]), body, str(md["namespace"])
             )
-            cached = self.evictions.store.get(key)
-            shown = str(metadata_of(cached).get("resourceVersion")) if cached is not None else None
-            answer = str(metadata_of(written).get("resourceVersion"))
-            self._written.expect_write(key, [onto], shown, answer=answer)
+            shown = self.evictions.store.version(key)
+            self._written.expect_write(key, [onto], shown, answer=version_of(written))

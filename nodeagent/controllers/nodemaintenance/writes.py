@@ -29,7 +29,7 @@ from nodeagent.kube.resources import (
     UPSTREAM_EVICTIONREQUESTS,
     Obj,
 )
-from nodeagent.kube.store import Store, key_of
+from nodeagent.kube.store import Store, key_of, version_of
 from nodeagent.model.bodies import Event, mapping, merge_patch, metadata_of
 from nodeagent.model.lifecycle.mirror import intent, upstream_body, upstream_name
 from nodeagent.model.names import FINALIZER
@@ -59,10 +59,6 @@ EXPECTATION_TTL = 30.0
 
 class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
     """The part of `KubeClient` the controller writes with."""
-
-
-def _version(obj: Mapping[str, Any]) -> str:
-    return str(metadata_of(obj).get("resourceVersion") or "")
 
 
 class Writes:
@@ -107,7 +103,7 @@ class Writes:
     # -- informer events that end expectations -----------------------------------------------
 
     def maintenance_seen(self, nm: Obj) -> None:
-        self.written.observed(key_of(nm), _version(nm))
+        self.written.observed(key_of(nm), version_of(nm))
 
     def maintenance_gone(self, name: str) -> None:
         self.written.forget(name)
@@ -134,9 +130,8 @@ class Writes:
         """We wrote `nm` (the server's answer) onto version `onto`: expect the informer to
         bring our write (or a later one)."""
         name = key_of(nm)
-        cached = self._maintenances.get(name)
-        shown = _version(cached) if cached is not None else None
-        self.written.expect_write(name, [str(onto or "")], shown, answer=_version(nm))
+        shown = self._maintenances.version(name)
+        self.written.expect_write(name, [str(onto or "")], shown, answer=version_of(nm))
 
     async def apply(self, nm: Mapping[str, Any], a: Actions) -> None:
         """All of a decision's actions, in order."""
