@@ -22,6 +22,7 @@ from nodeagent.app import Agent
 from nodeagent.config import ShutdownConfig, from_mapping
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import AlreadyExists, Forbidden
+from nodeagent.kube.events import EventRecorder, node_object
 from nodeagent.kube.resources import (
     EVENTS,
     EVICTIONREQUESTS,
@@ -40,6 +41,7 @@ from nodeagent_testbed.controlplane.kubeapi import api_client
 from tests.clusters import (
     CONTROLLERS_ACCOUNT,
     NAMESPACE,
+    NAMESPACES,
     POLICY,
     ClusterView,
     TestCluster,
@@ -464,7 +466,15 @@ async def test_node_agent_writes_only_its_static_pod_entry_of_its_nodes_eviction
     assert all("heartbeatTime" not in r for r in got["status"]["responders"])
 
 
-def event(namespace: str, about: Obj, reason: str = "Test", host: str = "node-1") -> Obj:
+def event(
+    namespace: str,
+    about: Obj,
+    reason: str = "Test",
+    host: str = "node-1",
+    component: str = names.AGENT,
+    reporting: str = names.AGENT,
+) -> Obj:
+    """An Event as nodeagent.kube.events writes it (source and reporting component, host)."""
     now = format_time(datetime.now(UTC))
     return {
         "apiVersion": "v1",
@@ -474,7 +484,9 @@ def event(namespace: str, about: Obj, reason: str = "Test", host: str = "node-1"
         "reason": reason,
         "message": "test",
         "type": "Normal",
-        "source": {"component": "nodeagent", "host": host},
+        "source": {"component": component, "host": host},
+        "reportingComponent": reporting,
+        "reportingInstance": host,
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
@@ -539,6 +551,72 @@ async def test_node_agent_writes_events_only_about_what_it_acts_on(env: Env) -> 
             "default",
         )
     assert refused_by_policy(refused.value)
+
+
+async def test_node_agent_events_name_their_object_exactly_in_its_namespace(env: Env) -> None:
+    """Issue 34: node-1's agent wrote an Event about its Node in team-a (a user there saw it),
+    about node-1-a's shutdown maintenance (a name prefix of node-1's), and as the kubelet."""
+    with contextlib.suppress(AlreadyExists):
+        await env.admin.create(NAMESPACES, {"metadata": {"name": "team-a"}})
+    # with eventTime (events.k8s.io style) the API server no longer holds an Event to its
+    # object's namespace: a cluster-scoped object's may be in kube-system too, a namespaced
+    # object's anywhere
+    new_style = {
+        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "action": "Test",
+    }
+    refused_events = {
+        "its Node, in team-a": event("team-a", {**node_ref("node-1"), "namespace": "team-a"}),
+        "its Node, in kube-system": {**event("kube-system", node_ref("node-1")), **new_style},
+        "its mirror pod, in team-a": {
+            **event("team-a", pod_ref("kube-system", "kube-apiserver-node-1")),
+            **new_style,
+        },
+        "node-1-a's shutdown maintenance": event(
+            "default", maintenance_ref(model.maintenance_name("node-1-a", BOOT))
+        ),
+        "a shutdown maintenance name that is not a boot's": event(
+            "default", maintenance_ref("nodeagent-shutdown-node-1-x")
+        ),
+        "as the kubelet": event("team-a", pod_ref("team-a", "web-node-1"), component="kubelet"),
+        "reported by the kubelet": event("default", node_ref("node-1"), reporting="kubelet"),
+        "naming another object": {
+            **event("default", node_ref("node-1")),
+            "related": pod_ref("team-a", "web-0"),
+        },
+    }
+    for what, body in refused_events.items():
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(EVENTS, body)
+        assert refused_by_policy(refused.value), (what, refused.value)
+
+
+async def test_the_node_agents_own_events_are_recorded(env: Env) -> None:
+    """What the node side records (nodeagent.kube.events.EventRecorder, as app.py makes it),
+    each twice (a create, then a patch of the count), gets through the policy."""
+    recorder = EventRecorder(env.node1, component=names.AGENT, host="node-1")
+    own = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    own_later = {**own, "metadata": {"name": f"{own['metadata']['name']}-7431d"}}
+    other = {"apiVersion": "nodeagent.io/v1alpha1", "kind": "NodeMaintenance",
+             "metadata": {"name": "upgrade"}}  # fmt: skip
+    mirror = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "namespace": "kube-system", "name": "kube-apiserver-node-1", "uid": "u-1"}}  # fmt: skip
+    recorded = [
+        (node_object("node-1"), "Test"),
+        (own, "Test"),
+        (own_later, "Test"),
+        (other, "StaticPodManifestMovedAside"),
+        (mirror, "StaticPodStopping"),
+    ]
+    for _ in range(2):
+        for obj, reason in recorded:
+            await recorder.normal(obj, reason, "test")
+    got = {
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["count"])
+        for ns in ("default", "kube-system")
+        for e in (await env.admin.list(EVENTS, ns))["items"]
+    }
+    assert got >= {(o["kind"], o["metadata"]["name"], 2) for o, _ in recorded}, got
 
 
 async def test_credentials_that_name_no_node_may_write_nothing(env: Env) -> None:
