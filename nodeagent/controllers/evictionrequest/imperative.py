@@ -16,11 +16,17 @@ from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
-from nodeagent.model.interceptors.heartbeats import heartbeat_interval, report_progress
+from nodeagent.model.interceptors.heartbeats import (
+    heartbeat_interval,
+    next_heartbeat_in,
+    report_progress,
+)
 from nodeagent.model.interceptors.imperative import (
+    CALLER_EVICTS,
     HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
+    caller_evicts,
     eviction_backoff,
     imperative_refusal_message,
     parse_retries,
@@ -113,6 +119,9 @@ def _before_the_call(turn: _Turn, state: ImperativeState, gate: BudgetGate | Non
     if state.evicted:
         turn.keep_alive(state.message)
         return
+    if caller_evicts(b.view.requesters):
+        _callers_turn(turn, state)
+        return
     if state.next_attempt is not None and now < state.next_attempt:
         if state.message:
             turn.report(state.message)
@@ -129,6 +138,16 @@ def _before_the_call(turn: _Turn, state: ImperativeState, gate: BudgetGate | Non
         b.wake_in((held_since + HELD_AT_MOST - now).total_seconds())
         return
     b.evict = True
+
+
+def _callers_turn(turn: _Turn, state: ImperativeState) -> None:
+    """Only the bridge asked: no call; said, and heartbeats until the pod goes (the caller's
+    eviction) or another requester joins (then the eviction is carried out)."""
+    b, s = turn.b, turn.settings
+    b.imperative = replace(state, message=CALLER_EVICTS, held_since=None)
+    turn.report(CALLER_EVICTS)
+    entry = b.entry(IMPERATIVE_INTERCEPTOR)
+    b.wake_in(next_heartbeat_in(entry, b.now, s.heartbeat_deadline, s.heartbeat_min_interval))
 
 
 def _after_the_call(turn: _Turn, state: ImperativeState, outcome: EvictionOutcome) -> None:

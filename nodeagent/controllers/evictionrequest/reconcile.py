@@ -20,7 +20,11 @@ from nodeagent.controllers.evictionrequest.plan import Plan, PlanBuilder
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event, uid_of
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
+from nodeagent.model.interceptors.imperative import (
+    EvictionOutcome,
+    ImperativeState,
+    caller_evicts,
+)
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import (
     InvalidInterceptors,
@@ -104,7 +108,7 @@ def plan_request(
             # status still shows another interceptor's turn. Held back by a budget, it says so
             # in the same write. (With nobody's turn stored, it acts at once and its turn and
             # what came of it go in one write.)
-            if gate is not None and gate.room == 0:
+            if gate is not None and gate.room == 0 and not caller_evicts(view.requesters):
                 b.set_entry(
                     replace(b.entry(IMPERATIVE_INTERCEPTOR), message=gate.waiting_message())
                 )

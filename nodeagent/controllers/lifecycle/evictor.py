@@ -22,7 +22,7 @@ from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.budgets import BudgetLedger
 from nodeagent.model.interceptors.imperative import ImperativeState
 from nodeagent.model.lifecycle.eviction import target_index
-from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn
+from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn, requesters_of
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import Clock, utcnow
 
@@ -119,7 +119,8 @@ class ImperativeEvictor(Controller):
         gate = self._ledger.gate(pod, budgets) if pod is not None else None
         target_uid = str(target.get("uid"))
         args = (pod, target_uid, state)
-        turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock())
+        requesters = requesters_of(eviction)
+        turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock(), requesters)
         if turn.call:
             self._ledger.let_through(gate)
             outcome = await evict_pod(self._client, namespace, str(target.get("name")), target_uid)
@@ -133,7 +134,15 @@ class ImperativeEvictor(Controller):
                 outcome.detail,
             )
             turn = evictor_turn(
-                entry, pod, target_uid, turn.state, outcome, gate, self._backoff, self._clock()
+                entry,
+                pod,
+                target_uid,
+                turn.state,
+                outcome,
+                gate,
+                self._backoff,
+                self._clock(),
+                requesters,
             )
         if turn.state is not None:
             self._state[key] = (uid, turn.state)

@@ -4,19 +4,23 @@ evictions, and the refusal messages that carry the retry count."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
 from nodeagent.model.backoff import capped_exponential
 from nodeagent.model.budgets import WAITING_PREFIX
+from nodeagent.model.names import BRIDGE_REQUESTER, UPSTREAM_BRIDGE_REQUESTER
 
 __all__ = [
+    "CALLER_EVICTS",
     "EVICTION_BACKOFF_BASE",
     "EVICTION_BACKOFF_CAP",
     "HELD_AT_MOST",
     "EvictionOutcome",
     "ImperativeState",
+    "caller_evicts",
     "eviction_backoff",
     "imperative_refusal_cause",
     "imperative_refusal_message",
@@ -27,6 +31,24 @@ EVICTION_BACKOFF_BASE = 1.0
 """Seconds after the first refused eviction (`eviction.backoffBase`'s default)."""
 EVICTION_BACKOFF_CAP = 15 * 60.0
 """The KEP's "maximum approx. 15 minutes" between evictions (`eviction.backoffCap`'s default)."""
+
+
+CALLER_EVICTS = (
+    "Not calling the Eviction API: only the eviction bridge asked for this eviction, for a "
+    "caller of the Eviction API; the caller's retried eviction goes through at this turn "
+    "(the bridge allows it). Waiting for it."
+)
+"""What the imperative eviction says at its turn on a request only the bridge asked for."""
+
+
+def caller_evicts(requesters: Iterable[str]) -> bool:
+    """Whether the eviction bridge is the only requester (on our CRD or upstream): the bridge
+    made the request from an AdmissionReview, which is no command (anyone who reaches its port
+    can send one), so nodeagent's imperative eviction never carries it out; the caller's own
+    eviction, retried, goes through at its turn. With any other requester too (a maintenance),
+    the eviction is carried out as usual."""
+    names = set(requesters)
+    return bool(names) and names <= {BRIDGE_REQUESTER, UPSTREAM_BRIDGE_REQUESTER}
 
 
 HELD_AT_MOST = timedelta(seconds=10)

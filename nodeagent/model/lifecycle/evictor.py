@@ -10,7 +10,7 @@ controller waits for the pod's end (`COMPLETION_GRACE`) before it calls the Evic
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -20,9 +20,11 @@ from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors.heartbeats import heartbeat_interval
 from nodeagent.model.interceptors.imperative import (
+    CALLER_EVICTS,
     HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
+    caller_evicts,
     eviction_backoff,
     imperative_refusal_message,
     parse_retries,
@@ -32,7 +34,7 @@ from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.podstate import pod_terminating
 from nodeagent.model.times import format_time, parse_time
 
-__all__ = ["EvictorTurn", "active_evictor", "evictor_turn"]
+__all__ = ["EvictorTurn", "active_evictor", "evictor_turn", "requesters_of"]
 
 # the server asks responders not to heartbeat more often than every 20 s; a quarter of its
 # deadline, at most 3 minutes, as our interceptors do
@@ -67,6 +69,15 @@ def active_evictor(eviction: Mapping[str, Any]) -> Mapping[str, Any] | None:
     )
 
 
+def requesters_of(eviction: Mapping[str, Any]) -> tuple[str, ...]:
+    """The requesters that want `eviction` (intent Eviction), as its controller wrote them."""
+    return tuple(
+        str(r.get("name"))
+        for r in items(mapping(eviction, "status"), "requesters")
+        if r.get("intent") == "Eviction"
+    )
+
+
 def evictor_turn(
     entry: Mapping[str, Any],
     pod: Mapping[str, Any] | None,
@@ -76,10 +87,13 @@ def evictor_turn(
     gate: BudgetGate | None,
     backoff: tuple[float, float],
     now: datetime,
+    requesters: Sequence[str] = (),
 ) -> EvictorTurn:
     """The Active evictor's turn, before the call (`outcome` None) or after it. `backoff`:
-    `eviction.backoffBase` and `eviction.backoffCap`."""
-    ask = _Ask(entry, pod, target_uid, state, outcome, gate, backoff, now)
+    `eviction.backoffBase` and `eviction.backoffCap`; `requesters`: those that want the
+    eviction (:func:`requesters_of`): only the bridge's, and the Eviction API is not called
+    (:func:`nodeagent.model.interceptors.imperative.caller_evicts`)."""
+    ask = _Ask(entry, pod, target_uid, state, outcome, gate, backoff, now, tuple(requesters))
     turn = _turn(ask)
     if turn.entry is not None and turn.entry == dict(entry):
         return replace(turn, entry=None)
@@ -95,6 +109,7 @@ class _Ask(NamedTuple):
     gate: BudgetGate | None
     backoff: tuple[float, float]
     now: datetime
+    requesters: tuple[str, ...]
 
 
 def _turn(ask: _Ask) -> EvictorTurn:
@@ -120,6 +135,9 @@ def _turn(ask: _Ask) -> EvictorTurn:
         return _keep_alive(entry, replace(state, message="The pod is terminating."), now)
     if outcome is not None:
         return _after_the_call(entry, state, outcome, ask.backoff, now)
+    if caller_evicts(ask.requesters):
+        # only the bridge asked: the caller's retried eviction is the one that goes through
+        return _keep_alive(entry, replace(state, message=CALLER_EVICTS, held_since=None), now)
     if state.next_attempt is not None and now < state.next_attempt:
         # waiting out the backoff: heartbeats go on meanwhile (the cap is 15 minutes)
         wait = (state.next_attempt - now).total_seconds()

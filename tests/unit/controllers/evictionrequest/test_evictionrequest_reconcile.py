@@ -16,6 +16,7 @@ from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors.imperative import (
+    CALLER_EVICTS,
     HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
@@ -23,6 +24,7 @@ from nodeagent.model.interceptors.imperative import (
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.names import (
+    BRIDGE_REQUESTER,
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
     INTERCEPTORS_ANNOTATION,
@@ -635,3 +637,41 @@ def test_with_nobody_s_turn_stored_the_imperative_acts_at_once_and_writes_once()
     request = applied(request, done)
     later = plan_request(request, pod, T0 + 10 * SEC, SETTINGS, imperative=done.imperative)
     assert later.status is None and not later.evict
+
+
+# --- a request only the eviction bridge made -------------------------------------------------
+
+
+def test_a_request_only_the_bridge_made_is_left_to_the_callers_retry() -> None:
+    # A review is no command: the caller's retried eviction goes through at this turn, never
+    # one of ours; said in the entry, with heartbeats while the pod stays.
+    request, pod = at_imperative()
+    request["spec"]["requesters"] = [{"name": BRIDGE_REQUESTER}]
+    plan = plan_request(request, pod, T0 + SEC, SETTINGS)
+    assert not plan.evict and plan.status is not None
+    entry = plan.status["interceptors"][0]
+    assert entry["message"] == CALLER_EVICTS and "completionTime" not in entry
+    interval = timedelta(minutes=3)  # heartbeats from its first report on
+    assert entry["heartbeatTime"] == format_micro_time(T0 + SEC)
+    assert plan.requeue_after == pytest.approx(interval.total_seconds())
+    request = applied(request, plan)
+    quiet = plan_request(request, pod, T0 + 2 * SEC, SETTINGS, imperative=plan.imperative)
+    assert quiet.status is None and not quiet.evict
+    due = plan_request(request, pod, T0 + SEC + interval, SETTINGS, imperative=plan.imperative)
+    assert not due.evict and due.status is not None
+    # a budget that allows nothing is not what it waits for
+    held = plan_request(request, pod, T0 + 2 * SEC, SETTINGS, gate=HELD)
+    assert not held.evict and held.status is None
+    # the caller's eviction went through: the pod terminates
+    terminating = make_pod(deletionTimestamp="2030-01-01T12:00:05Z")
+    assert not plan_request(request, terminating, T0 + 6 * SEC, SETTINGS).evict
+    # a maintenance joins: carried out as before
+    request["spec"]["requesters"].append({"name": "nodemaintenance.k8s.io"})
+    assert plan_request(request, pod, T0 + 3 * SEC, SETTINGS, imperative=plan.imperative).evict
+
+
+def test_the_bridges_request_is_not_held_by_a_budget_at_its_turn() -> None:
+    request = make_request(requesters=(BRIDGE_REQUESTER,))
+    plan = plan_request(request, make_pod(), T0, SETTINGS, gate=HELD)
+    assert plan.status is not None and not plan.evict
+    assert plan.status["interceptors"][0]["message"] == CALLER_EVICTS

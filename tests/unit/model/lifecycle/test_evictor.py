@@ -6,8 +6,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.interceptors.imperative import HELD_AT_MOST, EvictionOutcome, ImperativeState
-from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn
+from nodeagent.model.interceptors.imperative import (
+    CALLER_EVICTS,
+    HELD_AT_MOST,
+    EvictionOutcome,
+    ImperativeState,
+)
+from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn, requesters_of
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 
@@ -127,3 +132,33 @@ def test_heartbeats_go_on_while_a_long_backoff_runs() -> None:
     due = turn(entry, state=one.state, now=T0 + timedelta(seconds=1))
     assert due.entry["heartbeatTime"] == format_time(T0 + timedelta(seconds=1))
     assert due.requeue_after == 7.0 and not due.call
+
+
+def test_a_request_only_the_bridge_made_is_left_to_the_callers_retry() -> None:
+    bridge_only = ("nodeagent.io/eviction-bridge",)
+    waiting = turn(requesters=bridge_only)
+    assert not waiting.call
+    assert waiting.entry["message"] == CALLER_EVICTS
+    assert "completionTime" not in waiting.entry
+    # said once; then nothing until a heartbeat is due, when it says it again
+    said = turn(waiting.entry, state=waiting.state, requesters=bridge_only)
+    assert not said.call and said.entry is None and said.requeue_after > 0
+    later = T0 + timedelta(seconds=said.requeue_after)
+    beat = turn(waiting.entry, state=waiting.state, requesters=bridge_only, now=later)
+    assert not beat.call and beat.entry["heartbeatTime"] == format_time(later)
+    # a budget that allows nothing changes nothing of it
+    held = turn(requesters=bridge_only, gate=BudgetGate("default/db", "1", 0))
+    assert not held.call and held.entry["message"] == CALLER_EVICTS
+    # a maintenance joins: carried out as usual
+    both = turn(waiting.entry, state=waiting.state, requesters=(*bridge_only, "nodeagent.io/x"))
+    assert both.call
+
+
+def test_the_requesters_that_want_the_eviction() -> None:
+    status = {
+        "requesters": [
+            {"name": "nodeagent.io/eviction-bridge", "intent": "Eviction"},
+            {"name": "nodeagent.io/node-maintenance", "intent": "Withdrawn"},
+        ]
+    }
+    assert requesters_of({"status": status}) == ("nodeagent.io/eviction-bridge",)
