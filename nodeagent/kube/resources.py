@@ -16,6 +16,7 @@ __all__ = [
     "EVICTIONREQUESTS",
     "EVICTIONS",
     "LEASES",
+    "NAMESPACES",
     "NODEMAINTENANCES",
     "NODES",
     "PDBS",
@@ -91,6 +92,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", namespaced=True)
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)

@@ -10,6 +10,7 @@ __all__ = [
     "AGENT",
     "ANNOTATE_RESPONDER_DOMAIN",
     "ANNOTATION_SHUTDOWN_TYPE",
+    "BRIDGE_OPT_OUT_LABEL",
     "BRIDGE_REQUESTER",
     "BUILTIN_PRIORITIES",
     "CORDONED_BY_ANNOTATION",
@@ -83,6 +84,9 @@ the next of a pod's interceptors gets one less, so they keep the order they have
 NODE_LABEL = "nodeagent.io/node"
 """Label on EvictionRequests (the target pod's node) and on the shutdown maintenance (its node)."""
 LABEL_TRIGGER = "nodeagent.io/trigger"
+BRIDGE_OPT_OUT_LABEL = "nodeagent.io/eviction-bridge"
+"""Namespace label: ``disabled`` keeps the eviction bridge out of the namespace's evictions
+(its webhook's namespaceSelector, and the bridge's own check of a review)."""
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_NAME = "app.kubernetes.io/name"

@@ -348,8 +348,9 @@ class BridgeMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.answers = Counter(
             "nodeagent_eviction_bridge_answers",
-            "Evictions the eviction bridge answered, by answer: allowed (own, no-interceptors, "
-            "leaving, unknown, turn, unsupported), 429 (waiting), 404 (gone), or unreadable "
+            "Evictions the eviction bridge answered, by answer: allowed (own, dry-run, opted-out, "
+            "no-interceptors, leaving, unknown, turn, unsupported), 429 (waiting), 404 (gone), "
+            "or unreadable "
             "(HTTP 400: the webhook's failurePolicy decides).",
             ["answer"],
             registry=registry,

@@ -31,7 +31,7 @@ from nodeagent.controllers.bridge.upstream import UpstreamRequests
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
-from nodeagent.kube.resources import EVICTIONREQUESTS, NODES, PODS, Obj
+from nodeagent.kube.resources import EVICTIONREQUESTS, NAMESPACES, NODES, PODS, Obj
 from nodeagent.model.bridge.decision import BridgeSettings, EvictionAttempt, Verdict, decide
 from nodeagent.model.bridge.review import (
     BadReview,
@@ -49,7 +49,7 @@ from nodeagent.model.bridge.writes import (
     Write,
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
-from nodeagent.model.lifecycle.ourresponders import ResponderNames
+from nodeagent.model.lifecycle.ourresponders import ResponderNames, upstream_evicts
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import BridgeMetrics
@@ -90,6 +90,7 @@ class EvictionBridge:
         self._write_timeout = write_timeout
         self.pods = informers.informer(PODS)
         self.nodes = informers.informer(NODES)  # a drain of a replacement's node means it
+        self.namespaces = informers.informer(NAMESPACES)  # those that opted out of the bridge
         self.requests = informers.informer(EVICTIONREQUESTS)
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.departures = Departures(settings.departed_for, clock)
@@ -108,27 +109,35 @@ class EvictionBridge:
     async def wait_synced(self) -> None:
         await self.pods.wait_synced()
         await self.nodes.wait_synced()
+        await self.namespaces.wait_synced()
         await self.requests.wait_synced()
         if self.upstream is not None:
             await self.upstream.wait_synced()
 
-    def _request_view(self, namespace: str, pod_uid: str) -> EvictionRequestView | None:
+    def _asks_upstream(self, pod: Obj) -> bool:
+        """Whether the bridge asks for ``pod``'s eviction on the upstream API: where it serves
+        it, for pods whose interceptors all take turns there, as the maintenances do
+        (:func:`~nodeagent.model.lifecycle.ourresponders.upstream_evicts`); a pod naming
+        others' interceptors in ``nodeagent.io/eviction-interceptors`` stays on our CRD,
+        where they get their turns."""
+        return self.upstream is not None and upstream_evicts(pod, self.upstream.names)
+
+    def _request_view(self, pod: Obj) -> EvictionRequestView | None:
         """The pod's request as the decision reads it, on the API the bridge asks on."""
-        if self.upstream is not None:
+        md = pod.get("metadata") or {}
+        namespace, pod_uid = str(md.get("namespace")), str(md.get("uid"))
+        if self.upstream is not None and self._asks_upstream(pod):
             return self.upstream.view(namespace, pod_uid)
         request = self.requests.store.get(f"{namespace}/{pod_uid}")
         return self._view(request) if request is not None else None
 
     def _on_pod_deleted(self, pod: Obj) -> None:
-        md = pod.get("metadata") or {}
-        view = self._request_view(str(md.get("namespace")), str(md.get("uid")))
-        self.departures.pod_deleted(pod, view)
+        self.departures.pod_deleted(pod, self._request_view(pod))
 
     def _on_request_deleted(self, request: Obj) -> None:
         view = self._view(request)
         self._view.forget(request)
-        if self.upstream is None:
-            self._on_view_deleted(view)
+        self._on_view_deleted(view)
 
     def _on_view_deleted(self, view: EvictionRequestView) -> None:
         pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
@@ -137,13 +146,15 @@ class EvictionBridge:
     def decide(self, attempt: EvictionAttempt) -> Verdict:
         """The answer from the caches, before any write."""
         pod = self.pods.store.get(f"{attempt.namespace}/{attempt.name}")
-        uid = (pod or {}).get("metadata", {}).get("uid")
-        view = self._request_view(attempt.namespace, str(uid)) if uid else None
+        view = self._request_view(pod) if pod is not None else None
         departed = self.departures.get(attempt.namespace, attempt.name)
         node_name = ((pod or {}).get("spec") or {}).get("nodeName")
         node = self.nodes.store.get(node_name) if isinstance(node_name, str) else None
-        verdict = decide(attempt, pod, view, departed, self.settings, self._clock(), node)
-        if self.upstream is not None and verdict.write is not None and pod is not None:
+        namespace = self.namespaces.store.get(attempt.namespace)
+        verdict = decide(
+            attempt, pod, view, departed, self.settings, self._clock(), node, namespace
+        )
+        if verdict.write is not None and pod is not None and self._asks_upstream(pod):
             verdict = replace(verdict, write=upstream_write(pod))
         return verdict
 

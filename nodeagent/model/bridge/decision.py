@@ -11,7 +11,7 @@ UID precondition).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from nodeagent.model.interceptors.targets import (
 )
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.names import (
+    BRIDGE_OPT_OUT_LABEL,
     BRIDGE_REQUESTER,
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
@@ -45,6 +46,7 @@ from nodeagent.model.tolerations import tolerates
 
 __all__ = [
     "DEPARTED_FOR",
+    "DRY_RUN",
     "RETRY_AFTER",
     "BridgeSettings",
     "Departed",
@@ -54,6 +56,7 @@ __all__ = [
     "decide",
     "departure",
     "node_draining",
+    "opted_out",
 ]
 
 RETRY_AFTER = 5
@@ -63,6 +66,14 @@ DEPARTED_FOR = timedelta(minutes=5)
 """How long a name-only eviction of a pod whose predecessor the bridge asked to evict is
 answered 404. A client retries every few seconds, so it learns within this. A new drain of the
 replacement's node within it is told apart by the node (see :func:`node_draining`)."""
+DRY_RUN = (
+    "a dry run is allowed whatever the pod: the bridge answers real evictions only (a pod "
+    "with interceptors waits with 429 until their turns are done)"
+)
+"""The bridge's one answer to every dry run (a warning with the allowed answer): a dry run
+writes nothing and asks for nothing, and an answer that depended on the pod would tell anyone
+who can send a review (or evict with dryRun) which pods have interceptors, their turns and
+their messages."""
 _DRAIN_EFFECTS = ("NoSchedule", "NoExecute")
 _CONDITION_TAINTS = "node.kubernetes.io/"  # and node.kubernetes.io/unschedulable: cordoned
 
@@ -124,7 +135,17 @@ class Verdict:
     """The answer: allowed, or denied with ``code`` (429 or 404), and what to write first."""
 
     allowed: bool
-    why: Literal["own", "no-interceptors", "leaving", "unknown", "turn", "waiting", "gone"]
+    why: Literal[
+        "own",
+        "dry-run",
+        "opted-out",
+        "no-interceptors",
+        "leaving",
+        "unknown",
+        "turn",
+        "waiting",
+        "gone",
+    ]
     """Briefly, for metrics and logs."""
     message: str = ""
     code: int = 200
@@ -160,6 +181,14 @@ def departure(
     return Departed(uid_of(pod), request.creation_time, now)
 
 
+def opted_out(namespace: Mapping[str, Any] | None) -> bool:
+    """Whether ``namespace`` keeps the bridge out (label ``nodeagent.io/eviction-bridge:
+    disabled``): kube-apiserver sends no review of its evictions (the webhook's
+    namespaceSelector), and a review that comes all the same was sent by someone else."""
+    labels = mapping(metadata_of(namespace or {}), "labels")
+    return labels.get(BRIDGE_OPT_OUT_LABEL) == "disabled"
+
+
 def node_draining(node: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> bool:
     """Whether ``pod``'s node is being drained: cordoned, or tainted NoSchedule or NoExecute
     where the pod does not tolerate it (the pod was scheduled there, so the taint came after).
@@ -187,6 +216,7 @@ def decide(
     settings: BridgeSettings,
     now: datetime,
     node: Mapping[str, Any] | None = None,
+    namespace: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The bridge's answer to ``attempt``.
 
@@ -194,13 +224,16 @@ def decide(
     ``request``: the EvictionRequest named after that pod's UID, as cached, or None.
     ``departed``: the last pod of that name whose eviction the bridge asked for and that is gone.
     ``node``: ``pod``'s node as cached, or None.
-    A dry run gets the same answer and writes nothing.
+    ``namespace``: the attempt's namespace as cached, or None: one that opted out
+    (:func:`opted_out`) is allowed untouched, as failurePolicy Ignore would.
+    A dry run is allowed, the same for every pod (:data:`DRY_RUN`), and writes nothing.
     """
+    if attempt.dry_run:
+        return Verdict(True, "dry-run", DRY_RUN)
+    if opted_out(namespace):
+        return Verdict(True, "opted-out")
     meant_departed = _meant_departed(attempt, pod, departed, node, settings, now)
-    verdict = _decide(attempt, pod, request, departed if meant_departed else None, settings)
-    if attempt.dry_run and verdict.write is not None:
-        return replace(verdict, write=None, message=verdict.message + " (dry run: nothing written)")
-    return verdict
+    return _decide(attempt, pod, request, departed if meant_departed else None, settings)
 
 
 def _decide(

@@ -86,10 +86,11 @@ def allowed_review(uid: str, warning: str | None = None) -> dict[str, Any]:
 
 
 def review(uid: str, verdict: Verdict) -> dict[str, Any]:
-    """The AdmissionReview answering with ``verdict``. A denial's status carries its code,
+    """The AdmissionReview answering with ``verdict`` (an allowed one's message as a warning).
+    A denial's status carries its code,
     reason and ``retryAfterSeconds`` (the API server turns the latter into Retry-After)."""
     if verdict.allowed:
-        return allowed_review(uid)
+        return allowed_review(uid, verdict.message or None)
     status: dict[str, Any] = {
         "status": "Failure",
         "code": verdict.code,

@@ -73,9 +73,14 @@ def test_rbac_names_the_secret_and_the_configuration() -> None:
             "verbs": ["get", "list", "watch", "update"],
         }
     ]
-    (rule,) = one("ClusterRole")["rules"]
+    rule, namespaces = one("ClusterRole")["rules"]
     assert rule["resourceNames"] == [WEBHOOK_CONFIGURATION]
     assert set(rule["verbs"]) == {"get", "patch"}
+    # the namespaces that opted out, read only
+    assert (namespaces["resources"], set(namespaces["verbs"])) == (
+        ["namespaces"],
+        {"list", "watch"},
+    )
     for binding in ("RoleBinding", "ClusterRoleBinding"):
         (subject,) = one(binding)["subjects"]
         assert (subject["name"], subject["namespace"]) == ("nodeagent-controllers", NAMESPACE)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from nodeagent.model.bodies import set_condition
 from nodeagent.model.bridge.decision import (
+    DRY_RUN,
     BridgeSettings,
     Departed,
     EvictionAttempt,
@@ -23,6 +24,7 @@ from nodeagent.model.bridge.writes import EvictionRequestCreate, RecreateRequest
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import (
+    BRIDGE_OPT_OUT_LABEL,
     BRIDGE_REQUESTER,
     DAEMONSET_INTERCEPTOR,
     IMPERATIVE_INTERCEPTOR,
@@ -286,7 +288,7 @@ def test_a_pod_with_interceptors_is_never_allowed_before_the_imperative_turn(
 ) -> None:
     a, p, r = s
     v = run(a, p, r)
-    if v.allowed and a.user != OWN and bridged_interceptors(p, SETTINGS):
+    if v.allowed and a.user != OWN and not a.dry_run and bridged_interceptors(p, SETTINGS):
         assert r is not None
         assert (
             r.evicted
@@ -306,14 +308,25 @@ def test_without_interceptors_always_allowed_and_nothing_written(
 
 
 @given(situations())
-def test_a_dry_run_writes_nothing_and_answers_as_the_real_one(
+def test_a_dry_run_writes_nothing_and_reveals_nothing_of_the_pod(
     s: tuple[EvictionAttempt, dict[str, Any], EvictionRequestView | None],
 ) -> None:
+    # the same answer for every pod, request and departure: nothing of which pods have
+    # interceptors, their turns or their messages goes to whoever sends a dry run
     a, p, r = s
     dry = run(EvictionAttempt(a.namespace, a.name, a.uid, True, a.user), p, r)
-    real = run(EvictionAttempt(a.namespace, a.name, a.uid, False, a.user), p, r)
-    assert dry.write is None
-    assert (dry.allowed, dry.code, dry.why) == (real.allowed, real.code, real.why)
+    assert dry == Verdict(True, "dry-run", DRY_RUN)
+    assert run(EvictionAttempt(a.namespace, a.name, a.uid, True, a.user), None, None, GONE) == dry
+
+
+def test_a_namespace_that_opted_out_is_left_alone() -> None:
+    # kube-apiserver sends no review from there (the webhook's namespaceSelector): one that
+    # comes anyway is allowed, nothing asked for
+    quiet = {"metadata": {"name": "ns", "labels": {BRIDGE_OPT_OUT_LABEL: "disabled"}}}
+    v = decide(attempt(), pod(), None, None, SETTINGS, NOW, None, quiet)
+    assert (v.allowed, v.why, v.write) == (True, "opted-out", None)
+    other = {"metadata": {"name": "ns", "labels": {BRIDGE_OPT_OUT_LABEL: "enabled"}}}
+    assert decide(attempt(), pod(), None, None, SETTINGS, NOW, None, other).code == 429
 
 
 @given(situations())
