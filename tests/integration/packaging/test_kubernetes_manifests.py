@@ -748,6 +748,35 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     assert any(named in v["expression"] for v in policy["spec"]["validations"])
     boot = body["metadata"]["labels"][names.LABEL_BOOT_ID]
     assert body["metadata"]["name"] == "nodeagent-shutdown-" + "node-1" + "-" + boot
+    # the component its Events must name is the one the node side records them as (app.py)
+    assert variables["eventComponent"] == f"'{names.AGENT}'"
+
+
+def test_webhook_configuration_policy_keeps_the_controllers_to_the_bridges_ca_bundle() -> None:
+    """webhook-configuration-policy.yaml looks at the controllers' account alone, and the
+    configuration it lets them patch is the one the code and the RBAC name."""
+    from nodeagent.controllers.bridge.certstore import WEBHOOK_CONFIGURATION
+
+    name = "nodeagent-webhook-configuration-restriction"
+    policy = one("ValidatingAdmissionPolicy", name)
+    binding = one("ValidatingAdmissionPolicyBinding", name)
+    assert binding["spec"] == {"policyName": name, "validationActions": ["Deny"]}
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    (condition,) = policy["spec"]["matchConditions"]
+    account = f"'system:serviceaccount:{NAMESPACE}:{CONTROLLERS_ACCOUNT}'"
+    assert condition["expression"].split() == ["request.userInfo.username", "==", account]
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert variables["own"] == f"'{WEBHOOK_CONFIGURATION}'"
+    assert agent_config.from_mapping({}).eviction.bridge.webhook_configuration == (
+        WEBHOOK_CONFIGURATION
+    )
+    assert one("ValidatingWebhookConfiguration", WEBHOOK_CONFIGURATION)
+    (rule,) = [
+        r
+        for r in one("ClusterRole", "nodeagent-eviction-bridge")["rules"]
+        if "validatingwebhookconfigurations" in r["resources"]
+    ]
+    assert rule["resourceNames"] == [WEBHOOK_CONFIGURATION]
 
 
 # --- applied with real kubectl -------------------------------------------------------------
