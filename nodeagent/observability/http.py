@@ -32,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from nodeagent.config import ObservabilityConfig
 
-__all__ = ["Health", "HttpServer", "ListenError", "Listeners", "serve"]
+__all__ = ["Health", "HttpServer", "ListenError", "Listeners", "Slots", "serve", "source_of"]
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +192,15 @@ class Slots:
             del self._of[client]
 
 
-def client_of(writer: asyncio.StreamWriter) -> str:
-    """A connection's client, for Slots: its source address (the port changes with every
-    connection); "" where there is none (a Unix socket)."""
-    peer = writer.get_extra_info("peername")
+def source_of(peer: object) -> str:
+    """A connection's client, for Slots, from its peer's address: the source address (the
+    port changes with every connection); "" where there is none (a Unix socket)."""
     return str(peer[0]) if isinstance(peer, tuple) and peer else ""
+
+
+def client_of(writer: asyncio.StreamWriter) -> str:
+    """A connection's client, for Slots (:func:`source_of`)."""
+    return source_of(writer.get_extra_info("peername"))
 
 
 class ListenError(Exception):

@@ -23,6 +23,7 @@ from aiohttp import web
 from nodeagent.config import Config
 from nodeagent.controllers.bridge.certs import Bundle
 from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
+from nodeagent.controllers.bridge.listener import IDLE_TIMEOUT, LimitedListener
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
@@ -58,6 +59,8 @@ class BridgeServerClient(BridgeClient, CertClient, ListWatcher, Protocol):
 class Listen:
     host: str = "0.0.0.0"  # the webhook Service reaches the pod on its address
     port: int = 8443
+    idle_timeout: float = IDLE_TIMEOUT
+    """Seconds a new connection has for its TLS handshake, then for its first request."""
 
 
 def service_account_user(namespace: str, name: str) -> str:
@@ -121,6 +124,7 @@ class BridgeServer:
         self._dir: Path | None = None
         self.serving = asyncio.Event()
         self.port: int | None = None
+        self.listener: LimitedListener | None = None
 
     async def _load(self, bundle: Bundle) -> None:
         """Serve ``bundle``'s certificate from the next handshake on (the context is shared by
@@ -157,11 +161,14 @@ class BridgeServer:
                 await self._loaded.wait()
                 await self.bridge.wait_synced()
                 await runner.setup()
-                site = web.TCPSite(
-                    runner, self.listen.host, self.listen.port, ssl_context=self._context
+                assert runner.server is not None
+                listener = LimitedListener(
+                    runner.server, self._context, idle_timeout=self.listen.idle_timeout
                 )
-                await site.start()
-                self.port = _bound_port(runner, self.listen.port)
+                listener.bind(self.listen.host, self.listen.port)
+                self.listener = listener
+                self.port = listener.port
+                tg.create_task(listener.serve(), name="bridge listener")
                 self.serving.set()
                 log.info("eviction bridge: serving on port %s", self.port)
         finally:
@@ -199,10 +206,3 @@ def bridge_from_config(
         eviction_api=cfg.eviction.api,
         metrics=metrics,
     )
-
-
-def _bound_port(runner: web.AppRunner, asked: int) -> int:
-    for address in runner.addresses:
-        if isinstance(address, tuple) and len(address) >= 2:
-            return int(address[1])
-    return asked

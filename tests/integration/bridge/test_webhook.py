@@ -118,13 +118,17 @@ class MovableClock:
 ROOMY_WRITE_TIMEOUT = 30.0
 
 
+LOOPBACK = Listen("127.0.0.1", 0)
+
+
 @contextlib.asynccontextmanager
 async def serve(
-    client: BridgeServerClient, write_timeout: float = ROOMY_WRITE_TIMEOUT, clock: Clock = utcnow
+    client: BridgeServerClient,
+    write_timeout: float = ROOMY_WRITE_TIMEOUT,
+    clock: Clock = utcnow,
+    listen: Listen = LOOPBACK,
 ) -> AsyncIterator[Served]:
-    server = BridgeServer(
-        client, SETTINGS, PLACE, Listen("127.0.0.1", 0), write_timeout=write_timeout, clock=clock
-    )
+    server = BridgeServer(client, SETTINGS, PLACE, listen, write_timeout=write_timeout, clock=clock)
     task = asyncio.create_task(server.run())
     try:
         await until_serving(server, task)

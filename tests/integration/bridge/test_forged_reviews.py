@@ -1,0 +1,289 @@
+"""A review is not a command (issue 34, finding 2), on the real control plane: an attacker who
+reaches the bridge's port posts a forged AdmissionReview straight to it, unauthenticated, for
+a pod of another namespace, of kube-system, of a namespace that opted out of the bridge. The
+bridge may ask for the eviction (an EvictionRequest, the pod's interceptors take their turns,
+as for a real eviction), but nodeagent's imperative evictor never carries out a request only
+the bridge made, on either API: at its turn it says it waits for the caller's retried
+eviction, and the real caller's retry is what goes through. Before the fix the leader evicted
+the pod some 40 ms after the imperative turn came."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+import pytest
+
+from nodeagent.controllers.bridge import listener
+from nodeagent.controllers.bridge.webhook import PATH
+from nodeagent.kube.errors import AlreadyExists, Conflict, NotFound, TooManyRequests
+from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, PODS, Obj
+from nodeagent.model.interceptors.imperative import CALLER_EVICTS
+from nodeagent.model.names import (
+    BRIDGE_REQUESTER,
+    IMPERATIVE_INTERCEPTOR,
+    IMPERATIVE_RESPONDER,
+    INTERCEPTORS_ANNOTATION,
+)
+from nodeagent.model.times import format_time, utcnow
+from tests.clusters import NAMESPACES, create_pod
+from tests.conftest import Kubectl
+from tests.integration.bridge.realbridge import EVICTION, RealBridge, register, served
+from tests.integration.bridge.test_bridge_limits import IDLE
+from tests.integration.observability.test_http_limits import closed_unanswered, held
+from tests.integration.upstream.common import pinned_pod
+from tests.integration.upstream.drainenv import Env, env
+
+__all__ = ["env"]  # the fixture, re-exported for pytest
+
+pytestmark = [pytest.mark.backends("real"), pytest.mark.timeout(120)]
+
+HELPER = "helper.example.com"  # an interceptor the test acts as (it finishes at once)
+HELPER_RESPONDER = "example.com/helper"
+OPTED_OUT = {"nodeagent.io/eviction-bridge": "disabled"}
+
+
+async def _bridge(env: Env, kubectl: Kubectl, api: str) -> AsyncIterator[RealBridge]:
+    eviction = replace(EVICTION, api=api)
+    await env.lead(api, annotate=eviction.annotate_interceptors)
+    probe = await pinned_pod(env.admin, "probe", "node-3", app="probe")
+    async with served(env.backend, eviction) as b:
+        # registered: the real caller's evictions come through kube-apiserver
+        await register(env.admin, kubectl, b, ("default", probe["metadata"]["name"]))
+        yield b
+
+
+@pytest.fixture
+async def bridge(env: Env, kubectl: Kubectl) -> AsyncIterator[RealBridge]:
+    async for b in _bridge(env, kubectl, "nodeagent"):
+        yield b
+
+
+@pytest.fixture
+async def upstream_bridge(env: Env, kubectl: Kubectl) -> AsyncIterator[RealBridge]:
+    async for b in _bridge(env, kubectl, "auto"):
+        assert b.server.bridge.upstream is not None
+        yield b
+
+
+def forged(namespace: str, name: str) -> Obj:
+    """What the attacker posts: a review no API server sent, by a user no one authenticated."""
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "forged-1",
+            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "subResource": "eviction",
+            "name": name,
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "system:anonymous"},
+            "object": {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace},
+            },
+            "dryRun": False,
+        },
+    }
+
+
+async def post_forged(bridge: RealBridge, namespace: str, name: str) -> Obj:
+    """The forged review posted to the bridge's port: no client certificate, no trust in the
+    bridge's (the attacker does not verify it)."""
+    url = f"https://127.0.0.1:{bridge.server.port}{PATH}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json=forged(namespace, name), ssl=False) as response,
+    ):
+        assert response.status == 200, await response.text()
+        answer: Obj = await response.json()
+        return answer
+
+
+async def victim(
+    env: Env, namespace: str, labels: dict[str, str] | None = None, **spec: Any
+) -> Obj:
+    """A pod of ``namespace`` (made, with ``labels`` on the namespace) naming the helper as
+    its interceptor, on our CRD."""
+    if namespace != "kube-system":
+        body = {"metadata": {"name": namespace, "labels": labels or {}}}
+        with contextlib.suppress(AlreadyExists):
+            await env.admin.create(NAMESPACES, body)
+    return await create_pod(
+        env.admin,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "kafka-0",
+                "namespace": namespace,
+                "annotations": {INTERCEPTORS_ANNOTATION: HELPER},
+            },
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "kafka"}], **spec},
+        },
+    )
+
+
+def _request(env: Env, pod: Obj) -> Obj | None:
+    md = pod["metadata"]
+    return env.view.get(EVICTIONREQUESTS, md["uid"], md["namespace"])
+
+
+def _entry(obj: Obj | None, key: str, name: str) -> Obj:
+    for e in ((obj or {}).get("status") or {}).get(key) or []:
+        if e.get("name") == name:
+            return dict(e)
+    return {}
+
+
+def _leaving(env: Env, pod: Obj) -> bool:
+    """The pod evicted: terminating, or gone."""
+    md = pod["metadata"]
+    now = env.view.get(PODS, md["name"], md["namespace"])
+    return (
+        now is None or now["metadata"]["uid"] != md["uid"] or "deletionTimestamp" in now["metadata"]
+    )
+
+
+async def complete_helper(env: Env, pod: Obj) -> None:
+    """As the helper interceptor: its turn done at once (at the version read, again on 409)."""
+    md = pod["metadata"]
+    await env.until(
+        lambda: (_request(env, pod) or {}).get("status", {}).get("activeInterceptors") == [HELPER]
+    )
+    async with asyncio.timeout(10):
+        while True:
+            request = await env.admin.get(EVICTIONREQUESTS, md["uid"], md["namespace"])
+            now = format_time(utcnow())
+            for e in request["status"]["interceptors"]:
+                if e["name"] == HELPER:
+                    e.update(heartbeatTime=now, completionTime=now, message="done")
+            with contextlib.suppress(Conflict):
+                await env.admin.replace_status(EVICTIONREQUESTS, request)
+                return
+
+
+async def callers_retry_goes_through(env: Env, pod: Obj) -> None:
+    """The real caller (the admin, through kube-apiserver and the registered webhook) evicts
+    the pod at the imperative turn: allowed."""
+    md = pod["metadata"]
+    await env.admin.evict(md["namespace"], md["name"], uid=md["uid"])
+    await env.until(lambda: _leaving(env, pod))
+
+
+@pytest.mark.parametrize("namespace", ["team-b", "kube-system"])
+async def test_a_forged_review_evicts_nothing_on_our_crd(
+    env: Env, bridge: RealBridge, namespace: str
+) -> None:
+    pod = await victim(env, namespace)
+    md = pod["metadata"]
+    await env.until(lambda: bridge.cached(namespace, md["name"], md["uid"]))
+    answer = await post_forged(bridge, namespace, md["name"])
+    assert answer["response"]["allowed"] is False  # the bridge asked, as for a real eviction
+    assert (await env.admin.get(EVICTIONREQUESTS, md["uid"], namespace))["spec"]["requesters"] == [
+        {"name": BRIDGE_REQUESTER}
+    ]
+    await complete_helper(env, pod)
+
+    def imperative_said() -> str:
+        return str(
+            _entry(_request(env, pod), "interceptors", IMPERATIVE_INTERCEPTOR).get("message", "")
+        )
+
+    # the imperative turn: it says it waits for the caller's retry, or (before the fix) the
+    # leader evicts the pod
+    await env.until(lambda: imperative_said() == CALLER_EVICTS or _leaving(env, pod))
+    assert not _leaving(env, pod), "the leader evicted the pod of a forged review"
+    assert imperative_said() == CALLER_EVICTS
+    await callers_retry_goes_through(env, pod)
+
+
+async def test_a_forged_review_in_an_opted_out_namespace_writes_nothing(
+    env: Env, bridge: RealBridge
+) -> None:
+    # kube-apiserver never calls the bridge there; a forged review must not make it act either
+    pod = await victim(env, "quiet", OPTED_OUT)
+    md = pod["metadata"]
+    await env.until(lambda: bridge.cached("quiet", md["name"], md["uid"]))
+    answer = await post_forged(bridge, "quiet", md["name"])
+    assert answer["response"]["allowed"] is True
+    # the bridge writes before it answers: no request now is no request at all
+    with pytest.raises(NotFound):
+        await env.admin.get(EVICTIONREQUESTS, md["uid"], "quiet")
+
+
+async def test_a_forged_review_evicts_nothing_upstream(
+    env: Env, upstream_bridge: RealBridge
+) -> None:
+    # a pod whose responders all take turns upstream: the bridge asks there
+    bridge = upstream_bridge
+    pod = await victim(
+        env, "team-b", evictionResponders=[{"name": HELPER_RESPONDER, "priority": 5000}]
+    )
+    md = pod["metadata"]
+    await env.until(lambda: bridge.cached("team-b", md["name"], md["uid"]))
+    answer = await post_forged(bridge, "team-b", md["name"])
+    assert answer["response"]["allowed"] is False
+
+    def eviction() -> Obj | None:
+        (found,) = env.view.list(EVICTIONS, "team-b") or [None]
+        return found
+
+    def state(name: str) -> str:
+        return str(_entry(eviction(), "targetResponders", name).get("state", ""))
+
+    await env.until(lambda: state(HELPER_RESPONDER) == "Active")
+    found = eviction()
+    assert found is not None
+    async with asyncio.timeout(10):
+        while True:
+            current = await env.admin.get(EVICTIONS, found["metadata"]["name"], "team-b")
+            now = format_time(utcnow())
+            entries = [
+                {**r, "heartbeatTime": now, "completionTime": now}
+                if r["name"] == HELPER_RESPONDER
+                else r
+                for r in current["status"]["responders"]
+            ]
+            body = {
+                "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                "status": {"responders": entries},
+            }
+            with contextlib.suppress(Conflict):
+                await env.admin.patch_status(EVICTIONS, found["metadata"]["name"], body, "team-b")
+                break
+
+    def evictor_said() -> str:
+        return str(_entry(eviction(), "responders", IMPERATIVE_RESPONDER).get("message", ""))
+
+    await env.until(lambda: evictor_said() == CALLER_EVICTS or _leaving(env, pod))
+    assert not _leaving(env, pod), "the leader evicted the pod of a forged review"
+    assert state(IMPERATIVE_RESPONDER) == "Active"
+    await callers_retry_goes_through(env, pod)
+
+
+async def test_340_idle_connections_leave_kube_apiserver_its_real_answer(
+    env: Env, bridge: RealBridge
+) -> None:
+    # the attacker holds connections from its own address; kube-apiserver calls from 127.0.0.1
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")  # the mover's: it waits
+    md = db["metadata"]
+    await env.until(lambda: bridge.cached("default", md["name"], md["uid"]))
+    assert bridge.server.port is not None
+    share = listener.MAX_CLIENT_CONNECTIONS
+    async with held(bridge.server.port, ["127.0.0.2"], IDLE) as conns:
+        async with asyncio.timeout(5):
+            for conn in conns[share:]:
+                assert await closed_unanswered(conn)
+        # the eviction is answered by the bridge (429 while the mover works), not let through
+        # by failurePolicy Ignore
+        with pytest.raises(TooManyRequests) as refused:
+            await env.admin.evict("default", "db-0")
+        assert "nodeagent asked for the eviction of pod default/db-0" in str(refused.value)
