@@ -233,8 +233,9 @@ async def test_a_forged_review_evicts_nothing_upstream(
     assert answer["response"]["allowed"] is False
 
     def eviction() -> Obj | None:
-        (found,) = env.view.list(EVICTIONS, "team-b") or [None]
-        return found
+        found = env.view.list(EVICTIONS, "team-b")
+        assert len(found) <= 1, found
+        return found[0] if found else None
 
     def state(name: str) -> str:
         return str(_entry(eviction(), "targetResponders", name).get("state", ""))

@@ -429,12 +429,15 @@ def rules_of(account: str) -> list[dict[str, Any]]:
     ]
 
 
-def _bridge_part(part: str, group: str) -> str:
+def _bridge_part(part: str, group: str, resource: str) -> str:
     """The bridge's certificates: the Secret's calls are bridge-tls's, the webhook
-    configuration's bridge-webhook's (a Role and a ClusterRole)."""
+    configuration's bridge-webhook's (a Role and a ClusterRole), as are the namespaces the
+    webhook reads; its other calls are the controllers'."""
     if part != "bridge":
         return part
-    return "bridge-webhook" if group == "admissionregistration.k8s.io" else "bridge-tls"
+    if group == "admissionregistration.k8s.io" or resource == "namespaces":
+        return "bridge-webhook"
+    return "bridge-tls" if resource == "secrets" else "controllers"
 
 
 def parts_of(module: Path) -> tuple[str, ...] | None:
@@ -445,7 +448,7 @@ def parts_of(module: Path) -> tuple[str, ...] | None:
         return ("node-token",)
     if rel.startswith("node/") or rel == "app.py":
         return ("node",)
-    if rel == "controllers/bridge/certstore.py":
+    if rel in ("controllers/bridge/certstore.py", "controllers/bridge/webhook.py"):
         return ("bridge",)  # split by resource: _bridge_part
     if rel.startswith("controllers/"):
         return ("controllers",)
@@ -562,7 +565,7 @@ def api_uses() -> list[Use]:
         if parts is None:
             unknown += [f"{w}: API call in a module of no known part" for *_, w in found]
             continue
-        uses += [Use(_bridge_part(p, g), g, r, v, w) for g, r, v, w in found for p in parts]
+        uses += [Use(_bridge_part(p, g, r), g, r, v, w) for g, r, v, w in found for p in parts]
     assert not unknown, "\n".join(unknown)
     return uses
 
