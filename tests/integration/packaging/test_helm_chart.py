@@ -337,6 +337,27 @@ def test_network_policy_values(helm: Path) -> None:
     assert not [d for d in off if d["kind"] == "NetworkPolicy"]
 
 
+def test_the_bridges_port_is_kept_to_the_api_servers_addresses_on_request(helm: Path) -> None:
+    """evictionBridge.apiServerCIDRs: the only peers of the bridge's port (by default every
+    address, as the kustomize component ships it)."""
+
+    def bridge_rule(*sets: str) -> Doc:
+        docs = by_key(render(helm, NAMESPACE, "evictionBridge.enabled=true", *sets))
+        (rule,) = docs[("NetworkPolicy", "nodeagent-eviction-bridge")]["spec"]["ingress"]
+        assert rule["ports"] == [{"port": "bridge", "protocol": "TCP"}]
+        return rule
+
+    assert bridge_rule()["from"] == [
+        {"ipBlock": {"cidr": "0.0.0.0/0"}},
+        {"ipBlock": {"cidr": "::/0"}},
+    ]
+    ours = bridge_rule("evictionBridge.apiServerCIDRs={10.0.0.10/32,10.0.0.11/32}")
+    assert ours["from"] == [
+        {"ipBlock": {"cidr": "10.0.0.10/32"}},
+        {"ipBlock": {"cidr": "10.0.0.11/32"}},
+    ]
+
+
 def test_default_configs_listen_on_the_pod_ip_at_the_metrics_port(helm: Path) -> None:
     """Probes and Prometheus reach the pod's IP: observability.listen and probeListen must not
     be loopback."""
