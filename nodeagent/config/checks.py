@@ -164,6 +164,10 @@ def _check_bridge(cfg: Config) -> None:
             f"eviction.bridge.certificates: must be one of {', '.join(BRIDGE_CERTIFICATES)}, "
             f"got {bridge.certificates!r}"
         )
+    if bridge.client_ca_file is not None and not bridge.client_ca_file.is_absolute():
+        raise ConfigError(
+            f"eviction.bridge.clientCaFile: must be an absolute path, got {bridge.client_ca_file}"
+        )
     if not bridge.enabled:
         return
     if not cfg.run_controllers:

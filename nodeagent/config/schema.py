@@ -115,6 +115,11 @@ class BridgeConfig:
     # nodeagent-eviction-bridge-tls and renew them; provided: someone else keeps that Secret
     # (cert-manager's Certificate: tls.crt, tls.key, ca.crt), which the bridge only reads
     certificates: str = "managed"
+    # a PEM file of the CA(s) whose client certificates the bridge accepts: with it, a
+    # connection without such a certificate is refused in the TLS handshake (kube-apiserver
+    # presents one where its AdmissionConfiguration's WebhookAdmissionConfiguration names a
+    # kubeConfigFile with a client certificate for the webhook's host). None: any client
+    client_ca_file: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -102,9 +102,12 @@ class BridgeServer:
         informers: SharedInformers | None = None,
         eviction_api: str = "nodeagent",
         metrics: BridgeMetrics | None = None,
+        client_ca: bytes | None = None,
     ) -> None:
         """`eviction_api`: `eviction.api` (auto: ask on the upstream API where the server
-        serves it, as the leader does)."""
+        serves it, as the leader does). `client_ca`: PEM of the CA(s) a client's certificate
+        must be signed by (`eviction.bridge.clientCaFile`); None: no client certificate asked
+        for. Raises ValueError when it holds no certificate."""
         self._client = client
         self._eviction_api = eviction_api
         self.informers = informers if informers is not None else SharedInformers(client)
@@ -120,6 +123,14 @@ class BridgeServer:
         self.listen = listen
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if client_ca is not None:
+            # kube-apiserver's client certificate (its AdmissionConfiguration's kubeConfigFile):
+            # anything else is refused in the handshake, before a byte of a review is read
+            self._context.verify_mode = ssl.CERT_REQUIRED
+            try:
+                self._context.load_verify_locations(cadata=client_ca.decode("ascii"))
+            except (ssl.SSLError, UnicodeDecodeError) as exc:
+                raise ValueError(f"not a PEM certificate: {exc}") from None
         self._loaded = asyncio.Event()
         self._dir: Path | None = None
         self.serving = asyncio.Event()
@@ -183,7 +194,8 @@ def bridge_from_config(
 ) -> BridgeServer:
     """The bridge as configured (``eviction.bridge``), in the controllers' namespace
     (``leader.namespace``, where their Lease, Secret and Service are). Raises ValueError naming
-    a bad ``eviction.annotateInterceptors`` entry."""
+    a bad ``eviction.annotateInterceptors`` entry, or an ``eviction.bridge.clientCaFile`` that
+    cannot be read or holds no certificate."""
     bridge = cfg.eviction.bridge
     namespace = cfg.leader.namespace
     own = (service_account_user(namespace, CONTROLLERS_ACCOUNT), *bridge.own_users)
@@ -205,4 +217,23 @@ def bridge_from_config(
         Listen(port=bridge.port),
         eviction_api=cfg.eviction.api,
         metrics=metrics,
+        client_ca=_client_ca(bridge.client_ca_file),
     )
+
+
+def _client_ca(path: Path | None) -> bytes | None:
+    """``eviction.bridge.clientCaFile``'s PEM, checked; ValueError naming the setting."""
+    if path is None:
+        return None
+    try:
+        pem = path.read_bytes()
+        if not pem.strip():
+            raise ValueError("the file is empty")
+        ssl.create_default_context(cadata=pem.decode("ascii"))
+    except (ssl.SSLError, UnicodeDecodeError, ValueError) as exc:  # SSLError before OSError
+        raise ValueError(
+            f"eviction.bridge.clientCaFile: {path}: not a PEM certificate ({exc})"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"eviction.bridge.clientCaFile: {path}: {exc.strerror or exc}") from None
+    return pem

@@ -8,10 +8,17 @@ calling meanwhile: test_forged_reviews.py, on the real control plane."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import ssl
 import time
+from pathlib import Path
+
+import aiohttp
+import pytest
 
 from nodeagent.controllers.bridge import listener
 from nodeagent.controllers.bridge.server import Listen
+from tests.integration.bridge.clientcerts import ClientCA, Pair
 from tests.integration.bridge.test_webhook import NAMES, Served, serve
 from tests.integration.controllers.evictionrequest_harness import Env, env
 from tests.integration.observability.test_http_limits import closed_unanswered, held
@@ -84,3 +91,32 @@ async def test_a_client_that_is_no_tls_client_is_closed_and_frees_its_slot(env: 
             writer.transport.abort()
         await until(lambda: held_by(bridge) == 0)
         assert (await bridge.evict("nobody"))["allowed"] is True
+
+
+# --- eviction.bridge.clientCaFile: only kube-apiserver's certificate is answered ------------
+
+
+async def test_with_a_client_ca_only_clients_with_its_certificate_are_answered(
+    env: Env, tmp_path: Path
+) -> None:
+    ca = ClientCA(tmp_path)
+    other = ClientCA(tmp_path, "someone-else")
+    async with serve(env.kube, listen=QUICK, client_ca=ca.pem) as bridge:
+
+        def presenting(pair: Pair | None) -> Served:
+            bundle = bridge.server.keeper.bundle
+            assert bundle is not None
+            trust = ssl.create_default_context(cadata=bundle.trusted.decode())
+            if pair is not None:
+                trust.load_cert_chain(pair.cert, pair.key)
+            return dataclasses.replace(bridge, trust=trust)
+
+        # kube-apiserver, with the certificate its kubeConfigFile names: answered
+        assert (await presenting(ca.client("kube-apiserver")).evict("nobody"))["allowed"]
+        # no certificate, or one of another CA: refused in the handshake, nothing read
+        for attacker in (presenting(None), presenting(other.client("kube-apiserver"))):
+            with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
+                async with asyncio.timeout(5):
+                    await attacker.evict("nobody")
+        assert bridge.server.bridge.metrics.answered() == {"unknown": 1}
+        await until(lambda: held_by(bridge) == 0)

@@ -127,8 +127,17 @@ async def serve(
     write_timeout: float = ROOMY_WRITE_TIMEOUT,
     clock: Clock = utcnow,
     listen: Listen = LOOPBACK,
+    client_ca: bytes | None = None,
 ) -> AsyncIterator[Served]:
-    server = BridgeServer(client, SETTINGS, PLACE, listen, write_timeout=write_timeout, clock=clock)
+    server = BridgeServer(
+        client,
+        SETTINGS,
+        PLACE,
+        listen,
+        write_timeout=write_timeout,
+        clock=clock,
+        client_ca=client_ca,
+    )
     task = asyncio.create_task(server.run())
     try:
         await until_serving(server, task)

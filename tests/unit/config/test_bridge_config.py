@@ -3,12 +3,15 @@ and the bridge it builds (its users, its place, its port)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeagent.config import BridgeConfig, ConfigError, from_mapping
+from nodeagent.controllers.bridge.certs import renew
 from nodeagent.controllers.bridge.server import bridge_from_config
+from nodeagent.model.times import utcnow
 
 
 def test_off_by_default_and_every_setting_read() -> None:
@@ -103,3 +106,24 @@ def test_the_bridge_passes_the_controllers_own_evictions_and_keeps_its_ca_where_
 
 class _NoClient:
     """Building the bridge asks the API server nothing."""
+
+
+def test_a_client_ca_file_is_read_checked_and_required_of_clients(tmp_path: Path) -> None:
+    assert from_mapping({}).eviction.bridge.client_ca_file is None
+    with pytest.raises(ConfigError) as caught:
+        from_mapping({"eviction": {"bridge": {"clientCaFile": "ca.crt"}}}, "config.yaml")
+    assert "eviction.bridge.clientCaFile: must be an absolute path" in str(caught.value)
+    missing = tmp_path / "missing.crt"
+    for content, why in ((None, "No such file"), (b"", "the file is empty"), (b"x", "not a PEM")):
+        if content is not None:
+            missing.write_bytes(content)
+        cfg = from_mapping({"eviction": {"bridge": {"clientCaFile": str(missing)}}})
+        with pytest.raises(ValueError) as bad:
+            bridge_from_config(_NoClient(), cfg)  # type: ignore[arg-type]
+        text = str(bad.value)
+        assert text.startswith(f"eviction.bridge.clientCaFile: {missing}: ") and why in text
+        assert "\n" not in text
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(renew(None, ["kube-apiserver"], utcnow(), "ca").ca)
+    cfg = from_mapping({"eviction": {"bridge": {"clientCaFile": str(ca)}}})
+    assert bridge_from_config(_NoClient(), cfg) is not None  # type: ignore[arg-type]
