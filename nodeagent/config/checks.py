@@ -53,6 +53,17 @@ def validate_config(cfg: Config) -> None:
     _check_eviction(cfg.eviction)
     _check_observability(cfg.observability)
     _check_bridge(cfg)
+    if (
+        cfg.run_node_agent
+        and cfg.run_controllers
+        and cfg.shutdown.enabled
+        and cfg.shutdown.budget > cfg.node_maintenance.max_shutdown
+    ):
+        raise ConfigError(
+            f"shutdown.budget ({cfg.shutdown.budget:g}s) exceeds nodeMaintenance.maxShutdown "
+            f"({cfg.node_maintenance.max_shutdown:g}s): the controllers would stop counting "
+            "the node's shutdown maintenance before its shutdown ends"
+        )
     if not cfg.run_node_agent and not cfg.run_controllers:
         raise ConfigError("runNodeAgent: false with runControllers: false leaves nothing to run")
     if cfg.node_name is not None and not DNS_SUBDOMAIN.fullmatch(cfg.node_name):
@@ -130,6 +141,10 @@ def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
     if nm.drain_deadline_escalation not in ESCALATIONS:
         raise ConfigError(
             "nodeMaintenance.drainDeadlineEscalation: must be one of " + ", ".join(ESCALATIONS)
+        )
+    if not 0 < nm.max_shutdown < MAX_HEARTBEAT_DEADLINE:
+        raise ConfigError(
+            f"nodeMaintenance.maxShutdown: must be from 0 to {MAX_HEARTBEAT_DEADLINE} seconds"
         )
 
 

@@ -12,6 +12,7 @@ from nodeagent.model import notifications as notif
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.model.interceptors.heartbeats import DEFAULT_HEARTBEAT_DEADLINE
 from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
+from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
 
 __all__ = [
     "AnnotateInterceptor",
@@ -146,6 +147,9 @@ class NodeMaintenanceConfig:
     # once the deadline passed: None (report only) or DeletePods (spec.drainDeadlineEscalation
     # overrides)
     drain_deadline_escalation: str = "None"
+    # seconds from its creation a node agent's shutdown maintenance counts at most (drain slot,
+    # final phase), whatever release deadline it states: at least every node's shutdown.budget
+    max_shutdown: float = DEFAULT_MAX_SHUTDOWN
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ class ClusterControllers:
                 self.client,
                 informers,
                 self.recorder,
+                max_shutdown=self.maintenance_settings.max_shutdown,
                 queue_metrics=self.queue_metrics.for_queue("final-phase"),
             ),
         ]

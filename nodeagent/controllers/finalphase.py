@@ -2,10 +2,12 @@
 
 A node's agent asks for it in its shutdown maintenance (annotation `nodeagent.io/final-phase`)
 and lets its node go at the deadline whatever happens here; node agents may read no pods, the
-controllers can. From `deadline - gracePeriod` on, while the maintenance is in Drain, the pods
-still on that node (and only that node's: the maintenance must be a shutdown maintenance that
-selects its node alone) are deleted in the kubelet's order with its grace caps; the next step
-comes when a pod of the node changes or the next group's time comes.
+controllers can. From `deadline - gracePeriod` on, while the maintenance is in Drain and counts
+(`nodeagent.model.shutdown_standing`: the boot the node's kubelet reports, within its bound,
+the one of its node), the pods still on that node (and only that node's: the maintenance must
+be a shutdown maintenance that selects its node alone) are deleted in the kubelet's order with
+its grace caps; the next step comes when a pod of the node changes, its Node does, or the next
+group's time comes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Protocol
 
 from nodeagent.controllers.nodemaintenance.controller import pod_node_index
@@ -23,13 +26,14 @@ from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.protocols import Deleter
-from nodeagent.kube.resources import NODEMAINTENANCES, PODS, Obj
+from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model import final_phase as model
 from nodeagent.model.bodies import metadata_of, spec_stage
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_node
+from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN, ignored
 
 __all__ = ["FinalPhaseController"]
 
@@ -46,9 +50,10 @@ def _asks(nm: Obj) -> bool:
     return FINAL_PHASE_ANNOTATION in (metadata_of(nm).get("annotations") or {})
 
 
-def _requesting_node(nm: Obj) -> list[str]:
-    """Index: the node of a shutdown maintenance that asks for a final phase."""
-    node = shutdown_node(nm) if _asks(nm) else None
+def _shutdown_node(nm: Obj) -> list[str]:
+    """Index: the node of a shutdown maintenance (asking for a final phase or not: which one
+    of a node counts is decided among them all)."""
+    node = shutdown_node(nm)
     return [node] if node else []
 
 
@@ -61,17 +66,20 @@ class FinalPhaseController(Controller):
         informers: SharedInformers,
         events: EventRecorder,
         *,
+        max_shutdown: float = DEFAULT_MAX_SHUTDOWN,
         queue_metrics: WorkQueueMetrics | None = None,
         clock: Callable[[], float] = time.time,
         workers: int = 2,
     ) -> None:
         self._maintenances = informers.informer(
-            NODEMAINTENANCES, indexers={_NODE_INDEX: _requesting_node}
+            NODEMAINTENANCES, indexers={_NODE_INDEX: _shutdown_node}
         )
         self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
+        self._nodes = informers.informer(NODES)
+        self._max_shutdown = max_shutdown
         super().__init__(
             "final-phase",
-            informers=[self._maintenances, self._pods],
+            informers=[self._maintenances, self._pods, self._nodes],
             workers=workers,
             metrics=queue_metrics,
         )
@@ -82,12 +90,27 @@ class FinalPhaseController(Controller):
         self._said: dict[str, str] = {}  # maintenance -> the last group or problem reported
         self.enqueue_on(self._maintenances, lambda nm: [key_of(nm)] if _asks(nm) else [])
         self.enqueue_on(self._pods, self._maintenances_of_pod)
+        self.enqueue_on(self._nodes, lambda node: self._of_node(metadata_of(node).get("name")))
 
     def _maintenances_of_pod(self, pod: Obj) -> Iterable[str]:
-        node = (pod.get("spec") or {}).get("nodeName")
+        return self._of_node((pod.get("spec") or {}).get("nodeName"))
+
+    def _of_node(self, node: object) -> Iterable[str]:
         if not node:
             return []
         return self._maintenances.store.index_keys(_NODE_INDEX, str(node))
+
+    def _ignored(self, node: str, key: str) -> str | None:
+        """Why the shutdown maintenance `key` of `node` does not count, or None."""
+        claims = [
+            nm
+            for k in self._maintenances.store.index_keys(_NODE_INDEX, node)
+            if (nm := self._maintenances.store.get(k)) is not None
+        ]
+        node_obj = self._nodes.store.get(node)
+        nodes = {node: node_obj} if node_obj is not None else {}
+        now = datetime.fromtimestamp(self._clock(), UTC)
+        return ignored(claims, nodes, now, self._max_shutdown).get(key)
 
     async def reconcile(self, key: str) -> Result | None:
         nm = self._maintenances.store.get(key)
@@ -109,6 +132,12 @@ class FinalPhaseController(Controller):
                 "node's shutdown maintenance (labelled for its node, selecting it alone)"
             )
             await self._report(nm, "FinalPhaseInvalid", message)
+            return None
+        why = self._ignored(node, key)
+        if why is not None:
+            await self._report(
+                nm, "ShutdownIgnored", f"NodeMaintenance {key}: no final phase: {why}"
+            )
             return None
         asked = self._asked.setdefault(key, set())
         now = self._clock()

@@ -40,6 +40,7 @@ __all__ = [
     "Step",
     "annotation",
     "plan",
+    "release_deadline",
     "requested",
 ]
 
@@ -96,6 +97,23 @@ def annotation(deadline: datetime, phase: FinalPhase) -> str:
 def requested(nm: Mapping[str, Any]) -> FinalPhase | None:
     """The phase `nm` asks for, its deadline in seconds since the epoch; None when it asks
     none (or a phase of no length)."""
+    read = _read(nm)
+    if read is None:
+        return None
+    deadline, grace, critical = read
+    if grace <= 0:
+        return None
+    return FinalPhase(deadline.timestamp(), grace, critical)
+
+
+def release_deadline(nm: Mapping[str, Any]) -> datetime | None:
+    """When the node's agent lets its node go, as its request says (a phase of no length
+    still says when); None when it has no request."""
+    read = _read(nm)
+    return None if read is None else read[0]
+
+
+def _read(nm: Mapping[str, Any]) -> tuple[datetime, float, float] | None:
     md = metadata_of(nm)
     raw = mapping(md, "annotations").get(FINAL_PHASE_ANNOTATION)
     if raw is None:
@@ -121,9 +139,7 @@ def requested(nm: Mapping[str, Any]) -> FinalPhase | None:
     grace, critical = periods
     if critical > grace:
         raise InvalidFinalPhase(f"{where}: {_CRITICAL} must not exceed {_GRACE}")
-    if grace <= 0:
-        return None
-    return FinalPhase(deadline.timestamp(), grace, critical)
+    return deadline, grace, critical
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ __all__ = [
     "LABEL_MANAGED_BY",
     "LABEL_NAME",
     "LABEL_TRIGGER",
+    "LABEL_USERSPACE_BOOT",
     "LAST_APPLIED",
     "MAINTENANCE_TAINT",
     "MIRROR_ANNOTATION",
@@ -88,6 +89,9 @@ BRIDGE_OPT_OUT_LABEL = "nodeagent.io/eviction-bridge"
 """Namespace label: ``disabled`` keeps the eviction bridge out of the namespace's evictions
 (its webhook's namespaceSelector, and the bridge's own check of a review)."""
 LABEL_BOOT_ID = "nodeagent.io/boot-id"
+"""On a shutdown maintenance: the kernel's boot id, as the kubelet reports it."""
+LABEL_USERSPACE_BOOT = "nodeagent.io/userspace-boot"
+"""On a shutdown maintenance: PID 1's start time (hex), where PID 1 is the system's init."""
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_NAME = "app.kubernetes.io/name"
 

@@ -7,40 +7,79 @@ is `nodeagent.node.shutdown`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.model.bodies import condition_true, labels_of, spec_stage
+from nodeagent.model.bodies import condition_true, labels_of, mapping, metadata_of, spec_stage
 from nodeagent.model.names import (
     AGENT,
     ANNOTATION_SHUTDOWN_TYPE,
     LABEL_BOOT_ID,
     LABEL_MANAGED_BY,
     LABEL_TRIGGER,
+    LABEL_USERSPACE_BOOT,
 )
 from nodeagent.model.names import NODE_LABEL as LABEL_NODE
 
 TRIGGER_SHUTDOWN = "shutdown"
+PREFIX = "nodeagent-shutdown-"
+
+KERNEL_BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""/proc/sys/kernel/random/boot_id as the kernel writes it, which is what the kubelet reports
+in status.nodeInfo.bootID: the only form label `nodeagent.io/boot-id` may take."""
+USERSPACE_BOOT = re.compile(r"[0-9a-f]{1,16}")
+"""PID 1's start time in clock ticks since the kernel booted, in hex (label
+`nodeagent.io/userspace-boot`): tells a soft reboot, which keeps the kernel's id."""
+_BOOT_ID = re.compile(rf"({KERNEL_BOOT_ID.pattern})(?:-({USERSPACE_BOOT.pattern}))?")
 
 
-def maintenance_name(node: str, boot_id: str) -> str:
+def boot_id(kernel: str, userspace: str | None = None) -> str:
+    """A boot as the agent names it: the kernel's id, then `-<userspace>` when PID 1 is the
+    system's init. Neither part holds a dash of its own after the kernel id's fixed ones, so
+    a maintenance name reads back to one node and one boot alone."""
+    return f"{kernel}-{userspace}" if userspace else kernel
+
+
+def split_boot_id(boot: str) -> tuple[str, str | None] | None:
+    """(kernel id, userspace part or None) of a boot id in the pinned form, else None."""
+    m = _BOOT_ID.fullmatch(boot)
+    return None if m is None else (m.group(1), m.group(2))
+
+
+def maintenance_name(node: str, boot: str) -> str:
     """`nodeagent-shutdown-<node>-<boot id>`: one per node and boot, so a second one of the
     same boot is a name conflict. The node agents' admission policy
-    (packaging/kubernetes/admission-policy.yaml) builds the same name from the labels; both
-    are label values (at most 63 characters), so it stays a valid name of at most 146."""
-    return f"nodeagent-shutdown-{node}-{boot_id}"
+    (packaging/kubernetes/admission-policy.yaml) builds the same name from the labels, each in
+    its pinned form, so that no node's agent can take another node's name (`node-1` cannot
+    name itself `node-1-a`'s boot). At most 19 + 63 + 1 + 36 + 17 characters: a valid name."""
+    return f"{PREFIX}{node}-{boot}"
 
 
-def shutdown_selector(node: str, boot_id: str | None = None) -> str:
-    """Label selector of the agent's shutdown maintenances for `node` (and boot)."""
+def shutdown_selector(node: str, boot: str | None = None) -> str:
+    """Label selector of the agent's shutdown maintenances for `node` (and the boot's kernel
+    id: a soft reboot's are told apart by `boot_of`)."""
     sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}={TRIGGER_SHUTDOWN},{LABEL_MANAGED_BY}={AGENT}"
-    return f"{sel},{LABEL_BOOT_ID}={boot_id}" if boot_id else sel
+    parts = split_boot_id(boot) if boot else None
+    return f"{sel},{LABEL_BOOT_ID}={parts[0]}" if parts else sel
+
+
+def boot_labels(boot: str) -> dict[str, str]:
+    """The labels that say which boot a shutdown maintenance is of."""
+    parts = split_boot_id(boot)
+    if parts is None:
+        raise ValueError(f"not a boot id: {boot!r}")
+    kernel, userspace = parts
+    labels = {LABEL_BOOT_ID: kernel}
+    if userspace:
+        labels[LABEL_USERSPACE_BOOT] = userspace
+    return labels
 
 
 def shutdown_maintenance(
     node: str,
-    boot_id: str,
+    boot: str,
     kind: str,
     drain_plan: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
@@ -48,11 +87,11 @@ def shutdown_maintenance(
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "NodeMaintenance",
         "metadata": {
-            "name": maintenance_name(node, boot_id),
+            "name": maintenance_name(node, boot),
             "labels": {
                 LABEL_NODE: node,
                 LABEL_TRIGGER: TRIGGER_SHUTDOWN,
-                LABEL_BOOT_ID: boot_id,
+                **boot_labels(boot),
                 LABEL_MANAGED_BY: AGENT,
             },
             "annotations": {ANNOTATION_SHUTDOWN_TYPE: kind},
@@ -75,12 +114,15 @@ def node_selector(node: str) -> dict[str, Any]:
 
 
 def shutdown_node(nm: Mapping[str, Any]) -> str | None:
-    """The node whose shutdown maintenance `nm` is (labelled as one and selecting that node
-    alone), or None."""
-    node = ((nm.get("metadata") or {}).get("labels") or {}).get(LABEL_NODE)
-    if not isinstance(node, str) or not is_ours(nm, node):
+    """The node whose shutdown maintenance `nm` is (labelled as one, named after its node and
+    boot, and selecting that node alone), or None."""
+    node = labels_of(nm).get(LABEL_NODE)
+    boot = boot_of(nm)
+    if not isinstance(node, str) or boot is None or not is_ours(nm, node):
         return None
-    return node if (nm.get("spec") or {}).get("nodeSelector") == node_selector(node) else None
+    if metadata_of(nm).get("name") != maintenance_name(node, boot):
+        return None
+    return node if mapping(nm, "spec").get("nodeSelector") == node_selector(node) else None
 
 
 def is_ours(nm: Mapping[str, Any], node: str) -> bool:
@@ -94,28 +136,33 @@ def is_ours(nm: Mapping[str, Any], node: str) -> bool:
 
 
 def boot_of(nm: Mapping[str, Any]) -> str | None:
+    """The boot id (`boot_id`) the labels say, each part in its pinned form; else None."""
     labels = labels_of(nm)
-    value = labels.get(LABEL_BOOT_ID)
-    return value if isinstance(value, str) else None
+    kernel, userspace = labels.get(LABEL_BOOT_ID), labels.get(LABEL_USERSPACE_BOOT)
+    if not isinstance(kernel, str) or not KERNEL_BOOT_ID.fullmatch(kernel):
+        return None
+    if userspace is None:
+        return kernel
+    if not isinstance(userspace, str) or not USERSPACE_BOOT.fullmatch(userspace):
+        return None
+    return boot_id(kernel, userspace)
+
+
+def kernel_boot_of(nm: Mapping[str, Any]) -> str | None:
+    """The kernel boot id of the shutdown maintenance, as the kubelet reports one."""
+    parts = split_boot_id(boot_of(nm) or "")
+    return parts[0] if parts else None
+
+
+def reported_boot(node: Mapping[str, Any]) -> str | None:
+    """The boot id the node's kubelet reports (status.nodeInfo.bootID); None when it reports
+    none (kwok's nodes, say)."""
+    value = mapping(mapping(node, "status"), "nodeInfo").get("bootID")
+    return value if isinstance(value, str) and value else None
 
 
 def is_drained(nm: Mapping[str, Any]) -> bool:
     return condition_true(nm, "Drained")
-
-
-def shutdown_over(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> bool:
-    """`nm` is a shutdown maintenance whose node has booted again since it was made: the
-    node's kubelet reports (status.nodeInfo.bootID) another boot than its boot-id label. Node
-    agents cannot change that report (the admission policy keeps their Node writes to the
-    lifecycle conditions), so what this says holds against them too. Not known (no such
-    label, Node or report): not over."""
-    node = shutdown_node(nm)
-    boot = boot_of(nm)
-    if node is None or not boot or node not in nodes:
-        return False
-    info = (nodes[node].get("status") or {}).get("nodeInfo") or {}
-    reported = info.get("bootID") if isinstance(info, Mapping) else None
-    return isinstance(reported, str) and reported != "" and reported != boot
 
 
 Step = Literal["adopt", "create", "delete", "wait"]

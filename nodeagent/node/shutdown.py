@@ -232,16 +232,17 @@ class _Shutdown:
             attempt += 1
             await asyncio.sleep(self.flow.backoff.delay(attempt))
 
-    def _final_phase(self) -> str | None:
+    def _final_phase(self) -> str:
         """The annotation that asks the controllers for the final phase (they delete the pods
-        left, the kubelet's way, when the budget is nearly spent: only they may read pods);
-        None when it is off."""
+        left, the kubelet's way, when the budget is nearly spent: only they may read pods).
+        Written with no length when the phase is off: it still says when the lock goes, which
+        bounds how long the controllers count the maintenance."""
         fp = self.flow.config.final_phase
         phase = final.FinalPhase.fitted(
             self.state.deadline, self.usable, fp.grace_period, fp.critical_pods_grace_period
         )
         if phase.grace_period <= 0:
-            return None
+            phase = final.FinalPhase(phase.deadline, 0.0, 0.0)
         left = self.state.deadline - self.flow.clock()
         return final.annotation(datetime.now(UTC) + timedelta(seconds=left), phase)
 
@@ -278,7 +279,7 @@ class _Shutdown:
                 log.warning("shutdown of %s: the API server did not answer: %s", self.flow.node, e)
                 self._unreachable()
 
-    async def _ensure_maintenance(self, final_phase: str | None) -> str:
+    async def _ensure_maintenance(self, final_phase: str) -> str:
         """`final_phase`: the annotation that asks the controllers for the final phase."""
         flow, client = self.flow, self.flow.client
         selector = model.shutdown_selector(flow.node, flow.boot_id)
@@ -297,8 +298,7 @@ class _Shutdown:
                 body = model.shutdown_maintenance(
                     flow.node, flow.boot_id, self.kind, flow.config.drain_plan
                 )
-                if final_phase is not None:
-                    body["metadata"]["annotations"][FINAL_PHASE_ANNOTATION] = final_phase
+                body["metadata"]["annotations"][FINAL_PHASE_ANNOTATION] = final_phase
                 flow._created.add(name)
                 try:
                     await self.request(

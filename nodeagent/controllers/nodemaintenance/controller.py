@@ -312,6 +312,7 @@ class NodeMaintenanceController(Controller):
             eviction_requests=cast("dict[str, EvictionRequest]", requests),  # read, never checked
             now=self._clock(),
             max_draining=limit.slots(len(self._nodes.store)) if limit is not None else None,
+            max_shutdown=self._settings.max_shutdown,
             cordon_while_waiting=self._settings.cordon_while_waiting,
             admitting=self._admitting.pending(),
             drain_deadline=self._settings.drain_deadline,

@@ -18,13 +18,19 @@ from nodeagent.model.nodemaintenance.cordon import cordon_actions
 from nodeagent.model.nodemaintenance.deadline import deadline_requeue
 from nodeagent.model.nodemaintenance.evictions import escalation, eviction_actions
 from nodeagent.model.nodemaintenance.inputs import Inputs
-from nodeagent.model.nodemaintenance.limits import drain_slots, shutdowns_over
+from nodeagent.model.nodemaintenance.limits import drain_slots, ignored_shutdowns
 from nodeagent.model.nodemaintenance.status import maintenance_status, neighbour_statuses
 from nodeagent.model.nodemaintenance.targets import resolve_drain
+from nodeagent.model.shutdown_standing import next_change
 
 
 def _has_finalizer(obj: Mapping[str, Any]) -> bool:
     return FINALIZER in (mapping(obj, "metadata").get("finalizers") or ())
+
+
+def _earliest(*delays: float | None) -> float | None:
+    known = [d for d in delays if d is not None]
+    return min(known) if known else None
 
 
 def decide(inp: Inputs) -> Actions:
@@ -41,7 +47,7 @@ def decide(inp: Inputs) -> Actions:
         return Actions(stage=stage, validity=validity)
 
     ctx = read_context(inp, validity)
-    over = shutdowns_over(inp, ctx.others)
+    over = ignored_shutdowns(inp, ctx.others)
     slots = drain_slots(inp, ctx.others, ctx.bound.pods, over) if ctx.acting else None
     cordon, uncordon, cordon_events = cordon_actions(ctx, slots)
 
@@ -75,6 +81,12 @@ def decide(inp: Inputs) -> Actions:
         uncordon=tuple(uncordon),
         remove_finalizer=is_deleting and _has_finalizer(nm),
         admitted=frozenset(slots.newly) if slots is not None else frozenset(),
-        requeue_after=deadline_requeue(ctx, status, my_drain),
+        requeue_after=_earliest(
+            deadline_requeue(ctx, status, my_drain),
+            # an ignored shutdown maintenance frees its slot when its bound passes
+            next_change((o.obj for o in ctx.others.values()), inp.now, inp.max_shutdown)
+            if inp.max_draining is not None
+            else None,
+        ),
         delete_pods=tuple(escalation(ctx, status, my_drain)),
     )

@@ -14,6 +14,7 @@ from nodeagent.model.bodies import (
 from nodeagent.model.draintargets.pods import PodInfo, PodInfoOf
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import Recall
+from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
 
 RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
 """How a decision reads an EvictionRequest: :meth:`EvictionRequestView.from_obj`, or an
@@ -40,6 +41,8 @@ class Inputs:
     max_draining: int | None = None
     """How many nodes may drain at once (None: no limit). With a limit, ``maintenances``
     holds every maintenance in Drain too, and the other fields cover their nodes."""
+    max_shutdown: float = DEFAULT_MAX_SHUTDOWN
+    """Seconds from its creation a shutdown maintenance counts at most (drain slots)."""
     cordon_while_waiting: bool = False
     """Cordon a node in Drain while it waits for a drain slot."""
     admitting: frozenset[str] = frozenset()

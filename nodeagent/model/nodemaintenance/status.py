@@ -36,6 +36,7 @@ from nodeagent.model.nodemaintenance.summary import (
     undrained_node_statuses,
     undrained_summary,
 )
+from nodeagent.model.shutdown_standing import IGNORED
 from nodeagent.model.times import format_time
 
 
@@ -54,7 +55,16 @@ def drain_status(
     events: list[Event] = []
     old_index = status.get("drainPlanIndex")
     old_drained = next((c for c in conditions if c.get("type") == "Drained"), None)
+    old_messages = {
+        mapping(ns, "nodeRef").get("name"): as_map(ns).get("drainMessage")
+        for ns in items(status, "nodeStatuses")
+    }
     status["nodeStatuses"] = [ns.to_status() for ns in drain.nodes]
+    events.extend(
+        Event("Warning", "ShutdownIgnored", f"Node {ns.node}: {ns.drain_message}")
+        for ns in drain.nodes
+        if ns.drain_message.startswith(IGNORED) and old_messages.get(ns.node) != ns.drain_message
+    )
     status["drainPlanIndex"] = drain.entry_index
     status["summary"] = drain_summary(drain, plan_length, requests)
     entry = f"drain plan entry {drain.entry_index + 1} of {plan_length}: "

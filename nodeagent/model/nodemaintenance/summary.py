@@ -19,9 +19,9 @@ from nodeagent.model.maintenance import (
     Stage,
 )
 from nodeagent.model.nodemaintenance.context import Context
-from nodeagent.model.nodemaintenance.limits import booted_again
 from nodeagent.model.nodemaintenance.pods import PodsOn
 from nodeagent.model.nodemaintenance.requests import RequestReader
+from nodeagent.model.shutdown_standing import IGNORED
 
 
 def note_ignored_interceptors(
@@ -65,12 +65,12 @@ def _refused_pod(drain: MaintenanceDrain, requests: RequestReader) -> str | None
 
 def _waiting_node(drain: MaintenanceDrain) -> str | None:
     """The first undrained node that waits for other nodes or another maintenance, or whose
-    shutdown is over."""
+    shutdown maintenance is ignored."""
     for ns in drain.nodes:
         if not ns.drained and (
             ns.drain_message.startswith("Waiting")
             or "(limited by " in ns.drain_message
-            or ns.drain_message == booted_again(ns.node)
+            or ns.drain_message.startswith(IGNORED)
         ):
             return f"node {ns.node}: {ns.drain_message}"
     return None

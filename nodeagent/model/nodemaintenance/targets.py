@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from collections.abc import Set as AbstractSet
 
 from nodeagent.model.bodies import (
     mapping,
@@ -49,11 +48,11 @@ def resolve_drain(
     others: Mapping[str, MaintenanceState],
     pods_on: PodsOn,
     slots: Slots | None,
-    over: AbstractSet[str] = frozenset(),
+    over: Mapping[str, str] | None = None,
 ) -> Resolution | None:
     """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
     Under a limit, node by node and only on the nodes admitted (see Drain slots); ``over``:
-    shutdown maintenances whose node booted again, which take no slot."""
+    ignored shutdown maintenances (name -> why), which take no slot."""
     views = [view for o in others.values() if (view := _drain_view(o)) is not None]
     if not views:
         return None
@@ -80,7 +79,7 @@ def resolve_drain(
     for v in views:
         mine = parts.get(v.name, [])
         waiting = [
-            waiting_status(n, pods_on(n), slots, v.name in over)
+            waiting_status(n, pods_on(n), slots, (over or {}).get(v.name))
             for n in sorted(v.nodes - slots.admitted)
         ]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)

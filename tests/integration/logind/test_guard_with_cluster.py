@@ -23,7 +23,7 @@ from tests.netproxy import proxy_to
 
 __all__ = ["shutdown_cluster"]  # the fixture
 
-BOOT = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 
 
 @contextlib.asynccontextmanager

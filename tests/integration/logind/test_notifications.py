@@ -30,8 +30,8 @@ from tests.webhookserver import Outcomes, WebhookServer, webhook_server
 
 __all__ = ["shutdown_cluster"]  # the fixture
 
-BOOT = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-EARLIER_BOOT = "aaaabbbbccccddddeeeeffff00001111"
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+EARLIER_BOOT = "aaaabbbb-cccc-dddd-eeee-ffff00001111"
 
 
 @contextlib.asynccontextmanager

@@ -735,7 +735,8 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
     # what it lets a shutdown maintenance carry is what the code writes
     from nodeagent.model import names, shutdown
 
-    body = shutdown.shutdown_maintenance("node-1", "b00t", "reboot", [{"podPriority": 1}])
+    boot = shutdown.boot_id("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "7431d")
+    body = shutdown.shutdown_maintenance("node-1", boot, "reboot", [{"podPriority": 1}])
     listed = {
         name: set(yaml.safe_load(variables[name].replace("'", '"')))
         for name in ("shutdownLabels", "shutdownAnnotations", "shutdownSpec")
@@ -746,11 +747,20 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
         names.FINAL_PHASE_ANNOTATION,
     }
     assert listed["shutdownSpec"] == set(body["spec"])
-    # the name the policy builds from the node and the boot-id label is the code's
-    named = "'nodeagent-shutdown-' + variables.nodeName + '-' + variables.bootId"
-    assert any(named in v["expression"] for v in policy["spec"]["validations"])
-    boot = body["metadata"]["labels"][names.LABEL_BOOT_ID]
-    assert body["metadata"]["name"] == "nodeagent-shutdown-" + "node-1" + "-" + boot
+    # the name the policy builds from the node and the boot labels is the code's
+    named = (
+        "'nodeagent-shutdown-' + variables.nodeName + '-' + variables.bootId + "
+        "(variables.userspaceBoot != '' ? '-' + variables.userspaceBoot : '')"
+    )
+    assert any(named in " ".join(v["expression"].split()) for v in policy["spec"]["validations"])
+    labels = body["metadata"]["labels"]
+    assert body["metadata"]["name"] == (
+        f"nodeagent-shutdown-node-1-{labels[names.LABEL_BOOT_ID]}-"
+        f"{labels[names.LABEL_USERSPACE_BOOT]}"
+    )
+    # and the forms it pins are the code's
+    assert shutdown.KERNEL_BOOT_ID.pattern in variables["bootPinned"]
+    assert shutdown.USERSPACE_BOOT.pattern in variables["bootPinned"]
     # the component its Events must name is the one the node side records them as (app.py)
     assert variables["eventComponent"] == f"'{names.AGENT}'"
 

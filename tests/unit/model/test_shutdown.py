@@ -6,6 +6,9 @@ from hypothesis import strategies as st
 from nodeagent.model import shutdown as model
 from nodeagent.model.names import NODE_LABEL
 
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+EARLIER_BOOT = "aaaabbbb-cccc-dddd-eeee-ffff00001111"
+
 times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 
 
@@ -41,41 +44,41 @@ def test_reasons() -> None:
 
 
 def test_adopt_only_this_boots_live_maintenance() -> None:
-    mine = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    mine = model.shutdown_maintenance("node-1", BOOT, "reboot")
     name = mine["metadata"]["name"]
-    assert name == "nodeagent-shutdown-node-1-b00t"
-    other_boot = model.shutdown_maintenance("node-1", "0ld", "reboot")
-    assert model.next_step([other_boot], "node-1", "b00t") == ("create", name)
-    assert model.next_step([mine, other_boot], "node-1", "b00t") == ("adopt", name)
+    assert name == f"nodeagent-shutdown-node-1-{BOOT}"
+    other_boot = model.shutdown_maintenance("node-1", EARLIER_BOOT, "reboot")
+    assert model.next_step([other_boot], "node-1", BOOT) == ("create", name)
+    assert model.next_step([mine, other_boot], "node-1", BOOT) == ("adopt", name)
     # one an earlier version named otherwise is adopted by its labels
     renamed = {**mine, "metadata": {**mine["metadata"], "name": "nodeagent-shutdown-node-1-1a2b"}}
-    assert model.next_step([renamed], "node-1", "b00t") == (
+    assert model.next_step([renamed], "node-1", BOOT) == (
         "adopt",
         "nodeagent-shutdown-node-1-1a2b",
     )
     hand_made = {"metadata": {"name": name, "labels": {NODE_LABEL: "node-1"}}}
     assert not model.is_ours(hand_made, "node-1")
-    assert model.next_step([hand_made], "node-1", "b00t") == ("create", name)
+    assert model.next_step([hand_made], "node-1", BOOT) == ("create", name)
 
 
 def test_a_second_shutdown_of_a_boot_replaces_the_cancelled_ones_maintenance() -> None:
     """One name per node and boot: a cancelled shutdown's Complete maintenance is deleted, and
     the next one created under the same name once it is gone."""
-    mine = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    mine = model.shutdown_maintenance("node-1", BOOT, "reboot")
     name = mine["metadata"]["name"]
     done = {**mine, "spec": {**mine["spec"], "stage": "Complete"}}
-    assert model.next_step([done], "node-1", "b00t") == ("delete", name)
+    assert model.next_step([done], "node-1", BOOT) == ("delete", name)
     going = {**done, "metadata": {**done["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
-    assert model.next_step([going], "node-1", "b00t") == ("wait", name)
+    assert model.next_step([going], "node-1", BOOT) == ("wait", name)
     live_going = {**mine, "metadata": going["metadata"]}
-    assert model.next_step([live_going], "node-1", "b00t") == ("wait", name)
+    assert model.next_step([live_going], "node-1", BOOT) == ("wait", name)
 
 
 def test_the_configured_drain_plan_goes_into_the_maintenance() -> None:
-    plain = model.shutdown_maintenance("node-1", "b00t", "reboot")
+    plain = model.shutdown_maintenance("node-1", BOOT, "reboot")
     assert "drainPlan" not in plain["spec"]
     planned = model.shutdown_maintenance(
-        "node-1", "b00t", "reboot", drain_plan=[{"podPriority": 100}]
+        "node-1", BOOT, "reboot", drain_plan=[{"podPriority": 100}]
     )
     assert planned["spec"]["drainPlan"] == [{"podPriority": 100}]
 

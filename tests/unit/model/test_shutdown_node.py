@@ -8,13 +8,15 @@ import copy
 from nodeagent.model.names import NODE_LABEL as LABEL_NODE
 from nodeagent.model.shutdown import node_selector, shutdown_maintenance, shutdown_node
 
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
 
 def test_the_agents_own_maintenance_names_its_node() -> None:
-    assert shutdown_node(shutdown_maintenance("node-1", "b1", "reboot")) == "node-1"
+    assert shutdown_node(shutdown_maintenance("node-1", BOOT, "reboot")) == "node-1"
 
 
 def test_anything_else_names_none() -> None:
-    nm = shutdown_maintenance("node-1", "b1", "reboot")
+    nm = shutdown_maintenance("node-1", BOOT, "reboot")
     other_label = copy.deepcopy(nm)
     other_label["metadata"]["labels"][LABEL_NODE] = "node-2"
     wider = copy.deepcopy(nm)

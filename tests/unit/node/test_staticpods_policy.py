@@ -23,7 +23,7 @@ from nodeagent.node.staticpods.policy import (
 )
 
 NODE = "node-1"
-BOOT = "boot-now"
+BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 NODE_OBJ = {"metadata": {"name": NODE, "labels": {"pool": "cp"}}}
 
 
@@ -113,7 +113,7 @@ def test_which_maintenances_hold_the_node(obj: dict[str, Any], holds: bool) -> N
 def test_shutdown_maintenances_hold_only_in_their_boot() -> None:
     this_boot = shutdown_maintenance(NODE, BOOT, "reboot")
     this_boot["status"] = {"nodeStatuses": [{"nodeRef": {"name": NODE}}]}
-    earlier = shutdown_maintenance(NODE, "boot-before", "reboot")
+    earlier = shutdown_maintenance(NODE, "aaaabbbb-cccc-dddd-eeee-ffff00001111", "reboot")
     earlier["status"] = this_boot["status"]
     assert holds_pods_off_this_boot(this_boot, NODE, NODE_OBJ, BOOT)
     assert not holds_pods_off_this_boot(earlier, NODE, NODE_OBJ, BOOT)

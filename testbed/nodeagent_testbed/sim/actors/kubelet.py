@@ -66,6 +66,10 @@ def exit_seconds(pod: Obj) -> float:
         return 0.0
 
 
+def host_boot_id() -> str:
+    return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+
+
 class KubeletRouter:
     """One store listener for all the kubelets of a cluster, handing each change only to the
     kubelets it can concern: a pod's change to the kubelet of its node (and to the kubelets
@@ -220,7 +224,9 @@ class Kubelet(Controller[Key]):
                 "nodeInfo": {
                     "machineID": f"{zlib.crc32(self.node_name.encode()):032x}",
                     "systemUUID": f"{zlib.crc32(self.node_name.encode()):032x}",
-                    "bootID": f"{zlib.crc32(self.node_name.encode()) ^ 1:032x}",
+                    # as a real kubelet reports it: the kernel's boot id as written; the
+                    # simulated nodes run on this host's kernel, as the agents beside them do
+                    "bootID": host_boot_id(),
                     "kernelVersion": "6.12.0-sim",
                     "osImage": "nodeagent simulated node",
                     "containerRuntimeVersion": "containerd://2.1.0",

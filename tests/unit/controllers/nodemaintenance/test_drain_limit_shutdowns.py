@@ -1,6 +1,7 @@
 """Under a limit on nodes draining at once, a node agent's shutdown maintenance takes a drain
-slot only while its shutdown may be under way: once the node's kubelet reports another boot
-than the maintenance's, it neither holds nor waits for one (model.shutdown.shutdown_over)."""
+slot only while it counts (model.shutdown_standing): its boot is the one the node's kubelet
+reports, it is within its shutdown's bound, and it is the one live shutdown maintenance of its
+node. Otherwise it neither holds nor waits for a slot."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeagent.model import names
+from nodeagent.model import final_phase, names
 from nodeagent.model import shutdown as model
 from nodeagent.model.drainplan import classify
+from nodeagent.model.shutdown_standing import ignored
 from tests.unit.controllers.nodemaintenance.limited import LimitedWorld, message
 from tests.unit.controllers.nodemaintenance.world import Obj
 
-BOOT = "boot-a"
-NEXT_BOOT = "boot-b"
+# the kernel's form, as the kubelet reports it (status.nodeInfo.bootID)
+BOOT = "11420bea-f724-4165-9bde-f219df708610"
+NEXT_BOOT = "5d6c7b8a-9999-8888-7777-666655554444"
+HOUR = 3600.0
 
 
 def shutdown(w: LimitedWorld, node: str, boot: str = BOOT) -> str:
@@ -33,23 +37,93 @@ def boots(w: LimitedWorld, node: str, boot: str) -> None:
     w.edit_node(node).setdefault("status", {})["nodeInfo"] = {"bootID": boot}
 
 
-def test_a_shutdown_is_over_once_the_node_reports_another_boot() -> None:
+def why(w: LimitedWorld, name: str, max_shutdown: float = HOUR) -> str | None:
+    return ignored(w.nms.values(), w.nodes, w.clock, max_shutdown).get(name)
+
+
+def test_a_shutdown_counts_while_the_kubelet_reports_its_boot() -> None:
     w = LimitedWorld(1)
-    nm = w.nms[shutdown(w, "one")]
-    assert not model.shutdown_over(nm, w.nodes)  # no boot reported: not known
+    name = shutdown(w, "one")
+    assert why(w, name) is None  # no boot reported (kwok): taken at its word
     boots(w, "one", BOOT)
-    assert not model.shutdown_over(nm, w.nodes)
+    assert why(w, name) is None
     boots(w, "one", NEXT_BOOT)
-    assert model.shutdown_over(nm, w.nodes)
-    assert not model.shutdown_over(nm, {})  # no such Node
-    # not a shutdown maintenance: an admin's, one selecting more, one without its boot
-    admin: Obj = w.maintenance("upgrade", ["one"], selector=model.node_selector("one"))
-    assert not model.shutdown_over(admin, w.nodes)
-    wider = {**nm, "spec": {**nm["spec"], "nodeSelector": model.node_selector("two")}}
-    assert not model.shutdown_over(wider, w.nodes)
-    labels = {k: v for k, v in nm["metadata"]["labels"].items() if k != names.LABEL_BOOT_ID}
-    bootless = {**nm, "metadata": {**nm["metadata"], "labels": labels}}
-    assert not model.shutdown_over(bootless, w.nodes)
+    assert f"the kubelet of node one reports boot {NEXT_BOOT}" in (why(w, name) or "")
+
+
+def test_the_agents_soft_reboot_form_is_compared_by_its_kernel_part() -> None:
+    """The agent's boot id under systemd carries PID 1's start time; the kubelet reports the
+    kernel's id alone, with its dashes: the same boot."""
+    w = LimitedWorld(1)
+    name = shutdown(w, "one", model.boot_id(BOOT, "7431d"))
+    assert name == f"nodeagent-shutdown-one-{BOOT}-7431d"
+    boots(w, "one", BOOT)
+    assert why(w, name) is None
+
+
+def test_a_made_up_boot_never_counts() -> None:
+    w = LimitedWorld(1)
+    boots(w, "one", BOOT)
+    name = shutdown(w, "one", NEXT_BOOT)
+    assert "reports boot" in (why(w, name) or "")
+
+
+def test_a_shutdown_counts_until_its_bound() -> None:
+    w = LimitedWorld(1)
+    name = shutdown(w, "one")
+    w.clock += timedelta(seconds=HOUR - 2)
+    assert why(w, name) is None
+    w.clock += timedelta(seconds=2)
+    assert "past its shutdown's bound" in (why(w, name) or "")
+
+
+def test_the_release_deadline_it_states_bounds_it_sooner() -> None:
+    w = LimitedWorld(1)
+    name = shutdown(w, "one")
+    nm = w.nms[name]
+    deadline = w.clock + timedelta(seconds=60)
+    phase = final_phase.FinalPhase(deadline.timestamp(), 0.0, 0.0)  # the phase off: still says
+    nm["metadata"].setdefault("annotations", {})[names.FINAL_PHASE_ANNOTATION] = (
+        final_phase.annotation(deadline, phase)
+    )
+    w.clock += timedelta(seconds=59)
+    assert why(w, name) is None
+    w.clock += timedelta(seconds=1)
+    assert "past its shutdown's bound" in (why(w, name) or "")
+    # a deadline past the controllers' bound does not lengthen it
+    late = w.clock + timedelta(days=1)
+    nm["metadata"]["annotations"][names.FINAL_PHASE_ANNOTATION] = final_phase.annotation(
+        late, final_phase.FinalPhase(late.timestamp(), 30.0, 10.0)
+    )
+    assert why(w, name, max_shutdown=30.0) is not None
+
+
+def test_one_live_shutdown_maintenance_per_node_counts() -> None:
+    w = LimitedWorld(1)
+    boots(w, "one", BOOT)
+    first = shutdown(w, "one", model.boot_id(BOOT, "1"))
+    second = shutdown(w, "one", model.boot_id(BOOT, "2"))
+    assert why(w, first) is None
+    assert why(w, second) == f"shutdown maintenance {first} of node one counts, one per node"
+
+
+def test_a_squatters_name_is_no_shutdown_maintenance() -> None:
+    """`node-1`'s agent naming its maintenance after `node-1-a`'s boot: the labels and the
+    name disagree, so it is no shutdown maintenance of either node."""
+    w = LimitedWorld(1, nodes=("node-1", "node-1-a"))
+    body = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    body["metadata"]["name"] = model.maintenance_name("node-1-a", BOOT)
+    assert model.shutdown_node(body) is None
+    body["metadata"]["labels"][names.LABEL_BOOT_ID] = f"a-{BOOT}"
+    body["metadata"]["name"] = model.maintenance_name("node-1", f"a-{BOOT}")
+    assert model.boot_of(body) is None and model.shutdown_node(body) is None
+    # not a shutdown maintenance: an admin's, one selecting more
+    nm = w.nms[shutdown(w, "node-1")]
+    admin: Obj = w.maintenance("upgrade", ["node-1"], selector=model.node_selector("node-1"))
+    assert model.shutdown_node(admin) is None
+    wider = {**nm, "spec": {**nm["spec"], "nodeSelector": model.node_selector("node-1-a")}}
+    assert model.shutdown_node(wider) is None
+    assert model.shutdown_node(nm) == "node-1"
 
 
 def test_a_shutdown_of_a_past_boot_gives_its_slot_to_an_admins_maintenance() -> None:
@@ -71,7 +145,9 @@ def test_a_shutdown_of_a_past_boot_gives_its_slot_to_an_admins_maintenance() -> 
     w.settle()
     assert w.open_requests() == {"two": {"two-web"}}
     assert message(w, agent, "one") == (
-        "Node one booted again since this shutdown: it drains no more and holds no slot"
+        f"Shutdown maintenance ignored: it is of boot {BOOT}, and the kubelet of node one "
+        f"reports boot {NEXT_BOOT} (booted again since, or never this boot): it drains no "
+        "more and holds no slot"
     )
     assert w.status(agent, "one")["drainTargets"] == []
     assert w.cordoned("one")[0]  # until the agent completes it

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodeagent.model.maintenance import Stage
-from nodeagent.model.nodemaintenance.limits import booted_again
+from nodeagent.model.nodemaintenance.limits import ignored_message
 from nodeagent.model.nodemaintenance.summary import one_line, undrained_summary
 
 
@@ -22,5 +22,5 @@ def test_the_summary_before_drain_counts_nodes_and_pods() -> None:
     assert undrained_summary(statuses, Stage.IDLE)["nodes"] == "2 selected"
 
 
-def test_a_node_that_booted_again_says_so() -> None:
-    assert "booted again" in booted_again("a")
+def test_an_ignored_shutdown_says_why() -> None:
+    assert "booted again" in ignored_message("booted again")

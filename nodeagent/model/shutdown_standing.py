@@ -1,0 +1,118 @@
+"""Which shutdown maintenances count for a drain slot and a final phase.
+
+A node's agent makes its shutdown maintenance and may write nothing the controllers could use to
+check it (its Node's status beyond the lifecycle conditions is the kubelet's). So a shutdown
+maintenance counts only while what it claims holds against what the agent cannot write:
+
+- its boot is the boot the node's kubelet reports (``status.nodeInfo.bootID``; a Node that
+  reports none, as kwok's, cannot be checked and is taken at its word);
+- it is within its shutdown's bound: the release deadline it states (annotation
+  ``nodeagent.io/final-phase``: the agent lets its node go by then), and never later than
+  ``max_shutdown`` seconds after its creation (the server's ``creationTimestamp``), whatever it
+  states;
+- it is the one live shutdown maintenance of its node that counts: the oldest (creation, then
+  name); the others are reported.
+
+One that does not count is ignored, with the reason: it neither holds nor waits for a slot, and
+no final phase runs for it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodeagent.model import final_phase
+from nodeagent.model.bodies import deleting, metadata_of, name_of, spec_stage
+from nodeagent.model.shutdown import kernel_boot_of, reported_boot, shutdown_node
+from nodeagent.model.times import format_time, parse_time
+
+__all__ = ["DEFAULT_MAX_SHUTDOWN", "IGNORED", "bound", "ignored", "next_change"]
+
+DEFAULT_MAX_SHUTDOWN = 3600.0
+"""``nodeMaintenance.maxShutdownSeconds``: longer than any shutdown budget a node is given."""
+
+IGNORED = "Shutdown maintenance ignored: "
+"""How a node's drainMessage starts while its shutdown maintenance does not count."""
+
+
+def bound(nm: Mapping[str, Any], max_shutdown: float) -> datetime | None:
+    """Until when the shutdown maintenance may count (None: no creation time to count from)."""
+    created = parse_time(metadata_of(nm).get("creationTimestamp"))
+    if created is None:
+        return None
+    latest = created + timedelta(seconds=max_shutdown)
+    try:
+        released = final_phase.release_deadline(nm)
+    except final_phase.InvalidFinalPhase:
+        released = None  # the final phase reports it
+    return latest if released is None else min(latest, released)
+
+
+def ignored(
+    maintenances: Iterable[Mapping[str, Any]],
+    nodes: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+    max_shutdown: float,
+) -> dict[str, str]:
+    """Name -> why, for each shutdown maintenance in Drain among ``maintenances`` that does not
+    count (the module's docstring); maintenances of nodes missing from ``nodes`` are judged on
+    their bound alone."""
+    out: dict[str, str] = {}
+    live: dict[str, list[Mapping[str, Any]]] = {}
+    for nm in maintenances:
+        node = shutdown_node(nm)
+        if node is None or spec_stage(nm) != "Drain" or deleting(nm):
+            continue
+        why = _why_not(nm, node, nodes.get(node), now, max_shutdown)
+        if why is not None:
+            out[name_of(nm)] = why
+        else:
+            live.setdefault(node, []).append(nm)
+    for node, claims in live.items():
+        first, *rest = sorted(claims, key=_creation_key)
+        for nm in rest:
+            out[name_of(nm)] = (
+                f"shutdown maintenance {name_of(first)} of node {node} counts, one per node"
+            )
+    return out
+
+
+def next_change(
+    maintenances: Iterable[Mapping[str, Any]], now: datetime, max_shutdown: float
+) -> float | None:
+    """Seconds until the first counting shutdown maintenance among ``maintenances`` passes
+    its bound (None: none will)."""
+    times = [
+        (b - now).total_seconds()
+        for nm in maintenances
+        if shutdown_node(nm) is not None and spec_stage(nm) == "Drain" and not deleting(nm)
+        and (b := bound(nm, max_shutdown)) is not None and b > now
+    ]  # fmt: skip
+    return min(times) if times else None
+
+
+def _why_not(
+    nm: Mapping[str, Any],
+    node: str,
+    node_obj: Mapping[str, Any] | None,
+    now: datetime,
+    max_shutdown: float,
+) -> str | None:
+    kernel = kernel_boot_of(nm)
+    reported = reported_boot(node_obj) if node_obj is not None else None
+    if reported is not None and reported != kernel:
+        return (
+            f"it is of boot {kernel}, and the kubelet of node {node} reports boot {reported} "
+            "(booted again since, or never this boot)"
+        )
+    until = bound(nm, max_shutdown)
+    if until is None or now >= until:
+        when = "its creation time is unknown" if until is None else f"since {format_time(until)}"
+        return f"past its shutdown's bound ({when})"
+    return None
+
+
+def _creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(metadata_of(nm).get("creationTimestamp") or ""), name_of(nm))
