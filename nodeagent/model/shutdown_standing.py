@@ -65,17 +65,15 @@ def ignored(
         node = shutdown_node(nm)
         if node is None or spec_stage(nm) != "Drain" or deleting(nm):
             continue
-        why = _why_not(nm, node, nodes.get(node), now, max_shutdown)
+        why = _why_not(nm, nodes.get(node), now, max_shutdown)
         if why is not None:
             out[name_of(nm)] = why
         else:
             live.setdefault(node, []).append(nm)
-    for node, claims in live.items():
+    for claims in live.values():
         first, *rest = sorted(claims, key=_creation_key)
         for nm in rest:
-            out[name_of(nm)] = (
-                f"shutdown maintenance {name_of(first)} of node {node} counts, one per node"
-            )
+            out[name_of(nm)] = f"one per node: {name_of(first)} counts"
     return out
 
 
@@ -95,7 +93,6 @@ def next_change(
 
 def _why_not(
     nm: Mapping[str, Any],
-    node: str,
     node_obj: Mapping[str, Any] | None,
     now: datetime,
     max_shutdown: float,
@@ -103,10 +100,7 @@ def _why_not(
     kernel = kernel_boot_of(nm)
     reported = reported_boot(node_obj) if node_obj is not None else None
     if reported is not None and reported != kernel:
-        return (
-            f"it is of boot {kernel}, and the kubelet of node {node} reports boot {reported} "
-            "(booted again since, or never this boot)"
-        )
+        return f"the kubelet reports another boot ({reported})"
     until = bound(nm, max_shutdown)
     if until is None or now >= until:
         when = "its creation time is unknown" if until is None else f"since {format_time(until)}"

@@ -59,6 +59,13 @@ def resolve_drain(
     if slots is None:
         nodes_needed = {n for v in views for n in v.nodes}
         return resolve(views, {n: pods_on(n) for n in nodes_needed})
+    ignored = over or {}
+
+    def admitted(name: str) -> frozenset[str]:
+        """The nodes `name` drains now: none while it is an ignored shutdown maintenance,
+        even where another maintenance holds the node's slot."""
+        return frozenset() if name in ignored else slots.admitted
+
     per_node = [
         dataclasses.replace(
             v,
@@ -69,7 +76,7 @@ def resolve_drain(
             entry_index=None,  # recovered from the node's own drainTargets
         )
         for v in views
-        for node in sorted(v.nodes & slots.admitted)
+        for node in sorted(v.nodes & admitted(v.name))
     ]
     resolved = resolve(per_node, {n: pods_on(n) for v in per_node for n in v.nodes})
     parts: dict[str, list[MaintenanceDrain]] = {}
@@ -79,8 +86,8 @@ def resolve_drain(
     for v in views:
         mine = parts.get(v.name, [])
         waiting = [
-            waiting_status(n, pods_on(n), slots, (over or {}).get(v.name))
-            for n in sorted(v.nodes - slots.admitted)
+            waiting_status(n, pods_on(n), slots, ignored.get(v.name))
+            for n in sorted(v.nodes - admitted(v.name))
         ]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
         # The least advanced node's entry; a node that waits has not started the plan.

@@ -82,6 +82,19 @@ async def limited(backend: TestCluster) -> AsyncIterator[Env]:
         yield env
 
 
+# a shutdown maintenance counts at most this long from its creation (nodeMaintenance.maxShutdown)
+SHORT_SHUTDOWN = 4.0
+
+
+@pytest.fixture
+async def bounded(backend: TestCluster) -> AsyncIterator[Env]:
+    settings = NodeMaintenanceConfig(
+        max_draining_nodes=DrainLimit(count=1), max_shutdown=SHORT_SHUTDOWN
+    )
+    async for env in _env(backend, settings, with_evictions=False):
+        yield env
+
+
 @pytest.fixture
 async def evicting(backend: TestCluster) -> AsyncIterator[Env]:
     async for env in _env(backend, NodeMaintenanceConfig(), with_evictions=True):
@@ -291,13 +304,67 @@ async def test_a_shutdown_of_a_past_boot_holds_no_slot_and_an_admins_maintenance
     assert "two-web" not in env.requested()
     await reports_boot(env, "node-1", NEXT_BOOT)
     await env.until(lambda: "two-web" in env.requested())
-    await env.until(lambda: "booted again" in blocked_by(env, shutdown))
+    await env.until(lambda: "another boot" in blocked_by(env, shutdown))
     assert blocked_by(env, shutdown) == (
-        "node node-1: Node node-1 booted again since this shutdown: it drains no more and "
-        "holds no slot"
+        f"node node-1: Shutdown maintenance ignored: the kubelet reports another boot "
+        f"({NEXT_BOOT}): it drains no more and holds no slot"
     )
     assert (env.nm(shutdown) or {})["spec"]["stage"] == "Drain"
     assert cordoned(env, "node-1")  # until its agent completes it
+
+
+async def node_agent(env: Env, node: str) -> Any:
+    """`node`'s agent, with its own credentials (a token bound to its pod on `node`)."""
+    return env.backend.client(await env.backend.service_account(node=node), max_workers=4)
+
+
+def warned(env: Env, nm: str, reason: str) -> bool:
+    return any(e.get("reason") == reason and e.get("type") == "Warning" for e in env.events(nm))
+
+
+async def test_a_shutdown_that_never_comes_holds_the_slot_only_until_its_bound(
+    bounded: Env,
+) -> None:
+    """The attack: node-1's agent makes a shutdown maintenance for its current boot on a node
+    that never goes down, stating no release deadline. It holds the one drain slot only until
+    nodeMaintenance.maxShutdown after its creation; then an admin's drain of node-2 gets it."""
+    env = bounded
+    await env.bare_pod("one-web", "node-1")
+    await env.bare_pod("two-web", "node-2")
+    await reports_boot(env, "node-1", BOOT)
+    agent = await node_agent(env, "node-1")
+    body = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    shutdown = body["metadata"]["name"]
+    await agent.create(NODEMAINTENANCES, body)
+    await env.until(lambda: env.requested() == {"one-web"})
+    await env.maintenance("upgrade", ["node-2"])
+    await env.until(lambda: "Waiting for a drain slot" in blocked_by(env, "upgrade"))
+    await env.until(lambda: "two-web" in env.requested(), timeout=SHORT_SHUTDOWN + 15)
+    assert "past its shutdown's bound" in blocked_by(env, shutdown)
+    await env.until(lambda: warned(env, shutdown, "ShutdownIgnored"))
+
+
+async def test_one_live_shutdown_maintenance_per_node_counts(limited: Env) -> None:
+    """The attack: node-1's agent makes many shutdown maintenances (boots it made up, and more
+    of its own boot told apart by made-up userspace parts). Those of a boot its kubelet does
+    not report count for nothing; of the rest, the oldest counts and the others are reported
+    with a Warning."""
+    env = limited
+    await env.bare_pod("one-web", "node-1")
+    await reports_boot(env, "node-1", BOOT)
+    agent = await node_agent(env, "node-1")
+    names = []
+    for boot in (model.boot_id(BOOT, "1"), NEXT_BOOT, model.boot_id(BOOT, "2")):
+        body = model.shutdown_maintenance("node-1", boot, "reboot")
+        names.append(body["metadata"]["name"])
+        await agent.create(NODEMAINTENANCES, body)
+    first, made_up, second = names
+    await env.until(lambda: env.requested() == {"one-web"})
+    await env.until(lambda: f"one per node: {first} counts" in blocked_by(env, second))
+    await env.until(lambda: "another boot" in blocked_by(env, made_up))
+    await env.until(lambda: warned(env, second, "ShutdownIgnored"))
+    await env.until(lambda: warned(env, made_up, "ShutdownIgnored"))
+    assert not warned(env, first, "ShutdownIgnored")
 
 
 async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited: Env) -> None:

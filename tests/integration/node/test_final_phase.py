@@ -26,6 +26,7 @@ from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, PDBS, PODS
 from nodeagent.model.final_phase import FinalPhase, annotation
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_maintenance
+from nodeagent.node.boot import read_boot_id
 from nodeagent.node.shutdown import ShutdownFlow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, create_pod
 from tests.integration.shutdown_cluster import ShutdownCluster, shutdown_cluster
@@ -35,7 +36,9 @@ from tests.tasks import cancel_and_wait
 __all__ = ["shutdown_cluster"]  # the fixture
 
 Obj = dict[str, Any]
-BOOT = "7a6b5c4d-3e2f-1a0b-9c8d-7e6f5a4b3c2d"
+# this host's: the simulated kubelets report it (kwok's report none), and the controllers
+# carry out a final phase only for the boot the node's kubelet reports
+BOOT = read_boot_id()
 # deadline 13 s after the shutdown starts; the phase from 5 s, the critical pods' from 9 s
 CONFIG = ShutdownConfig(
     budget=14,
