@@ -132,10 +132,12 @@ class ControlPlane:
         etcd_prefix: str = "/registry",
         audit: bool = False,
         kubelets: frozenset[str] = frozenset(),
+        apiserver_args: tuple[str, ...] = (),
     ) -> State:
         """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
         starting one, so tests can have fresh API servers on one etcd. Nodes named in
-        `kubelets` are not made for kwok: a real kubelet registers them (realnode)."""
+        `kubelets` are not made for kwok: a real kubelet registers them (realnode).
+        `apiserver_args`: more flags of kube-apiserver (e.g. an admission configuration)."""
         if self.state() is not None:
             raise ClusterError(f"{self.dir} already has a running control plane; run down first")
         bins = binaries or ensure_built()
@@ -192,6 +194,7 @@ class ControlPlane:
                     "--profiling=false",
                     "--v=1",
                     *(self._audit_flags() if audit else []),
+                    *apiserver_args,
                 ],
             )
             self._start(

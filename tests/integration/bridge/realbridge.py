@@ -38,6 +38,8 @@ from tests.conftest import Kubectl
 __all__ = [
     "BRIDGE_DIR",
     "EVICTION",
+    "HOST",
+    "LOOPBACK",
     "MOVER",
     "ROLLER",
     "RealBridge",
@@ -65,6 +67,7 @@ ROLLER = AnnotateInterceptor(
     annotation_key="strimzi.io/manual-rolling-update",
 )
 EVICTION = EvictionConfig(api="nodeagent", annotate_interceptors=(MOVER, ROLLER))
+LOOPBACK = Listen("127.0.0.1", 0)
 
 
 @dataclass
@@ -88,9 +91,15 @@ class RealBridge:
 
 
 @contextlib.asynccontextmanager
-async def served(backend: TestCluster, eviction: EvictionConfig) -> AsyncIterator[RealBridge]:
+async def served(
+    backend: TestCluster,
+    eviction: EvictionConfig,
+    listen: Listen = LOOPBACK,
+    client_ca: bytes | None = None,
+) -> AsyncIterator[RealBridge]:
     """The bridge as the controllers' ServiceAccount, serving once its caches and certificate
-    are there (call after the CRDs are installed)."""
+    are there (call after the CRDs are installed); with ``client_ca``, to clients with a
+    certificate that CA signed only (``eviction.bridge.clientCaFile``)."""
     account = await backend.service_account(CONTROLLERS_ACCOUNT)
     await asyncio.to_thread(apply_files, backend.kubeconfig, [BRIDGE_DIR / "rbac.yaml"])
     client = backend.client(account, max_workers=8)
@@ -99,7 +108,7 @@ async def served(backend: TestCluster, eviction: EvictionConfig) -> AsyncIterato
     names = (*service_names(SERVICE, NAMESPACE), HOST)
     place = TLSPlace(NAMESPACE, SECRET, SERVICE, names, None)
     server = BridgeServer(
-        client, settings, place, Listen("127.0.0.1", 0), eviction_api=eviction.api
+        client, settings, place, listen, eviction_api=eviction.api, client_ca=client_ca
     )
     task = asyncio.create_task(server.run(), name="eviction-bridge")
     bridge = RealBridge(server, task)
