@@ -345,7 +345,7 @@ def test_the_bridges_port_is_kept_to_the_api_servers_addresses_on_request(helm: 
         docs = by_key(render(helm, NAMESPACE, "evictionBridge.enabled=true", *sets))
         (rule,) = docs[("NetworkPolicy", "nodeagent-eviction-bridge")]["spec"]["ingress"]
         assert rule["ports"] == [{"port": "bridge", "protocol": "TCP"}]
-        return rule
+        return dict(rule)
 
     assert bridge_rule()["from"] == [
         {"ipBlock": {"cidr": "0.0.0.0/0"}},
