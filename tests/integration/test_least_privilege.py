@@ -212,6 +212,52 @@ async def test_shutdown_maintenance_carries_only_what_a_shutdown_needs(env: Env)
     await env.admin.patch(NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
 
 
+async def test_a_node_agent_cannot_take_a_shutdown_name_of_another_node(env: Env) -> None:
+    """The attack: node-1's agent makes `nodeagent-shutdown-node-1-a-<boot>`, the name node-1-a's
+    agent will need, by labelling it with its own node and a boot id of `a-<boot>`. Boot ids
+    have one form (the kernel's, and a hex userspace part), and the name must be built from
+    them exactly: refused, whatever the split; node-1-a's agent then creates its own."""
+    squat = model.maintenance_name("node-1-a", BOOT)
+    own = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    labels = own["metadata"]["labels"]
+    tries = {
+        "a boot id of a-<boot>": {**labels, names.LABEL_BOOT_ID: f"a-{BOOT}"},
+        "a userspace part holding the rest": {
+            **labels,
+            names.LABEL_BOOT_ID: BOOT,
+            names.LABEL_USERSPACE_BOOT: "a",
+        },
+        "the boot id without dashes": {**labels, names.LABEL_BOOT_ID: BOOT.replace("-", "")},
+    }
+    for what, squat_labels in tries.items():
+        body = shutdown_with(metadata={"name": squat, "labels": squat_labels})
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(NODEMAINTENANCES, body)
+        assert refused_by_policy(refused.value), (what, refused.value)
+    # not in its own name either: a boot id the kubelet could never report
+    bad_form = shutdown_with(
+        metadata={
+            "name": model.maintenance_name("node-1", "a-" + BOOT),
+            "labels": {**labels, names.LABEL_BOOT_ID: "a-" + BOOT},
+        }
+    )
+    with pytest.raises(Forbidden):
+        await env.node1.create(NODEMAINTENANCES, bad_form)
+    # a soft reboot's form is its own: allowed
+    soft = model.shutdown_maintenance("node-1", model.boot_id(BOOT, "7431d"), "reboot")
+    await env.node1.create(NODEMAINTENANCES, soft)
+    # node-1-a's agent gets its name
+    with contextlib.suppress(AlreadyExists):
+        await env.admin.create(
+            NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1-a"}}
+        )
+    node1a = env.backend.client(await env.backend.service_account(node="node-1-a"), max_workers=2)
+    await node1a.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1-a", BOOT, "reboot"))
+    assert (await env.admin.get(NODEMAINTENANCES, squat))["metadata"]["labels"][
+        names.NODE_LABEL
+    ] == "node-1-a"
+
+
 async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
     pod = await a_pod(env.admin, "web", "node-2")
     for node in ("node-2", "node-1"):  # not even its own: cordons are the controllers'

@@ -22,7 +22,7 @@ from nodeagent.config import FinalPhaseConfig, ShutdownConfig
 from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, PDBS, PODS
+from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, NODES, PDBS, PODS
 from nodeagent.model.final_phase import FinalPhase, annotation
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_maintenance
@@ -39,6 +39,8 @@ Obj = dict[str, Any]
 # this host's: the simulated kubelets report it (kwok's report none), and the controllers
 # carry out a final phase only for the boot the node's kubelet reports
 BOOT = read_boot_id()
+BOOT_ID = BOOT[:36]  # its kernel part, what a kubelet reports
+MADE_UP_BOOT = "5d6c7b8a-9999-8888-7777-666655554444"
 # deadline 13 s after the shutdown starts; the phase from 5 s, the critical pods' from 9 s
 CONFIG = ShutdownConfig(
     budget=14,
@@ -217,6 +219,48 @@ async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
         said = {e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhaseInvalid"}
         assert any("honoured only on a node's shutdown maintenance" in m for m in said), said
         assert any(f"annotation {FINAL_PHASE_ANNOTATION}: not JSON" in m for m in said), said
+        await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
+
+        def web() -> Obj:
+            return view.get(PODS, "web", "default") or {"metadata": {}}
+
+        await view.until(lambda: "seen" in (web()["metadata"].get("labels") or {}))
+        assert not web()["metadata"].get("deletionTimestamp")
+    finally:
+        await view.stop()
+
+
+async def test_no_final_phase_on_demand_for_a_boot_the_kubelet_does_not_report(
+    shutdown_cluster: ShutdownCluster, final_phase: FinalPhaseController
+) -> None:
+    """The attack: node-1's agent, with its own credentials, makes a shutdown maintenance of a
+    boot it made up whose final phase is near, with no shutdown under way. Its kubelet
+    reports another boot: a ShutdownIgnored Warning, and no pod is deleted."""
+    c = shutdown_cluster
+    await c.kube.patch_status(NODES, "node-1", {"status": {"nodeInfo": {"bootID": BOOT_ID}}})
+    await create_pod(c.kube, a_pod("web"))
+    view = ClusterView(c.kube, [PODS, EVENTS])
+    await view.start()
+    try:
+        nm = shutdown_maintenance("node-1", MADE_UP_BOOT, "reboot")
+        # from 10 s on: the leader's informers see the Node's report first, whatever the order
+        # of their watches
+        phase = FinalPhase(0, 20, 5)
+        nm["metadata"]["annotations"][FINAL_PHASE_ANNOTATION] = annotation(
+            datetime.now(UTC) + timedelta(seconds=30), phase
+        )
+        await c.agent.create(NODEMAINTENANCES, nm)
+        name = nm["metadata"]["name"]
+
+        def ignored() -> list[str]:
+            return [
+                e["message"]
+                for e in view.list(EVENTS)
+                if e.get("reason") == "ShutdownIgnored" and e["involvedObject"]["name"] == name
+            ]
+
+        await view.until(lambda: bool(ignored()))
+        assert f"the kubelet reports another boot ({BOOT_ID})" in ignored()[0]
         await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
 
         def web() -> Obj:
