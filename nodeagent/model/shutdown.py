@@ -24,7 +24,11 @@ from nodeagent.model.names import (
 from nodeagent.model.names import NODE_LABEL as LABEL_NODE
 
 TRIGGER_SHUTDOWN = "shutdown"
-PREFIX = "nodeagent-shutdown-"
+"""A shutdown under way: logind announced it, the agent holds it while the node drains."""
+TRIGGER_REBOOT = "reboot"
+"""A reboot asked for (`nodeagent reboot`, a reboot-required sentinel): the node drains first,
+in its turn, and the agent reboots it once drained."""
+TRIGGERS = (TRIGGER_SHUTDOWN, TRIGGER_REBOOT)
 
 KERNEL_BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """/proc/sys/kernel/random/boot_id as the kernel writes it, which is what the kubelet reports
@@ -48,19 +52,20 @@ def split_boot_id(boot: str) -> tuple[str, str | None] | None:
     return None if m is None else (m.group(1), m.group(2))
 
 
-def maintenance_name(node: str, boot: str) -> str:
-    """`nodeagent-shutdown-<node>-<boot id>`: one per node and boot, so a second one of the
-    same boot is a name conflict. The node agents' admission policy
+def maintenance_name(node: str, boot: str, trigger: str = TRIGGER_SHUTDOWN) -> str:
+    """`nodeagent-<trigger>-<node>-<boot id>`: one per node, boot and trigger, so a second one
+    of the same boot is a name conflict. The node agents' admission policy
     (packaging/kubernetes/admission-policy.yaml) builds the same name from the labels, each in
     its pinned form, so that no node's agent can take another node's name (`node-1` cannot
     name itself `node-1-a`'s boot). At most 19 + 63 + 1 + 36 + 17 characters: a valid name."""
-    return f"{PREFIX}{node}-{boot}"
+    return f"nodeagent-{trigger}-{node}-{boot}"
 
 
-def shutdown_selector(node: str, boot: str | None = None) -> str:
-    """Label selector of the agent's shutdown maintenances for `node` (and the boot's kernel
-    id: a soft reboot's are told apart by `boot_of`)."""
-    sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}={TRIGGER_SHUTDOWN},{LABEL_MANAGED_BY}={AGENT}"
+def shutdown_selector(node: str, boot: str | None = None, trigger: str | None = None) -> str:
+    """Label selector of the agent's maintenances for `node` (of `trigger`, else of both; and
+    of the boot's kernel id: a soft reboot's are told apart by `boot_of`)."""
+    which = f"={trigger}" if trigger else f" in ({','.join(TRIGGERS)})"
+    sel = f"{LABEL_NODE}={node},{LABEL_TRIGGER}{which},{LABEL_MANAGED_BY}={AGENT}"
     parts = split_boot_id(boot) if boot else None
     return f"{sel},{LABEL_BOOT_ID}={parts[0]}" if parts else sel
 
@@ -82,15 +87,20 @@ def shutdown_maintenance(
     boot: str,
     kind: str,
     drain_plan: Sequence[Mapping[str, Any]] = (),
+    *,
+    trigger: str = TRIGGER_SHUTDOWN,
+    reason: str | None = None,
 ) -> dict[str, Any]:
+    """The maintenance the agent makes for its node's shutdown (or, `trigger` reboot, for a
+    reboot asked for; `reason` then says by what)."""
     nm: dict[str, Any] = {
         "apiVersion": "nodeagent.io/v1alpha1",
         "kind": "NodeMaintenance",
         "metadata": {
-            "name": maintenance_name(node, boot),
+            "name": maintenance_name(node, boot, trigger),
             "labels": {
                 LABEL_NODE: node,
-                LABEL_TRIGGER: TRIGGER_SHUTDOWN,
+                LABEL_TRIGGER: trigger,
                 **boot_labels(boot),
                 LABEL_MANAGED_BY: AGENT,
             },
@@ -99,7 +109,7 @@ def shutdown_maintenance(
         "spec": {
             "nodeSelector": node_selector(node),
             "stage": "Drain",
-            "reason": shutdown_reason(node, kind),
+            "reason": reason or shutdown_reason(node, kind),
         },
     }
     if drain_plan:
@@ -113,24 +123,37 @@ def node_selector(node: str) -> dict[str, Any]:
     return {"nodeSelectorTerms": [term]}
 
 
-def shutdown_node(nm: Mapping[str, Any]) -> str | None:
-    """The node whose shutdown maintenance `nm` is (labelled as one, named after its node and
-    boot, and selecting that node alone), or None."""
+def shutdown_node(nm: Mapping[str, Any], trigger: str = TRIGGER_SHUTDOWN) -> str | None:
+    """The node whose shutdown maintenance `nm` is (of `trigger`: labelled as one, named after
+    its node and boot, and selecting that node alone), or None."""
     node = labels_of(nm).get(LABEL_NODE)
     boot = boot_of(nm)
-    if not isinstance(node, str) or boot is None or not is_ours(nm, node):
+    if not isinstance(node, str) or boot is None or trigger_of(nm) != trigger:
         return None
-    if metadata_of(nm).get("name") != maintenance_name(node, boot):
+    if not is_ours(nm, node) or metadata_of(nm).get("name") != maintenance_name(
+        node, boot, trigger
+    ):
         return None
     return node if mapping(nm, "spec").get("nodeSelector") == node_selector(node) else None
 
 
+def request_node(nm: Mapping[str, Any]) -> str | None:
+    """The node whose reboot `nm` asks for (`shutdown_node` of trigger reboot), or None."""
+    return shutdown_node(nm, TRIGGER_REBOOT)
+
+
+def trigger_of(nm: Mapping[str, Any]) -> str | None:
+    value = labels_of(nm).get(LABEL_TRIGGER)
+    return value if value in TRIGGERS else None
+
+
 def is_ours(nm: Mapping[str, Any], node: str) -> bool:
-    """Created by nodeagent as the shutdown maintenance of `node` (never touch any other)."""
+    """Created by nodeagent for the end of a boot of `node`, a shutdown under way or a reboot
+    asked for (never touch any other)."""
     labels = labels_of(nm)
     return (
         labels.get(LABEL_NODE) == node
-        and labels.get(LABEL_TRIGGER) == TRIGGER_SHUTDOWN
+        and labels.get(LABEL_TRIGGER) in TRIGGERS
         and labels.get(LABEL_MANAGED_BY) == AGENT
     )
 
@@ -177,7 +200,11 @@ def next_step(
     and then `wait` until it is gone when a cancelled shutdown of this boot left it Complete
     (its stage cannot go back, and its name is this boot's only one)."""
     name = maintenance_name(node, boot_id)
-    ours = [m for m in maintenances if is_ours(m, node) and boot_of(m) == boot_id]
+    ours = [
+        m
+        for m in maintenances
+        if is_ours(m, node) and trigger_of(m) == TRIGGER_SHUTDOWN and boot_of(m) == boot_id
+    ]
     for m in ours:
         meta = m.get("metadata") or {}
         if spec_stage(m) != "Complete" and not meta.get("deletionTimestamp"):

@@ -282,7 +282,7 @@ class _Shutdown:
     async def _ensure_maintenance(self, final_phase: str) -> str:
         """`final_phase`: the annotation that asks the controllers for the final phase."""
         flow, client = self.flow, self.flow.client
-        selector = model.shutdown_selector(flow.node, flow.boot_id)
+        selector = model.shutdown_selector(flow.node, flow.boot_id, model.TRIGGER_SHUTDOWN)
         conflicts = 0
         while True:
             existing = await self.request(

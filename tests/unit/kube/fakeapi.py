@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import re
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -138,5 +139,14 @@ class FakeClient:
 
 
 def _selected(fields: Mapping[str, str], selector: str | None) -> bool:
-    terms = [t.split("=", 1) for t in (selector or "").split(",") if t]
-    return all(fields.get(k) == v for k, v in terms)
+    """Equality terms and `key in (a,b)`, all the tests need."""
+    for term in re.findall(r"[^,(]+(?:\([^)]*\))?", selector or ""):
+        if " in (" in term:
+            key, values = term.split(" in (", 1)
+            if fields.get(key.strip()) not in values.rstrip(")").split(","):
+                return False
+        elif term.strip():
+            key, value = term.split("=", 1)
+            if fields.get(key.strip()) != value:
+                return False
+    return True
