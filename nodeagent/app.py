@@ -1,7 +1,8 @@
 """Composition root: builds the adapters and runs the agent's parts as named tasks.
 
 Node-local parts run in every node's agent: the shutdown guard (logind) with its NodeMaintenance
-flow, the static-pod interceptor, the after-reboot completion. The cluster controllers run only
+flow, the static-pod interceptor, the after-reboot completion, and (`reboot.enabled`) the
+coordinated reboot. The cluster controllers run only
 in the agent that holds the leader Lease, among those with `runControllers`; a controllers-only
 agent (`runNodeAgent: false`, the controllers Deployment) has no node and runs nothing else.
 """
@@ -37,6 +38,7 @@ from nodeagent.model.kubelet_shutdown import GnsState, Verdict
 from nodeagent.model.names import AGENT
 from nodeagent.node.boot import read_boot_id
 from nodeagent.node.conditions import NodeConditions
+from nodeagent.node.coordinated_reboot import RebootCoordinator
 from nodeagent.node.identity import resolve_node_name
 from nodeagent.node.kubelet_shutdown import KubeletShutdownWatch
 from nodeagent.node.reboot import complete_previous_boots
@@ -205,6 +207,11 @@ class Agent:
                 complete_previous_boots(client, self.node_name, boot_id, self._notify),
                 name="complete-previous-boots",
             )
+        if cfg.reboot.enabled:
+            coordinator = RebootCoordinator(
+                client, self.node_name, boot_id, cfg.reboot, cfg.shutdown
+            )
+            tg.create_task(coordinator.run(), name="coordinated-reboot")
         # the node's informers (its EvictionRequests, pods, Node, the maintenances), apart
         # from the leader's, shared by the node's controllers
         informers = SharedInformers(client)

@@ -17,6 +17,7 @@ from nodeagent.config.schema import (
     LeaderConfig,
     NodeMaintenanceConfig,
     ObservabilityConfig,
+    RebootConfig,
     ShutdownConfig,
 )
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
@@ -47,6 +48,9 @@ DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 def validate_config(cfg: Config) -> None:
     """Cross-field rules; raises ConfigError naming the field."""
     _check_shutdown(cfg.shutdown)
+    _check_reboot(cfg.reboot)
+    if cfg.reboot.enabled and not cfg.run_node_agent:
+        raise ConfigError("reboot.enabled: true needs runNodeAgent: true (the node reboots itself)")
     _check_leader(cfg.leader)
     _check_kube(cfg.kube)
     _check_node_maintenance(cfg.node_maintenance)
@@ -92,6 +96,29 @@ def _check_shutdown(s: ShutdownConfig) -> None:
             f"shutdown.finalPhase.gracePeriod: {fp.grace_period:g}s is longer than "
             f"shutdown.budget - shutdown.safetyMargin ({s.budget - s.safety_margin:g}s)"
         )
+
+
+MIN_CHECK_INTERVAL = 1.0
+
+
+def _check_reboot(r: RebootConfig) -> None:
+    for key, path in (("sentinel", r.sentinel), ("requestFile", r.request_file)):
+        if path is None:
+            continue
+        if not path.is_absolute() or path.name in ("", ".", ".."):
+            raise ConfigError(f"reboot.{key}: must be an absolute path of a file, got {path}")
+    if r.sentinel == r.request_file:
+        raise ConfigError(
+            f"reboot.requestFile: must not be reboot.sentinel ({r.sentinel}): "
+            "`nodeagent reboot --cancel` would remove the sentinel"
+        )
+    if r.check_interval < MIN_CHECK_INTERVAL:
+        raise ConfigError(
+            f"reboot.checkInterval: must be at least {MIN_CHECK_INTERVAL:g} seconds, "
+            f"got {r.check_interval:g}"
+        )
+    if r.command_timeout <= 0:
+        raise ConfigError(f"reboot.commandTimeout: must be positive, got {r.command_timeout:g}")
 
 
 def _check_leader(ld: LeaderConfig) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shlex
 from collections.abc import Callable, Mapping, Set
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from nodeagent.config.schema import (
     NodeMaintenanceConfig,
     NotificationsConfig,
     ObservabilityConfig,
+    RebootConfig,
     ShutdownConfig,
     StaticPodConfig,
     Webhook,
@@ -45,6 +47,7 @@ T = TypeVar("T")
 _SECTIONS: dict[str, type[Any]] = {
     "kube": KubeConfig,
     "shutdown": ShutdownConfig,
+    "reboot": RebootConfig,
     "leader": LeaderConfig,
     "eviction": EvictionConfig,
     "node_maintenance": NodeMaintenanceConfig,
@@ -191,6 +194,9 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if name == "own_users":
             kwargs[name] = _strings(value, f"{where}.{key}")
             continue
+        if name == "sentinel_command":
+            kwargs[name] = _command(value, f"{where}.{key}")
+            continue
         kwargs[name] = _coerce(f"{where}.{key}", value, str(f.type))
     return cls(**kwargs)
 
@@ -199,6 +205,24 @@ def _strings(raw: Any, where: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
         raise ConfigError(f"{where}: must be a list of non-empty strings, got {raw!r}")
     return tuple(raw)
+
+
+def _command(raw: Any, where: str) -> tuple[str, ...] | None:
+    """A command: one string split as a shell would (no shell runs it), or a list of
+    arguments; None (or an empty string) for none."""
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        try:
+            words = shlex.split(raw)
+        except ValueError as e:
+            raise ConfigError(f"{where}: cannot split {raw!r} into arguments: {e}") from e
+        if not words:
+            raise ConfigError(f"{where}: names no command: {raw!r}")
+        return tuple(words)
+    if isinstance(raw, list) and raw and all(isinstance(w, str) for w in raw) and raw[0]:
+        return tuple(raw)
+    raise ConfigError(f"{where}: must be a command line or a list of arguments, got {raw!r}")
 
 
 def _interceptors(raw: Any, where: str) -> tuple[AnnotateInterceptor, ...]:

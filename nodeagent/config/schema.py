@@ -26,6 +26,7 @@ __all__ = [
     "NodeMaintenanceConfig",
     "NotificationsConfig",
     "ObservabilityConfig",
+    "RebootConfig",
     "ShutdownConfig",
     "StaticPodConfig",
     "Webhook",
@@ -76,6 +77,29 @@ class ShutdownConfig:
     # None: shutdown.json in $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), if set
     record_file: Path | None = None
     final_phase: FinalPhaseConfig = field(default_factory=FinalPhaseConfig)
+
+
+@dataclass(frozen=True)
+class RebootConfig:
+    """Coordinated reboots: a reboot asked for on the node (a reboot-required sentinel, a
+    sentinel command, `nodeagent reboot`) becomes a NodeMaintenance that waits for its drain
+    slot and drains; once Drained the agent reboots the node through logind."""
+
+    # off unless opted into: an agent that reboots its node by itself must be asked to
+    enabled: bool = False
+    # a reboot is required while this file exists (Debian's and Ubuntu's, as kured's default);
+    # watched, never polled. A file last written before this boot began is stale. null: none
+    sentinel: Path | None = Path("/var/run/reboot-required")
+    # also required while this command exits 0 (as kured's --reboot-sentinel-command): one
+    # string split as a shell would (no shell runs it) or a list of arguments; None: none
+    sentinel_command: tuple[str, ...] | None = None
+    # seconds between runs of the sentinel command (a command cannot be watched)
+    check_interval: float = 60.0
+    # a run of the sentinel command that takes longer (or longer than checkInterval) is
+    # killed and counts as not required
+    command_timeout: float = 10.0
+    # `nodeagent reboot` writes this file (its reason inside), `--cancel` removes it; watched
+    request_file: Path = Path("/run/nodeagent/reboot-requested")
 
 
 @dataclass(frozen=True)
@@ -199,6 +223,7 @@ class Config:
     node_conditions: bool = True
     kube: KubeConfig = field(default_factory=KubeConfig)
     shutdown: ShutdownConfig = field(default_factory=ShutdownConfig)
+    reboot: RebootConfig = field(default_factory=RebootConfig)
     leader: LeaderConfig = field(default_factory=LeaderConfig)
     eviction: EvictionConfig = field(default_factory=EvictionConfig)
     node_maintenance: NodeMaintenanceConfig = field(default_factory=NodeMaintenanceConfig)

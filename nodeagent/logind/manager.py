@@ -35,6 +35,7 @@ __all__ = [
     "LogindFeatures",
     "LogindUnavailable",
     "ShutdownSignal",
+    "reboot",
 ]
 
 log = logging.getLogger(__name__)
@@ -258,8 +259,29 @@ class Logind:
             out.append(InhibitorInfo(str(what), str(who), str(why), str(mode), int(uid), int(pid)))
         return out
 
+    async def reboot(self, interactive: bool = False) -> None:
+        """`Reboot(interactive)`: logind announces the shutdown (`PrepareForShutdown(true)`),
+        waits for the delay inhibitors (at most InhibitDelayMaxSec), then reboots. It answers
+        once the reboot is under way or delayed; `CallFailed` when it refuses (another shutdown
+        already under way: `OperationInProgress`; not allowed: `AccessDenied`)."""
+        reply = await self.bus.call(
+            LOGIND_NAME, LOGIND_PATH, LOGIND_MANAGER, "Reboot", "b", [interactive]
+        )
+        reply.close_fds()
+
     async def _get(self, name: str) -> Any:
         return await self.bus.get_property(LOGIND_NAME, LOGIND_PATH, LOGIND_MANAGER, name)
+
+
+async def reboot(address: str | None) -> None:
+    """Ask logind on the bus at `address` (None: the system bus) to reboot, not interactively,
+    on a connection of its own (the shutdown guard's may be reconnecting); `BusError` when it
+    cannot be asked or refuses."""
+    bus = await Bus.connect(address)
+    try:
+        await Logind(bus).reboot(interactive=False)
+    finally:
+        await bus.close()
 
 
 def _unwrap(value: Any) -> Any:

@@ -12,6 +12,11 @@ request that hangs counts like one refused. While the maintenance drains, a watc
 for minutes, so a cheap GET of the maintenance checks every few seconds that the API server
 still answers; it runs only during a shutdown.
 
+A shutdown of a node whose coordinated reboot request of this boot is drained (the agent's own
+Reboot through logind, `nodeagent.node.coordinated_reboot`) lets go at once: the node is drained
+already, and no shutdown maintenance is made. Otherwise the shutdown drains as always, and the
+request stays (it is completed after the boot).
+
 Each `on_shutdown` gets its own `_Shutdown`, which holds what that shutdown tracks (release
 state, last answer). Finding and completing the agent's shutdown maintenances
 (`shutdown_maintenances`, `complete_maintenance`) is shared with `node.reboot`.
@@ -35,7 +40,7 @@ from nodeagent.kube.informer import watch_until
 from nodeagent.kube.protocols import Lister, Patcher
 from nodeagent.kube.resources import NODEMAINTENANCES, Obj, Resource
 from nodeagent.model import final_phase as final
-from nodeagent.model import notifications
+from nodeagent.model import notifications, reboot_request
 from nodeagent.model import shutdown as model
 from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.bodies import name_of, spec_stage
@@ -208,6 +213,10 @@ class _Shutdown:
 
         async def drain() -> None:
             name = await self._ensure_maintenance(final_phase)
+            if name is None:  # drained for its reboot request: nothing to wait for
+                self.state.drained = True
+                self.changed.set()
+                return
             async with asyncio.TaskGroup() as tg:
                 probe = tg.create_task(self._probe(name))
                 await self._wait_drained(name)
@@ -279,16 +288,31 @@ class _Shutdown:
                 log.warning("shutdown of %s: the API server did not answer: %s", self.flow.node, e)
                 self._unreachable()
 
-    async def _ensure_maintenance(self, final_phase: str) -> str:
-        """`final_phase`: the annotation that asks the controllers for the final phase."""
+    async def _ensure_maintenance(self, final_phase: str) -> str | None:
+        """`final_phase`: the annotation that asks the controllers for the final phase. None
+        when this boot's reboot request (a coordinated reboot) is drained: the node is ready
+        to go, and no shutdown maintenance is made."""
         flow, client = self.flow, self.flow.client
-        selector = model.shutdown_selector(flow.node, flow.boot_id, model.TRIGGER_SHUTDOWN)
+        # both triggers: this boot's shutdown maintenance and its reboot request
+        selector = model.shutdown_selector(flow.node, flow.boot_id)
         conflicts = 0
+        first = True
         while True:
             existing = await self.request(
                 "list this boot's maintenances",
                 client.list(NODEMAINTENANCES, label_selector=selector),
             )
+            if first and (drained := _drained_request(existing["items"], flow)) is not None:
+                log.info(
+                    "shutdown (%s) of %s: its reboot request %s is drained: letting the "
+                    "shutdown go at once, no shutdown maintenance",
+                    self.kind,
+                    flow.node,
+                    drained,
+                )
+                flow.maintenance = drained
+                return None
+            first = False
             step, name = model.next_step(existing["items"], flow.node, flow.boot_id)
             if step == "adopt":
                 if name != flow.maintenance:
@@ -339,6 +363,14 @@ class _Shutdown:
             raise NotFound(f"NodeMaintenance {name} is gone", status=404)
         self.state.drained = True
         self.changed.set()
+
+
+def _drained_request(maintenances: list[Obj], flow: ShutdownFlow) -> str | None:
+    """The name of this boot's reboot request when it is live and drained, else None."""
+    request = reboot_request.request_of_boot(maintenances, flow.node, flow.boot_id)
+    if request is None or reboot_request.next_action(True, request) != "reboot":
+        return None
+    return name_of(request)
 
 
 class _Answering:

@@ -16,6 +16,10 @@ real `dbus-daemon`, fd passing included. Behaviour copied from logind where it m
   `InhibitDelayMaxSec` from the drop-in directories under `conf_root`, with systemd's
   precedence rules.
 - Inhibitors survive a restart of the fake (logind serializes them) and of the dbus-daemon.
+- `Reboot(interactive)` does what logind does: it sends `PrepareForShutdown(true)` (type
+  reboot), answers, and waits for the delay inhibitors of `shutdown` to go (at most
+  `InhibitDelayMaxUSec`); then the machine "reboots" (`rebooted` is set). While a shutdown is
+  being prepared it refuses with `OperationInProgress`, as logind refuses a second action.
 """
 
 import asyncio
@@ -171,6 +175,10 @@ class _Manager(ServiceInterface):
         raise DBusError("org.freedesktop.DBus.Error.Failed", "not reached")
 
     @method()
+    def Reboot(self, interactive: BOOL) -> None:
+        self.fake.reboot(interactive)
+
+    @method()
     def ListInhibitors(self) -> INHIBITORS:
         return [[i.what, i.who, i.why, i.mode, 0, i.pid] for i in self.fake.inhibitors if i.active]
 
@@ -240,6 +248,9 @@ class FakeLogind:
         self.kill_unit_called = asyncio.Event()
         self.reloaded = asyncio.Event()
         self.changed = asyncio.Event()  # set whenever an inhibitor is taken or released
+        self.reboot_calls: list[bool] = []  # Reboot(interactive) calls logind took
+        self.reboot_called = asyncio.Event()
+        self.rebooted = asyncio.Event()  # the delay is over: the machine goes down
         self.bus: MessageBus | None = None
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Future[None]] = set()
@@ -279,6 +290,8 @@ class FakeLogind:
         await self.start()
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         await self.stop()
         loop = asyncio.get_running_loop()
         for inh in self.inhibitors:
@@ -297,6 +310,35 @@ class FakeLogind:
             assert isinstance(self.manager, _ManagerWithMetadata)
             self.manager.PrepareForShutdownWithMetadata(active, {"type": Variant("s", type)})
         self.manager.PrepareForShutdown(active)
+
+    def reboot(self, interactive: bool) -> None:
+        """`Reboot()`: announce the shutdown, then wait for the delay locks in a task."""
+        if self.preparing:
+            raise DBusError(
+                "org.freedesktop.login1.OperationInProgress",
+                "Action reboot already in progress, refusing requested reboot operation.",
+            )
+        self.reboot_calls.append(interactive)
+        self.reboot_called.set()
+        self.emit_shutdown(True, type="reboot")
+        task = asyncio.ensure_future(self._reboot_after_delay())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reboot_after_delay(self) -> None:
+        def delaying() -> list[FakeInhibitor]:
+            return [
+                i
+                for i in self.inhibitors
+                if i.active and i.mode == "delay" and "shutdown" in i.what.split(":")
+            ]
+
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.delay_max_usec / 1e6):
+                while held := delaying():
+                    await held[0].released.wait()
+        if self.preparing:  # not cancelled meanwhile
+            self.rebooted.set()
 
     def active(self, who: str = "nodeagent") -> list[FakeInhibitor]:
         return [i for i in self.inhibitors if i.active and i.who == who]
