@@ -16,9 +16,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Candidate", "DrainLimit", "InvalidLimit", "Slots", "allot"]
+__all__ = ["WAITING_FOR_SLOT", "Candidate", "DrainLimit", "InvalidLimit", "Slots", "allot"]
 
 _MAX_NAMED = 5
+WAITING_FOR_SLOT = "Waiting for a drain slot"
+"""How the drainMessage of a node waiting for its slot starts."""
 _PERCENT = re.compile(r"([0-9]+)%")
 
 
@@ -92,7 +94,7 @@ class Slots:
         shown = holders[:_MAX_NAMED]
         more = len(holders) - len(shown)
         names = ", ".join(shown) + (f" and {more} more" if more else "")
-        text = f"Waiting for a drain slot ({len(holders)} of {self.limit} nodes draining"
+        text = f"{WAITING_FOR_SLOT} ({len(holders)} of {self.limit} nodes draining"
         text += f": {names})" if names else ")"
         ahead = self.waiting.index(node) if node in self.waiting else 0
         if ahead:

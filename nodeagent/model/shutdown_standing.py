@@ -13,6 +13,11 @@ maintenance counts only while what it claims holds against what the agent cannot
 - it is the one live shutdown maintenance of its node that counts: the oldest (creation, then
   name); the others are reported.
 
+A reboot asked for (trigger reboot: ``nodeagent reboot``, a sentinel) holds its node's slot
+from its admission until the node is back, so that the next node goes only then; it counts
+while its boot is the one the kubelet reports (once the node booted again it is done) and for
+``max_shutdown`` at most once drained (its agent reboots the node then), one per node.
+
 One that does not count is ignored, with the reason: it neither holds nor waits for a slot, and
 no final phase runs for it. Pure.
 """
@@ -24,8 +29,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodeagent.model import final_phase
-from nodeagent.model.bodies import deleting, metadata_of, name_of, spec_stage
-from nodeagent.model.shutdown import kernel_boot_of, reported_boot, shutdown_node
+from nodeagent.model.bodies import condition, deleting, mapping, metadata_of, name_of, spec_stage
+from nodeagent.model.shutdown import (
+    TRIGGER_REBOOT,
+    TRIGGER_SHUTDOWN,
+    kernel_boot_of,
+    reported_boot,
+    request_node,
+    shutdown_node,
+)
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = ["DEFAULT_MAX_SHUTDOWN", "IGNORED", "bound", "ignored", "next_change"]
@@ -56,20 +68,21 @@ def ignored(
     now: datetime,
     max_shutdown: float,
 ) -> dict[str, str]:
-    """Name -> why, for each shutdown maintenance in Drain among ``maintenances`` that does not
-    count (the module's docstring); maintenances of nodes missing from ``nodes`` are judged on
-    their bound alone."""
+    """Name -> why, for each shutdown maintenance and reboot request in Drain among
+    ``maintenances`` that does not count (the module's docstring); maintenances of nodes
+    missing from ``nodes`` are judged on their bound alone."""
     out: dict[str, str] = {}
-    live: dict[str, list[Mapping[str, Any]]] = {}
+    live: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for nm in maintenances:
-        node = shutdown_node(nm)
-        if node is None or spec_stage(nm) != "Drain" or deleting(nm):
+        claim = _claim(nm)
+        if claim is None:
             continue
-        why = _why_not(nm, nodes.get(node), now, max_shutdown)
+        node, trigger = claim
+        why = _why_not(nm, trigger, nodes.get(node), now, max_shutdown)
         if why is not None:
             out[name_of(nm)] = why
         else:
-            live.setdefault(node, []).append(nm)
+            live.setdefault(claim, []).append(nm)
     for claims in live.values():
         first, *rest = sorted(claims, key=_creation_key)
         for nm in rest:
@@ -80,19 +93,44 @@ def ignored(
 def next_change(
     maintenances: Iterable[Mapping[str, Any]], now: datetime, max_shutdown: float
 ) -> float | None:
-    """Seconds until the first counting shutdown maintenance among ``maintenances`` passes
-    its bound (None: none will)."""
+    """Seconds until the first counting shutdown maintenance or reboot request among
+    ``maintenances`` passes its bound (None: none will)."""
     times = [
         (b - now).total_seconds()
         for nm in maintenances
-        if shutdown_node(nm) is not None and spec_stage(nm) == "Drain" and not deleting(nm)
-        and (b := bound(nm, max_shutdown)) is not None and b > now
-    ]  # fmt: skip
+        if (claim := _claim(nm)) is not None
+        and (b := _bound(nm, claim[1], max_shutdown)) is not None
+        and b > now
+    ]
     return min(times) if times else None
+
+
+def _claim(nm: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(node, trigger) of a live shutdown maintenance or reboot request in Drain."""
+    if spec_stage(nm) != "Drain" or deleting(nm):
+        return None
+    if (node := shutdown_node(nm)) is not None:
+        return node, TRIGGER_SHUTDOWN
+    if (node := request_node(nm)) is not None:
+        return node, TRIGGER_REBOOT
+    return None
+
+
+def _bound(nm: Mapping[str, Any], trigger: str, max_shutdown: float) -> datetime | None:
+    """A shutdown's bound (`bound`); a reboot request's: ``max_shutdown`` after it was found
+    drained (its agent reboots the node then), none before."""
+    if trigger == TRIGGER_SHUTDOWN:
+        return bound(nm, max_shutdown)
+    drained = condition(mapping(nm, "status"), "Drained")
+    if drained is None or drained.get("status") != "True":
+        return None
+    since = parse_time(drained.get("lastTransitionTime"))
+    return None if since is None else since + timedelta(seconds=max_shutdown)
 
 
 def _why_not(
     nm: Mapping[str, Any],
+    trigger: str,
     node_obj: Mapping[str, Any] | None,
     now: datetime,
     max_shutdown: float,
@@ -101,7 +139,11 @@ def _why_not(
     reported = reported_boot(node_obj) if node_obj is not None else None
     if reported is not None and reported != kernel:
         return f"the kubelet reports another boot ({reported})"
-    until = bound(nm, max_shutdown)
+    until = _bound(nm, trigger, max_shutdown)
+    if trigger == TRIGGER_REBOOT:
+        if until is not None and now >= until:
+            return f"drained and not rebooted by {format_time(until)}"
+        return None
     if until is None or now >= until:
         when = "its creation time is unknown" if until is None else f"since {format_time(until)}"
         return f"past its shutdown's bound ({when})"

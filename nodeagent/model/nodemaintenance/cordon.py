@@ -19,6 +19,7 @@ from nodeagent.model.drainslots import Slots
 from nodeagent.model.maintenance import cordoned_by
 from nodeagent.model.nodemaintenance.actions import NodePatch
 from nodeagent.model.nodemaintenance.context import Context
+from nodeagent.model.shutdown import shutdown_node
 
 
 def unschedulable(node: Mapping[str, Any]) -> bool:
@@ -79,11 +80,15 @@ def cordon_actions(
 ) -> tuple[list[NodePatch], list[NodePatch], list[Event]]:
     """The cordons and uncordons of one decision, and their events: while the stage holds a
     cordon, cordon the selected nodes (those waiting for a drain slot only with
-    ``cordon_while_waiting``) and let go of the others; otherwise let go of every node."""
+    ``cordon_while_waiting``, or of a shutdown under way) and let go of the others; otherwise
+    let go of every node."""
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
     waiting = frozenset(slots.waiting) if slots is not None else frozenset()
-    uncordoned = frozenset() if ctx.inp.cordon_while_waiting else waiting
+    # a node whose shutdown is under way goes down within its budget, slot or not: it takes
+    # no more pods meanwhile (else its workloads' controllers put back what goes at the end)
+    at_once = ctx.inp.cordon_while_waiting or shutdown_node(ctx.nm) is not None
+    uncordoned = frozenset() if at_once else waiting
     cordon, events = cordons(ctx, uncordoned) if holds_now else ([], [])
     uncordon: list[NodePatch] = []
     if ctx.acting:

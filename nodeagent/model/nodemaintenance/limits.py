@@ -21,6 +21,7 @@ from nodeagent.model.nodemaintenance.context import MaintenanceState
 from nodeagent.model.nodemaintenance.inputs import Inputs
 from nodeagent.model.nodemaintenance.pods import PodsOn
 from nodeagent.model.nodemaintenance.selection import creation_key
+from nodeagent.model.shutdown import request_node
 from nodeagent.model.shutdown_standing import IGNORED, ignored
 
 
@@ -30,10 +31,11 @@ def ignored_message(why: str) -> str:
 
 
 def waiting_status(
-    node: str, pods: NodePods, slots: Slots, ignored_why: str | None
+    node: str, pods: NodePods, slots: Slots, ignored_why: str | None, *, reboot: bool = False
 ) -> NodeDrainStatus:
     """The drain status of a node that waits for a drain slot, or whose shutdown maintenance
-    is ignored (``ignored_why``): nothing targeted."""
+    is ignored (``ignored_why``): nothing targeted. A node whose ``reboot`` was asked for is
+    not drained before its turn, pods or not: its agent reboots it once drained."""
     return NodeDrainStatus(
         node=node,
         drain_targets=(),
@@ -43,7 +45,7 @@ def waiting_status(
         targeted_pods=(),
         pods_pending_evacuation=len(pods.present) - pods.leaving,
         pods_evacuating=pods.leaving,
-        drained=not pods.present,
+        drained=not pods.present and not (reboot and not ignored_why),
     )
 
 
@@ -69,13 +71,15 @@ def drain_slots(
         if o.stage != Stage.DRAIN or not o.validity.valid or o.name in over:
             continue
         order = creation_key(o.obj)
+        # a reboot asked for holds the slot until its node is back, drained or not
+        rebooting = request_node(o.obj)
         for node in o.selected:
             candidates.append(
                 Candidate(
                     node=node,
                     order=order,
                     admitted=bool(o.progress.get(node)) or node in inp.admitting,
-                    busy=bool(pods_on(node).present),
+                    busy=bool(pods_on(node).present) or node == rebooting,
                 )
             )
     return allot(candidates, inp.max_draining)

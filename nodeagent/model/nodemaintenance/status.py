@@ -19,6 +19,7 @@ from nodeagent.model.bodies import (
     mapping,
     set_condition,
 )
+from nodeagent.model.drainslots import WAITING_FOR_SLOT
 from nodeagent.model.draintargets.results import MaintenanceDrain, Resolution
 from nodeagent.model.maintenance import (
     Stage,
@@ -36,6 +37,7 @@ from nodeagent.model.nodemaintenance.summary import (
     undrained_node_statuses,
     undrained_summary,
 )
+from nodeagent.model.shutdown import shutdown_node
 from nodeagent.model.shutdown_standing import IGNORED
 from nodeagent.model.times import format_time
 
@@ -49,9 +51,11 @@ def drain_status(
     observed: int | None,
     requests: RequestReader,
     deadline: float | None,
+    *,
+    shutdown: bool = False,
 ) -> list[Event]:
     """Write a drain resolution into ``status`` (and its ``conditions``); the events it is
-    worth."""
+    worth (``shutdown``: of a shutdown under way, whose node waiting for a slot is told)."""
     events: list[Event] = []
     old_index = status.get("drainPlanIndex")
     old_drained = next((c for c in conditions if c.get("type") == "Drained"), None)
@@ -65,6 +69,13 @@ def drain_status(
         for ns in drain.nodes
         if ns.drain_message.startswith(IGNORED) and old_messages.get(ns.node) != ns.drain_message
     )
+    if shutdown:
+        events.extend(
+            Event("Warning", "ShutdownWaitsForSlot", waits_for_slot(ns.node, ns.drain_message))
+            for ns in drain.nodes
+            if ns.drain_message.startswith(WAITING_FOR_SLOT)
+            and not str(old_messages.get(ns.node) or "").startswith(WAITING_FOR_SLOT)
+        )
     status["drainPlanIndex"] = drain.entry_index
     status["summary"] = drain_summary(drain, plan_length, requests)
     entry = f"drain plan entry {drain.entry_index + 1} of {plan_length}: "
@@ -93,6 +104,16 @@ def drain_status(
         deadline_status(status, conditions, drain, deadline, now, observed, requests.views)
     )
     return events
+
+
+def waits_for_slot(node: str, message: str) -> str:
+    """What a shutdown under way that waits for a drain slot is told: it goes down at its budget
+    whatever, so the coordinated path is named."""
+    return (
+        f"Node {node} is shutting down and waits for a drain slot ({message}): it goes down "
+        "when its shutdown budget runs out, drained or not. Reboots asked for with "
+        "`nodeagent reboot` or a reboot-required sentinel wait for their turn before going down"
+    )
 
 
 def _copy_status(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,6 +151,7 @@ def neighbour_statuses(
             generation(o.obj),
             requests,
             deadline_seconds(o.obj, default_deadline),
+            shutdown=shutdown_node(o.obj) is not None,
         )
         status["conditions"] = conditions
         if status != dict(old):
@@ -212,6 +234,7 @@ def maintenance_status(
                     observed,
                     ctx.requests,
                     deadline_seconds(ctx.nm, ctx.inp.drain_deadline),
+                    shutdown=shutdown_node(ctx.nm) is not None,
                 )
             )
             note_ignored_interceptors(status["nodeStatuses"], my_drain, ctx.bound.pods)

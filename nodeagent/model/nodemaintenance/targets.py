@@ -23,6 +23,7 @@ from nodeagent.model.nodemaintenance.context import MaintenanceState
 from nodeagent.model.nodemaintenance.limits import waiting_status
 from nodeagent.model.nodemaintenance.pods import PodsOn
 from nodeagent.model.nodemaintenance.selection import creation_key
+from nodeagent.model.shutdown import request_node
 
 
 def _drain_view(o: MaintenanceState) -> MaintenanceView | None:
@@ -60,6 +61,7 @@ def resolve_drain(
         nodes_needed = {n for v in views for n in v.nodes}
         return resolve(views, {n: pods_on(n) for n in nodes_needed})
     ignored = over or {}
+    rebooting = {o.name for o in others.values() if request_node(o.obj) is not None}
 
     def admitted(name: str) -> frozenset[str]:
         """The nodes `name` drains now: none while it is an ignored shutdown maintenance,
@@ -86,7 +88,7 @@ def resolve_drain(
     for v in views:
         mine = parts.get(v.name, [])
         waiting = [
-            waiting_status(n, pods_on(n), slots, ignored.get(v.name))
+            waiting_status(n, pods_on(n), slots, ignored.get(v.name), reboot=v.name in rebooting)
             for n in sorted(v.nodes - admitted(v.name))
         ]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
