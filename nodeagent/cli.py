@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_manifests(sub)
     _add_restore_static_pods(sub)
     _add_plan(sub)
+    _add_reboot(sub)
     _add_commands_of_other_distributions(sub)
     return p
 
@@ -109,6 +110,30 @@ def _add_plan(sub: Subparsers) -> None:
     )
     plan.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="text (default) or json"
+    )
+
+
+def _add_reboot(sub: Subparsers) -> None:
+    r = sub.add_parser(
+        "reboot",
+        help="ask this node's agent for a coordinated reboot: a NodeMaintenance that waits for "
+        "its drain slot and drains, then the node reboots (reboot.enabled)",
+    )
+    r.add_argument("--reason", help="why (the maintenance's reason says it)")
+    r.add_argument(
+        "--cancel", action="store_true", help="call off a reboot asked for with nodeagent reboot"
+    )
+    r.add_argument(
+        "--config",
+        type=Path,
+        help="the agent's configuration, for reboot.requestFile (default: "
+        "/etc/nodeagent/config.yaml where it exists)",
+    )
+    r.add_argument(
+        "--request-file",
+        type=Path,
+        help="the file the agent watches (default: reboot.requestFile, "
+        "/run/nodeagent/reboot-requested)",
     )
 
 
@@ -196,6 +221,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return plan_command(
             args.target, args.kubeconfig, args.output, out=sys.stdout, err=sys.stderr
+        )
+    if args.command == "reboot":
+        from nodeagent.node.reboot_command import reboot_command
+
+        return reboot_command(
+            args.config,
+            args.request_file,
+            args.reason,
+            cancel=args.cancel,
+            out=sys.stdout,
+            err=sys.stderr,
         )
     handler = getattr(args, "handler", None)
     if handler is not None:
