@@ -9,7 +9,8 @@ exhausted it and an eviction passed the bridge): one source holds a share at mos
 for a bounded time.
 
 kube-apiserver reuses its connections to the webhook and opens one per concurrent call, one
-per pod evicted at once by a drain; ``MAX_CLIENT_CONNECTIONS`` leaves it ample room."""
+per pod evicted at once by a drain; ``MAX_CLIENT_CONNECTIONS`` leaves it room for a whole
+node's."""
 
 from __future__ import annotations
 
@@ -32,10 +33,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MAX_CONNECTIONS = 256
+MAX_CONNECTIONS = 512
 """Connections the bridge serves at once, from every source together."""
-MAX_CLIENT_CONNECTIONS = 64
-"""Connections of one source address (kube-apiserver opens one per concurrent call)."""
+MAX_CLIENT_CONNECTIONS = 128
+"""Connections of one source address. kube-apiserver opens one per concurrent call, and a
+drain evicts a node's pods at once (``kubectl drain``: one goroutine per pod): at most 110 by
+the kubelet's default ``maxPods``. One refused would let that eviction pass the bridge
+(failurePolicy Ignore)."""
 IDLE_TIMEOUT = 10.0
 """Seconds a new connection has for its TLS handshake, and then for its first request."""
 
