@@ -29,7 +29,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodeagent.model import final_phase
-from nodeagent.model.bodies import condition, deleting, mapping, metadata_of, name_of, spec_stage
+from nodeagent.model.bodies import (
+    condition,
+    deleting,
+    items,
+    mapping,
+    metadata_of,
+    name_of,
+    spec_stage,
+)
+from nodeagent.model.drainslots import WAITING_FOR_SLOT
 from nodeagent.model.shutdown import (
     TRIGGER_REBOOT,
     TRIGGER_SHUTDOWN,
@@ -40,7 +49,14 @@ from nodeagent.model.shutdown import (
 )
 from nodeagent.model.times import format_time, parse_time
 
-__all__ = ["DEFAULT_MAX_SHUTDOWN", "IGNORED", "bound", "ignored", "next_change"]
+__all__ = [
+    "DEFAULT_MAX_SHUTDOWN",
+    "IGNORED",
+    "bound",
+    "ignored",
+    "next_change",
+    "shutdown_waits_for_slot",
+]
 
 DEFAULT_MAX_SHUTDOWN = 3600.0
 """``nodeMaintenance.maxShutdownSeconds``: longer than any shutdown budget a node is given."""
@@ -152,3 +168,13 @@ def _why_not(
 
 def _creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
     return (str(metadata_of(nm).get("creationTimestamp") or ""), name_of(nm))
+
+
+def shutdown_waits_for_slot(nm: Mapping[str, Any]) -> bool:
+    """A shutdown under way whose node waits for a drain slot (its status says so)."""
+    if _claim(nm) is None or shutdown_node(nm) is None:
+        return False
+    return any(
+        isinstance(ns, Mapping) and str(ns.get("drainMessage") or "").startswith(WAITING_FOR_SLOT)
+        for ns in items(mapping(nm, "status"), "nodeStatuses")
+    )

@@ -34,6 +34,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from nodeagent.model.shutdown_standing import shutdown_waits_for_slot
+
 __all__ = [
     "BridgeMetrics",
     "EvictionRequestMetrics",
@@ -333,12 +335,22 @@ class _StageCollector(Collector):
         for nm in source():
             stage = str((nm.get("spec") or {}).get("stage") or "Idle")
             counts[stage] = counts.get(stage, 0) + 1
+        waiting = 0
+        for nm in source():
+            if shutdown_waits_for_slot(nm):
+                waiting += 1
         family = GaugeMetricFamily(
             "nodeagent_maintenances", "NodeMaintenances by spec.stage.", labels=["stage"]
         )
         for stage, n in counts.items():
             family.add_metric([stage], n)
         yield family
+        yield GaugeMetricFamily(
+            "nodeagent_shutdowns_waiting_for_slot",
+            "Shutdowns under way whose node waits for a drain slot: each goes down when its "
+            "budget runs out, drained or not (reboots asked for wait for their turn instead).",
+            value=waiting,
+        )
 
 
 class BridgeMetrics:

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent import version
 from nodeagent.controllers.nodemaintenance.controller import drain_started
+from nodeagent.model import shutdown
 from nodeagent.observability.metrics import EvictionRequestMetrics, OperatorMetrics
 
 
@@ -44,6 +45,24 @@ def test_maintenances_by_stage_only_while_leading() -> None:
         for stage in ("Idle", "Cordon", "Drain", "Complete")
     }
     assert counts == {"Idle": 1, "Cordon": 0, "Drain": 2, "Complete": 0}
+
+
+def test_shutdowns_waiting_for_a_slot_are_counted_at_once() -> None:
+    registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry, "1.0")
+    boot = "11420bea-f724-4165-9bde-f219df708610"
+    waits = shutdown.shutdown_maintenance("one", boot, "reboot")
+    waits["status"] = {
+        "nodeStatuses": [{"nodeRef": {"name": "one"}, "drainMessage": "Waiting for a drain slot"}]
+    }
+    drains = shutdown.shutdown_maintenance("two", boot, "reboot")
+    drains["status"] = {"nodeStatuses": [{"nodeRef": {"name": "two"}, "drainMessage": "x"}]}
+    # a reboot asked for waits for its turn: nothing to warn of
+    asked = shutdown.shutdown_maintenance("three", boot, "reboot", trigger=shutdown.TRIGGER_REBOOT)
+    asked["status"] = waits["status"]
+    cache = [waits, drains, asked]
+    metrics.maintenances = lambda: cache
+    assert registry.get_sample_value("nodeagent_shutdowns_waiting_for_slot") == 1
 
 
 def test_evictions_by_result_have_no_per_pod_labels() -> None:
