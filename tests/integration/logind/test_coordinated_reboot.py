@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -91,7 +92,7 @@ async def seen_by(c: ShutdownCluster, running: Running) -> None:
 
     def seen() -> bool:
         req = running.coordinator.request or {"metadata": {}}
-        return (req["metadata"].get("annotations") or {}) == mark
+        return bool((req["metadata"].get("annotations") or {}) == mark)
 
     await until(seen, what="the coordinator saw the last write", timeout=10)
 
@@ -325,8 +326,6 @@ async def test_sentinel_command_exit_0_asks_and_exit_1_calls_off(
 
 
 def _with(cfg: RebootConfig, **changes: Any) -> RebootConfig:
-    import dataclasses
-
     return dataclasses.replace(cfg, **changes)
 
 
