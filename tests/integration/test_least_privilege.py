@@ -258,6 +258,53 @@ async def test_a_node_agent_cannot_take_a_shutdown_name_of_another_node(env: Env
     ] == "node-1-a"
 
 
+async def test_a_node_agent_asks_for_its_own_reboot_only(env: Env) -> None:
+    """A coordinated reboot's request (trigger reboot, named nodeagent-reboot-<node>-<boot>):
+    node-1's own is allowed; a name whose prefix is not its trigger label is refused either
+    way; a reboot request asks no final phase; node-2's is refused."""
+    own = model.shutdown_maintenance(
+        "node-1", BOOT, "reboot", trigger=model.TRIGGER_REBOOT, reason="sentinel"
+    )
+    name = own["metadata"]["name"]
+    assert name == f"nodeagent-reboot-node-1-{BOOT}"
+    labels = own["metadata"]["labels"]
+    final_phase = {names.FINAL_PHASE_ANNOTATION: "2030-01-01T00:00:00Z", **own["metadata"][
+        "annotations"]}  # fmt: skip
+    refused_bodies = {
+        "a reboot name with trigger shutdown": shutdown_with(
+            metadata={"name": name, "labels": {**labels, names.LABEL_TRIGGER: "shutdown"}}
+        ),
+        "a shutdown name with trigger reboot": shutdown_with(
+            metadata={"labels": {**labels, names.LABEL_TRIGGER: "reboot"}}
+        ),
+        "another trigger": shutdown_with(
+            metadata={
+                "name": f"nodeagent-drain-node-1-{BOOT}",
+                "labels": {**labels, names.LABEL_TRIGGER: "drain"},
+            }
+        ),
+        "a reboot request asking a final phase": {
+            **own,
+            "metadata": {**own["metadata"], "annotations": final_phase},
+        },
+        "node-2's reboot request": model.shutdown_maintenance(
+            "node-2", BOOT, "reboot", trigger=model.TRIGGER_REBOOT
+        ),
+    }
+    for what, body in refused_bodies.items():
+        with pytest.raises(Forbidden) as refused:
+            await env.node1.create(NODEMAINTENANCES, body)
+        assert refused_by_policy(refused.value), (what, refused.value)
+    await env.node1.create(NODEMAINTENANCES, own)
+    # beside this boot's shutdown maintenance, with its final phase: both allowed
+    shutdown = model.shutdown_maintenance("node-1", BOOT, "reboot")
+    shutdown["metadata"]["annotations"][names.FINAL_PHASE_ANNOTATION] = "2030-01-01T00:00:00Z"
+    await env.node1.create(NODEMAINTENANCES, shutdown)
+    # completed and deleted by the agent when no longer required
+    await env.node1.patch(NODEMAINTENANCES, name, {"spec": {"stage": "Complete"}})
+    await env.node1.delete(NODEMAINTENANCES, name)
+
+
 async def test_node_agent_may_not_change_nodes_or_pods(env: Env) -> None:
     pod = await a_pod(env.admin, "web", "node-2")
     for node in ("node-2", "node-1"):  # not even its own: cordons are the controllers'

@@ -747,17 +747,37 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
         names.FINAL_PHASE_ANNOTATION,
     }
     assert listed["shutdownSpec"] == set(body["spec"])
-    # the name the policy builds from the node and the boot labels is the code's
+    # the name the policy builds from the trigger, the node and the boot labels is the code's,
+    # for each trigger the code has, and only those
     named = (
-        "'nodeagent-shutdown-' + variables.nodeName + '-' + variables.bootId + "
+        "'nodeagent-' + variables.trigger + '-' + variables.nodeName + '-' + variables.bootId + "
         "(variables.userspaceBoot != '' ? '-' + variables.userspaceBoot : '')"
     )
-    assert any(named in " ".join(v["expression"].split()) for v in policy["spec"]["validations"])
-    labels = body["metadata"]["labels"]
-    assert body["metadata"]["name"] == (
-        f"nodeagent-shutdown-node-1-{labels[names.LABEL_BOOT_ID]}-"
-        f"{labels[names.LABEL_USERSPACE_BOOT]}"
-    )
+    create = [
+        " ".join(v["expression"].split())
+        for v in policy["spec"]["validations"]
+        if named in " ".join(v["expression"].split())
+    ]
+    assert len(create) == 1
+    assert f"variables.trigger in {list(shutdown.TRIGGERS)!r}" in create[0]
+    assert variables["trigger"] == f"variables.newLabels[?'{names.LABEL_TRIGGER}'].orValue('')"
+    # a final phase is asked on a shutdown only: a reboot request is made before any
+    assert (
+        f"(variables.trigger == '{shutdown.TRIGGER_SHUTDOWN}' || "
+        f"!('{names.FINAL_PHASE_ANNOTATION}' in object.metadata.?annotations.orValue({{}})))"
+    ) in create[0]
+    for trigger in shutdown.TRIGGERS:
+        made = shutdown.shutdown_maintenance(
+            "node-1", boot, "reboot", [{"podPriority": 1}], trigger=trigger
+        )
+        labels = made["metadata"]["labels"]
+        assert labels[names.LABEL_TRIGGER] == trigger
+        assert set(labels) == listed["shutdownLabels"]
+        assert set(made["metadata"]["annotations"]) <= listed["shutdownAnnotations"]
+        assert made["metadata"]["name"] == (
+            f"nodeagent-{trigger}-node-1-{labels[names.LABEL_BOOT_ID]}-"
+            f"{labels[names.LABEL_USERSPACE_BOOT]}"
+        )
     # and the forms it pins are the code's
     assert shutdown.KERNEL_BOOT_ID.pattern in variables["bootPinned"]
     assert shutdown.USERSPACE_BOOT.pattern in variables["bootPinned"]
