@@ -1,6 +1,10 @@
-"""After a reboot: once the node is Ready again, complete and delete the shutdown maintenances of
-earlier boots (the NodeMaintenance controller then uncordons the node and the static-pod
-interceptor puts the manifests back)."""
+"""After a reboot: once the node is Ready again, complete and delete the agent's maintenances of
+earlier boots, shutdown maintenances and coordinated reboot requests alike (the NodeMaintenance
+controller then uncordons the node and the static-pod interceptor puts the manifests back).
+
+This boot's are never touched. A reboot request of this boot is the coordinator's
+(`node.coordinated_reboot`): a sentinel that survived the reboot does not ask again, as it was
+written before this boot began (`model.reboot_request.sentinel_counts`)."""
 
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ async def complete_previous_boots(
         except KubeError as e:
             attempt += 1
             log.warning(
-                "completing earlier shutdown maintenances of %s failed, retrying: %s", node, e
+                "completing earlier boots' maintenances of %s failed, retrying: %s", node, e
             )
         await asyncio.sleep(backoff.delay(attempt))
 
@@ -61,6 +65,7 @@ async def _complete(
             await client.delete(NODEMAINTENANCES, name)
         except NotFound:
             continue
-        log.info("node %s is back: completed and deleted shutdown maintenance %s", node, name)
+        what = "reboot request" if model.trigger_of(nm) == model.TRIGGER_REBOOT else "shutdown"
+        log.info("node %s is back: completed and deleted %s maintenance %s", node, what, name)
         reason = f"{node} is Ready again after the shutdown; its maintenance is completed"
         notify(notifications.NODE_BACK, node, name, reason)

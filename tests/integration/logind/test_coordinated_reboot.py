@@ -26,6 +26,7 @@ from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.model import shutdown as model
 from nodeagent.model.names import LABEL_TRIGGER
 from nodeagent.node.coordinated_reboot import RebootCoordinator
+from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.reboot_triggers import RebootTriggers
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.integration.logind.test_guard_with_cluster import BOOT, guarding
@@ -357,3 +358,37 @@ async def test_a_sentinel_from_before_the_boot_asks_nothing_until_written_again(
         await c.until(lambda: live_request(c) is not None)
     finally:
         await cancel_and_wait([task])
+
+
+NEXT_BOOT = "9a8b7c6d-5e4f-3021-1a2b-3c4d5e6f7a8b"
+
+
+async def test_after_the_boot_the_earlier_boots_request_is_completed_and_deleted(
+    shutdown_cluster: ShutdownCluster,
+) -> None:
+    """The node rebooted for its drained request: once Ready, the next boot's agent completes
+    and deletes it (with the earlier boot's shutdown maintenance, if any); its own boot's
+    request is left alone."""
+    c = shutdown_cluster
+    earlier = model.shutdown_maintenance(
+        "node-1", BOOT, "reboot", trigger=model.TRIGGER_REBOOT, reason="sentinel"
+    )
+    await c.agent.create(NODEMAINTENANCES, earlier)
+    await c.mark_drained(NAME)
+    await c.agent.create(NODEMAINTENANCES, model.shutdown_maintenance("node-1", BOOT, "reboot"))
+    mine = model.shutdown_maintenance(
+        "node-1", NEXT_BOOT, "reboot", trigger=model.TRIGGER_REBOOT, reason="sentinel again"
+    )
+    await c.agent.create(NODEMAINTENANCES, mine)
+    patches: list[str] = []
+
+    def seen(kind: str, _resource: object, obj: Obj) -> None:
+        if kind != "DELETED" and obj["spec"].get("stage") == "Complete":
+            patches.append(obj["metadata"]["name"])
+
+    c.view.listen(seen)
+    async with asyncio.timeout(20):
+        await complete_previous_boots(c.agent, "node-1", NEXT_BOOT)
+    await c.caught_up(mine["metadata"]["name"])
+    assert [m["metadata"]["name"] for m in c.maintenances()] == [mine["metadata"]["name"]]
+    assert NAME in patches, "completed before it was deleted"
