@@ -23,7 +23,7 @@ from nodeagent.config.schema import (
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
 from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
-from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
+from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, validate_label_key
 from nodeagent.model.token import MAX_EXPIRATION, MIN_EXPIRATION
 
 __all__ = [
@@ -169,6 +169,11 @@ def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
         raise ConfigError(
             "nodeMaintenance.drainDeadlineEscalation: must be one of " + ", ".join(ESCALATIONS)
         )
+    per_zone = nm.max_draining_nodes_per_zone
+    if per_zone is not None and (isinstance(per_zone, bool) or per_zone < 1):
+        raise ConfigError("nodeMaintenance.maxDrainingNodesPerZone: must be at least 1")
+    if (why := validate_label_key(nm.zone_label)) is not None:
+        raise ConfigError(f"nodeMaintenance.zoneLabel: {why}")
     if not 0 < nm.max_shutdown < MAX_HEARTBEAT_DEADLINE:
         raise ConfigError(
             f"nodeMaintenance.maxShutdown: must be from 0 to {MAX_HEARTBEAT_DEADLINE} seconds"

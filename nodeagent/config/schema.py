@@ -12,6 +12,7 @@ from nodeagent.model import notifications as notif
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.model.interceptors.heartbeats import DEFAULT_HEARTBEAT_DEADLINE
 from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
+from nodeagent.model.names import ZONE_LABEL
 from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
 
 __all__ = [
@@ -164,6 +165,10 @@ class EvictionConfig:
 class NodeMaintenanceConfig:
     # nodes draining at once across the cluster: a count, or "20%" of the nodes; None: no limit
     max_draining_nodes: DrainLimit | None = None
+    # nodes of one zone draining at once, besides the limit across the cluster; None: no limit
+    max_draining_nodes_per_zone: int | None = None
+    # the node label that names a node's zone
+    zone_label: str = ZONE_LABEL
     # cordon a node whose drain waits for a slot (false: it keeps taking pods meanwhile)
     cordon_while_waiting: bool = False
     # seconds from the start of Drain (spec.drainDeadlineSeconds overrides); None: no deadline
@@ -174,6 +179,11 @@ class NodeMaintenanceConfig:
     # seconds from its creation a node agent's shutdown maintenance counts at most (drain slot,
     # final phase), whatever release deadline it states: at least every node's shutdown.budget
     max_shutdown: float = DEFAULT_MAX_SHUTDOWN
+
+    @property
+    def limited(self) -> bool:
+        """Some limit on nodes draining at once is set (across the cluster or per zone)."""
+        return self.max_draining_nodes is not None or self.max_draining_nodes_per_zone is not None
 
 
 @dataclass(frozen=True)

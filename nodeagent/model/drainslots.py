@@ -7,14 +7,18 @@ for a slot, in order: the creation of the oldest maintenance in Drain that selec
 then name), then the node's name. Admission is sticky: a node keeps its slot until its pods are
 gone, so lowering the limit never stops a drain half-way; it only holds back the next ones. A
 node with no pods needs no slot: it is drained the moment it is admitted, and always admitted.
+With a limit per zone (``nodeMaintenance.maxDrainingNodesPerZone``) a node is admitted only
+while its zone has a slot too; a node whose zone is full waits without holding back the nodes
+of other zones behind it in line.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 __all__ = ["WAITING_FOR_SLOT", "Candidate", "DrainLimit", "InvalidLimit", "Slots", "allot"]
 
@@ -72,6 +76,8 @@ class Candidate:
     """It was admitted before: drainTargets are stored for it, or an admission is in flight."""
     busy: bool
     """Pods that count for the drain are still on it."""
+    zone: str | None = None
+    """Its zone (``nodeMaintenance.zoneLabel``), for a limit per zone; None: in none."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +92,24 @@ class Slots:
     """Nodes this allotment admits that were not admitted before."""
     waiting: tuple[str, ...]
     """Nodes held back, first in line first."""
+    zone_limit: int | None = None
+    zones: Mapping[str, str] = field(default_factory=dict)
+    """The zone of each node in one, for ``zone_limit`` (at most that many per zone)."""
 
     def waiting_message(self, node: str) -> str:
         """``Waiting for a drain slot (1 of 1 nodes draining: node-a)``, with the place in line
-        when others wait ahead."""
+        when others wait ahead; for a zone's, ``... in zone a (1 of 1 nodes of zone a ...)``."""
         holders = [*self.draining, *self.newly]
+        zone = self.zones.get(node)
+        local = [n for n in holders if zone is not None and self.zones.get(n) == zone]
+        if self.zone_limit is not None and len(local) >= self.zone_limit:
+            shown = local[:_MAX_NAMED]
+            more = len(local) - len(shown)
+            names = ", ".join(shown) + (f" and {more} more" if more else "")
+            return (
+                f"{WAITING_FOR_SLOT} in zone {zone} ({len(local)} of {self.zone_limit} nodes "
+                f"of the zone draining: {names})"
+            )
         shown = holders[:_MAX_NAMED]
         more = len(holders) - len(shown)
         names = ", ".join(shown) + (f" and {more} more" if more else "")
@@ -102,9 +121,11 @@ class Slots:
         return text
 
 
-def allot(candidates: Iterable[Candidate], limit: int) -> Slots:
-    """Which nodes may drain now under ``limit`` (see the module docstring). Deterministic:
-    the result does not depend on the order of ``candidates``."""
+def allot(candidates: Iterable[Candidate], limit: int, zone_limit: int | None = None) -> Slots:
+    """Which nodes may drain now under ``limit``, and ``zone_limit`` per zone (see the module
+    docstring): a node whose zone is full waits without holding back the nodes of other
+    zones behind it. Deterministic: the result does not depend on the order of
+    ``candidates``."""
     by_node: dict[str, Candidate] = {}
     for c in candidates:
         seen = by_node.get(c.node)
@@ -116,17 +137,32 @@ def allot(candidates: Iterable[Candidate], limit: int) -> Slots:
                 min(seen.order, c.order),
                 seen.admitted or c.admitted,
                 seen.busy or c.busy,
+                seen.zone if seen.zone is not None else c.zone,
             )
     ordered = sorted(by_node.values(), key=lambda c: (c.order, c.node))
+    zones = {c.node: c.zone for c in ordered if c.zone is not None}
     draining = [c.node for c in ordered if c.admitted and c.busy]
-    line = [c.node for c in ordered if not c.admitted and c.busy]
+    per_zone = Counter(zones[n] for n in draining if n in zones)
     free = max(0, limit - len(draining))
-    newly = line[:free]
+    newly: list[str] = []
+    waiting: list[str] = []
+    for c in ordered:
+        if c.admitted or not c.busy:
+            continue
+        zone_full = zone_limit is not None and c.zone is not None and per_zone[c.zone] >= zone_limit
+        if len(newly) < free and not zone_full:
+            newly.append(c.node)
+            if c.zone is not None:
+                per_zone[c.zone] += 1
+        else:
+            waiting.append(c.node)
     idle = {c.node for c in ordered if not c.busy}
     return Slots(
         limit=limit,
         draining=tuple(draining),
         admitted=frozenset(draining) | frozenset(newly) | idle,
         newly=tuple(newly),
-        waiting=tuple(line[free:]),
+        waiting=tuple(waiting),
+        zone_limit=zone_limit,
+        zones=zones,
     )

@@ -40,6 +40,7 @@ __all__ = [
     "TAINT_TEXT",
     "UPSTREAM_BRIDGE_REQUESTER",
     "UPSTREAM_REQUESTER",
+    "ZONE_LABEL",
 ]
 
 # --- actors ---------------------------------------------------------------------------------------
@@ -92,6 +93,8 @@ LABEL_BOOT_ID = "nodeagent.io/boot-id"
 """On a shutdown maintenance: the kernel's boot id, as the kubelet reports it."""
 LABEL_USERSPACE_BOOT = "nodeagent.io/userspace-boot"
 """On a shutdown maintenance: PID 1's start time (hex), where PID 1 is the system's init."""
+ZONE_LABEL = "topology.kubernetes.io/zone"
+"""The well-known node label of its zone: the default of ``nodeMaintenance.zoneLabel``."""
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_NAME = "app.kubernetes.io/name"
 

@@ -156,7 +156,7 @@ class NodeMaintenanceController(Controller):
 
     def _enqueue_all(self, names: Iterable[str]) -> None:
         names = set(names)
-        if self._settings.max_draining_nodes is not None and names & self._in_drain:
+        if self._settings.limited and names & self._in_drain:
             names |= self._in_drain  # under a limit every drain depends on every other
         for name in names:
             self.enqueue(name)
@@ -189,7 +189,7 @@ class NodeMaintenanceController(Controller):
         self._members.maintenance_deleted(name)
         if name in self._in_drain:
             self._in_drain.discard(name)
-            before |= self._in_drain if self._settings.max_draining_nodes is not None else set()
+            before |= self._in_drain if self._settings.limited else set()
         self._enqueue_all(before - {name})
 
     def _on_node(self, node: Obj) -> None:
@@ -278,7 +278,7 @@ class NodeMaintenanceController(Controller):
     def _scope(self, key: str) -> tuple[set[str], set[str]]:
         """The maintenances and nodes a decision on `key` takes in."""
         start = {key}
-        if self._settings.max_draining_nodes is not None and key in self._in_drain:
+        if self._settings.limited and key in self._in_drain:
             start |= self._in_drain
         return self._members.component(start)
 
@@ -288,6 +288,11 @@ class NodeMaintenanceController(Controller):
         if nm is None:
             return None
         limit = self._settings.max_draining_nodes
+        cluster = len(self._nodes.store)
+        # a limit per zone alone: every node may drain but those of a full zone
+        max_draining = limit.slots(cluster) if limit is not None else None
+        if max_draining is None and self._settings.limited:
+            max_draining = max(1, cluster)
         names, node_names = self._scope(key)
         maintenances = [m for n in sorted(names) if (m := self._maintenances.store.get(n))]
         nodes = {n: obj for n in sorted(node_names) if (obj := self._nodes.store.get(n))}
@@ -311,7 +316,9 @@ class NodeMaintenanceController(Controller):
             pods=pods,
             eviction_requests=cast("dict[str, EvictionRequest]", requests),  # read, never checked
             now=self._clock(),
-            max_draining=limit.slots(len(self._nodes.store)) if limit is not None else None,
+            max_draining=max_draining,
+            zone_limit=self._settings.max_draining_nodes_per_zone,
+            zone_label=self._settings.zone_label,
             max_shutdown=self._settings.max_shutdown,
             cordon_while_waiting=self._settings.cordon_while_waiting,
             admitting=self._admitting.pending(),

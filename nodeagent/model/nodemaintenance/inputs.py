@@ -14,6 +14,7 @@ from nodeagent.model.bodies import (
 from nodeagent.model.draintargets.pods import PodInfo, PodInfoOf
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import Recall
+from nodeagent.model.names import ZONE_LABEL
 from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
 
 RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
@@ -41,6 +42,10 @@ class Inputs:
     max_draining: int | None = None
     """How many nodes may drain at once (None: no limit). With a limit, ``maintenances``
     holds every maintenance in Drain too, and the other fields cover their nodes."""
+    zone_limit: int | None = None
+    """At most this many nodes of one zone drain at once (with ``max_draining``)."""
+    zone_label: str = ZONE_LABEL
+    """The node label that names its zone."""
     max_shutdown: float = DEFAULT_MAX_SHUTDOWN
     """Seconds from its creation a shutdown maintenance counts at most (drain slots)."""
     cordon_while_waiting: bool = False

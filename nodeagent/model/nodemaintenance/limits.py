@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nodeagent.model.bodies import labels_of
 from nodeagent.model.drainslots import Candidate, Slots, allot
 from nodeagent.model.draintargets.pods import NodePods
 from nodeagent.model.draintargets.results import NodeDrainStatus
@@ -80,6 +81,12 @@ def drain_slots(
                     order=order,
                     admitted=bool(o.progress.get(node)) or node in inp.admitting,
                     busy=bool(pods_on(node).present) or node == rebooting,
+                    zone=_zone(inp, node),
                 )
             )
-    return allot(candidates, inp.max_draining)
+    return allot(candidates, inp.max_draining, inp.zone_limit)
+
+
+def _zone(inp: Inputs, node: str) -> str | None:
+    value = labels_of(inp.nodes.get(node) or {}).get(inp.zone_label)
+    return value if isinstance(value, str) and value else None

@@ -21,9 +21,11 @@ class LimitedWorld(World):
         nodes: tuple[str, ...] = ("one", "two", "three", "four", "five"),
         cordon_while_waiting: bool = False,
         deadline: float | None = None,
+        zone_limit: int | None = None,
     ) -> None:
         super().__init__(nodes)
         self.limit = limit
+        self.zone_limit = zone_limit
         self.cordon_while_waiting = cordon_while_waiting
         self.deadline = deadline
         self.escalation = "None"
@@ -32,6 +34,7 @@ class LimitedWorld(World):
         return dataclasses.replace(
             super().inputs(name),
             max_draining=self.limit,
+            zone_limit=self.zone_limit,
             cordon_while_waiting=self.cordon_while_waiting,
             drain_deadline=self.deadline,
             deadline_escalation=self.escalation,

@@ -48,6 +48,7 @@ candidates = st.lists(
         order=st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.sampled_from(["a", "b", "c"])),
         admitted=st.booleans(),
         busy=st.booleans(),
+        zone=st.sampled_from([None, "a", "b"]),
     ),
     max_size=12,
 )
@@ -58,6 +59,7 @@ candidates = st.lists(
 def test_allotment_never_admits_past_the_limit_and_goes_in_order(
     cs: list[Candidate], limit: int, data: st.DataObject
 ) -> None:
+    cs = [dataclasses.replace(c, zone=None) for c in cs]  # no limit per zone here
     slots = allot(cs, limit)
     assert allot(data.draw(st.permutations(cs)), limit) == slots  # order of inputs is irrelevant
     busy = {c.node for c in cs if c.busy}
@@ -75,6 +77,41 @@ def test_allotment_never_admits_past_the_limit_and_goes_in_order(
     assert list(slots.waiting) == sorted(slots.waiting, key=key.__getitem__)
     # idle nodes (no pods) never wait
     assert not {c.node for c in cs if not c.busy and c.node not in busy} & set(slots.waiting)
+
+
+@settings(max_examples=300)
+@given(cs=candidates, limit=st.integers(1, 6), zone_limit=st.integers(1, 3), data=st.data())
+def test_a_full_zone_waits_and_holds_back_no_other_zone(
+    cs: list[Candidate], limit: int, zone_limit: int, data: st.DataObject
+) -> None:
+    # one zone per node, as a node has one label
+    zone_of = {c.node: c.zone for c in reversed(cs)}
+    cs = [dataclasses.replace(c, zone=zone_of[c.node]) for c in cs]
+    slots = allot(cs, limit, zone_limit)
+    assert allot(data.draw(st.permutations(cs)), limit, zone_limit) == slots
+    busy = {c.node for c in cs if c.busy}
+    draining = set(slots.draining)
+    assert len(set(slots.newly)) <= max(0, limit - len(draining))
+    for name in ("a", "b"):
+        newly = {n for n in slots.newly if zone_of[n] == name}
+        before = {n for n in draining if zone_of[n] == name}
+        # new admissions only into a zone's free slots; what drains keeps its slot
+        assert len(newly) <= max(0, zone_limit - len(before))
+    key = {n: min((c.order, c.node) for c in cs if c.node == n) for n in busy}
+    for waiting in slots.waiting:
+        zone = zone_of.get(waiting)
+        in_zone = {n for n in (*draining, *slots.newly) if zone is not None and zone_of[n] == zone}
+        if zone is None or len(in_zone) < zone_limit:
+            # not held by its zone: only by the limit across the cluster, in line
+            assert len(draining) + len(slots.newly) >= limit
+            assert all(key[n] < key[waiting] for n in slots.newly)
+        else:
+            assert (
+                slots.waiting_message(waiting).startswith(
+                    f"Waiting for a drain slot in zone {zone}"
+                )
+                or len(draining) + len(slots.newly) >= limit
+            )
 
 
 # --- the limit in the decision -------------------------------------------------------------------

@@ -163,3 +163,27 @@ def test_requested_reboots_go_one_node_at_a_time(
                     boots(w, n, NEXT_BOOT)
                     back.add(n)
     assert back == set(names)
+
+
+def test_at_most_one_node_per_zone_reboots_and_a_full_zone_holds_back_no_other() -> None:
+    w = LimitedWorld(2, nodes=("a1", "a2", "b1"), zone_limit=1)
+    for node in ("a1", "a2", "b1"):
+        w.edit_node(node).setdefault("metadata", {}).setdefault("labels", {})[
+            "topology.kubernetes.io/zone"
+        ] = node[0]
+        w.pod(f"{node}-web", node)
+    names = {}
+    for node in ("a1", "a2", "b1"):  # in line: a1, a2, b1
+        names[node] = made(w, node, model.TRIGGER_REBOOT)
+        w.clock += timedelta(seconds=1)
+    w.settle()
+    # a2 waits for its zone; b1, behind it in line, drains beside a1
+    assert w.open_requests() == {"a1": {"a1-web"}, "b1": {"b1-web"}}
+    assert message(w, names["a2"], "a2") == (
+        "Waiting for a drain slot in zone a (1 of 1 nodes of the zone draining: a1)"
+    )
+    w.evict_requested()
+    w.settle()
+    boots(w, "a1", NEXT_BOOT)
+    w.settle()
+    assert w.open_requests() == {"a2": {"a2-web"}}
