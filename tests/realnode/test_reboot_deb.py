@@ -3,7 +3,9 @@ and static pods; `systemctl reboot` in the node drains it through the real contr
 order (Default pods by priority, through the Eviction API so their budgets hold, then DaemonSet
 pods without the DaemonSet controller putting them back, then the static pods, which the real
 kubelet stops once their manifests are moved aside); the machine goes down only after
-Drained=True; after the reboot the manifests are back byte-identical and the kubelet runs them."""
+Drained=True; after the reboot the manifests are back byte-identical and the kubelet runs them.
+Under a limit on nodes draining at once: the shutdown maintenance's boot is compared with the
+real kubelet's report (status.nodeInfo.bootID), and must be found the same boot."""
 
 from __future__ import annotations
 
@@ -14,7 +16,12 @@ from typing import Any
 import pytest
 
 from nodeagent.kube.resources import EVICTIONS, NODEMAINTENANCES, NODES, PODS, Resource
-from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER, STATIC_POD_RESPONDER
+from nodeagent.model.names import (
+    DAEMONSET_RESPONDER,
+    IMPERATIVE_RESPONDER,
+    LABEL_BOOT_ID,
+    STATIC_POD_RESPONDER,
+)
 from nodeagent_testbed.nspawn import REBOOT_EXIT
 from tests.e2e.node import kind_of
 from tests.realnode.conftest import NODE, RealNode
@@ -31,8 +38,10 @@ pytestmark = [pytest.mark.realnode, pytest.mark.timeout(600)]
 
 async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb: Path) -> None:
     n, c = real_node, real_node.container
-    manifests = await deb_node_with_pods(n, deb, budget=180)
+    limit = {"nodeMaintenance": {"maxDrainingNodes": 1}}
+    manifests = await deb_node_with_pods(n, deb, budget=180, more=limit)
     assert (await c.exec("systemctl", "is-active", "nodeagent")).strip() == "active"
+    reported = (n.view.get(NODES, NODE) or {})["status"]["nodeInfo"]["bootID"]
 
     leaving: list[tuple[float, str, dict[str, Any]]] = []
     drained_at: list[float] = []
@@ -40,6 +49,7 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
     seen: set[str] = set()
     watching = [False]
     active: dict[str, set[str]] = {}  # pod name -> the responders seen Active on its Eviction
+    boots: set[str | None] = set()  # the boot-id labels of the shutdown maintenance
 
     def record(event: str, resource: Resource, new: dict[str, Any]) -> None:
         if resource == EVICTIONS:
@@ -54,6 +64,8 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
             if (event == "DELETED" or new["metadata"].get("deletionTimestamp")) and uid not in seen:
                 seen.add(uid)
                 leaving.append((time.monotonic(), kind_of(new), new))
+        if resource == NODEMAINTENANCES:
+            boots.add((new["metadata"].get("labels") or {}).get(LABEL_BOOT_ID))
         if resource == NODEMAINTENANCES and not drained_at:
             conds = (new.get("status") or {}).get("conditions") or []
             if any(x["type"] == "Drained" and x["status"] == "True" for x in conds):
@@ -69,6 +81,9 @@ async def test_reboot_drains_a_real_node_in_plan_order(real_node: RealNode, deb:
     watching[0] = False
 
     assert drained_at and drained_at[0] <= rebooted_at, "rebooted before Drained=True"
+    # the kubelet's form and the agent's label agree: the same boot (else, under the limit, it
+    # would drain nothing and the final phase would delete the pods)
+    assert boots == {reported}, (boots, reported)
     order = [k for _, k, _ in leaving]
     assert order[:5] == ["low", "low", "high", "high", "daemonset"], order
     assert sorted(order[5:]) == ["static", "static"], order

@@ -163,16 +163,18 @@ async def static_pods_running(n: Any, node: str = "node-1") -> None:
     )
 
 
-async def deb_node_with_pods(n: Any, deb: Path, budget: int) -> Path:
+async def deb_node_with_pods(
+    n: Any, deb: Path, budget: int, more: dict[str, Any] | None = None
+) -> Path:
     """node-1 booted with the agent from the Debian package (the controllers' account with the
-    node role: it runs both parts), both static pods and WORKLOADS running; returns the
-    manifest directory."""
+    node role: it runs both parts; `more`: further settings), both static pods and WORKLOADS
+    running; returns the manifest directory."""
     c = n.container
     manifests: Path = c.path(MANIFEST_DIR)
     (manifests / "etcd.yaml").write_bytes(ETCD)
     (manifests / "kube-scheduler.yaml").write_bytes(SCHEDULER)
     account = await n.backend.service_account(CONTROLLERS_ACCOUNT, also_roles=["nodeagent-node"])
-    settings = {"shutdown": {"budget": budget, "safetyMargin": 5}}
+    settings = {"shutdown": {"budget": budget, "safetyMargin": 5}, **(more or {})}
     await asyncio.to_thread(install_package, c, deb, account, settings)
     await c.boot()
     await static_pods_running(n)

@@ -191,11 +191,32 @@ WantedBy=multi-user.target
 """
 
 
+# nspawn gives a container a boot id of its own (a file over /proc/sys/kernel/random/boot_id),
+# which only processes that keep its mounts see: the kubelet here did, while the agent's
+# sandboxed unit (ProtectKernelTunables mounts /proc/sys anew) and any pod (runc mounts a
+# fresh /proc) read the kernel's. On a machine every process reads the one the kernel writes:
+# so does everything here, and a container's reboot is, for the kubelet, what a soft reboot is
+# on a machine (the same kernel boot id; the agent tells the two boots apart by PID 1's start)
+KERNEL_BOOT_ID = """[Unit]
+Description=the kernel's boot id for every process, as on a machine
+DefaultDependencies=no
+After=local-fs.target
+Before=sysinit.target containerd.service kubelet.service nodeagent.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/umount /proc/sys/kernel/random/boot_id
+[Install]
+WantedBy=sysinit.target
+"""
+
+
 def kubelet_unit(spec: NodeSpec) -> str:
     return f"""[Unit]
 Description=kubelet
 Wants=containerd.service
-After=containerd.service cgroups-rw.service
+Requires=kernel-boot-id.service
+After=containerd.service cgroups-rw.service kernel-boot-id.service
 [Service]
 ExecStart=/usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml \
 --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override={spec.name} \
@@ -219,6 +240,13 @@ def prepare(rootfs: Path, spec: NodeSpec, images: list[Path]) -> None:
     _write(rootfs, "/etc/cni/net.d/10-nodeagent-test.conflist", json.dumps(CNI, indent=1))
     _write(rootfs, "/etc/systemd/system/cgroups-rw.service", CGROUPS_RW)
     _write(rootfs, "/etc/systemd/system/kubelet.service", kubelet_unit(spec))
+    _write(rootfs, "/etc/systemd/system/kernel-boot-id.service", KERNEL_BOOT_ID)
+    sysinit = rootfs / "etc/systemd/system/sysinit.target.wants"
+    sysinit.mkdir(parents=True, exist_ok=True)
+    if not (sysinit / "kernel-boot-id.service").is_symlink():
+        (sysinit / "kernel-boot-id.service").symlink_to(
+            "/etc/systemd/system/kernel-boot-id.service"
+        )
     images_dir = rootfs / "var/lib/nodeagent-test/images"
     images_dir.mkdir(parents=True, exist_ok=True)
     for archive in images:
