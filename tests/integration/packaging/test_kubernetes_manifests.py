@@ -218,6 +218,8 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
     socket = Path(cfg.shutdown.dbus_address.removeprefix("unix:path="))
     assert host_path(socket, writable=False) == "/run/dbus/system_bus_socket"
     assert host_path(cfg.shutdown.logind_dropin) == "/etc/systemd/logind.conf.d/zz-nodeagent.conf"
+    # `nodeagent reboot`, run in the pod, asks through the host's /run/nodeagent
+    assert host_path(cfg.reboot.request_file) == "/run/nodeagent/reboot-requested"
     # the manifest directory and the stash are one mount: rename(2) works between them
     assert cfg.static_pods.manifest_dir is not None and cfg.static_pods.stash_dir is not None
     manifest_dir, stash = cfg.static_pods.manifest_dir, cfg.static_pods.stash_dir
@@ -229,7 +231,12 @@ def test_configmap_config_is_valid_and_points_into_the_mounts() -> None:
     assert stash.parent == manifest_dir and stash.name.startswith(".")
     # from the host, only these: not /etc/kubernetes whole (kubeadm's pki/ and admin.conf)
     host_paths = sorted(v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v)
-    assert host_paths == ["/etc/kubernetes/manifests", "/etc/systemd/logind.conf.d", "/run/dbus"]
+    assert host_paths == [
+        "/etc/kubernetes/manifests",
+        "/etc/systemd/logind.conf.d",
+        "/run/dbus",
+        "/run/nodeagent",
+    ]
     assert_ports_are_the_listeners(daemonset_container(), cfg)
 
 
