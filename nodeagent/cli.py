@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from nodeagent import version
+from nodeagent.config.checks import LOG_LEVELS
 from nodeagent.manifests import LEADER_NAMESPACE, crd_stream, namespace_stream
 from nodeagent.node.staticpods.restore import restore_command
 
@@ -31,7 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nodeagent", description="Graceful node shutdown and maintenance for Kubernetes."
     )
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL (run: instead of observability.logLevel)",
+    )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_run(sub)
@@ -167,7 +173,7 @@ def _needs_testbed(args: argparse.Namespace) -> int:
     return 2
 
 
-def _run(config_path: Path | None) -> int:
+def _run(config_path: Path | None, log_level: str | None = None) -> int:
     from nodeagent import app  # the agent's imports are not needed by the other commands
     from nodeagent.config import ConfigError, load
     from nodeagent.kube.errors import KubeConfigError
@@ -179,7 +185,17 @@ def _run(config_path: Path | None) -> int:
     except ConfigError as e:
         print(f"nodeagent: {e}", file=sys.stderr)
         return 2
-    logs.setup(cfg.observability.log_level, cfg.observability.log_format)
+    logs.setup(log_level or cfg.observability.log_level, cfg.observability.log_format)
+    log = logging.getLogger("nodeagent")
+    log.info(
+        "nodeagent %s starting: configuration %s, node %s, controllers %s, metrics on %s",
+        version(),
+        config_path or "defaults and environment",
+        cfg.node_name or "(found at start)",
+        "on" if cfg.run_controllers else "off",
+        cfg.observability.listen,
+    )
+    log.debug("configuration: %r", cfg)
     try:
         return app.run(cfg)
     except KubeConfigError as e:  # a missing or broken kubeconfig: one line, not a traceback
@@ -193,11 +209,11 @@ def _run(config_path: Path | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=args.log_level or "INFO",
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.command == "run":
-        return _run(args.config)
+        return _run(args.config, args.log_level)
     if args.command == "manifests" and args.manifests_command == "crds":
         if args.with_namespace is not None:
             sys.stdout.write(namespace_stream(args.with_namespace))

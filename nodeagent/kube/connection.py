@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes.client.configuration import Configuration
 from kubernetes.config.config_exception import ConfigException
 from urllib3.connection import HTTPConnection
@@ -17,6 +19,26 @@ from nodeagent.kube.tokenfile import TokenFile, kubeconfig_token_file
 from nodeagent.kube.transport import Transport
 
 __all__ = ["load_api_client"]
+
+
+def _check_kubeconfig(path: str) -> None:
+    """What the client's loader would fail on with a traceback (a TypeError for a file that is
+    not a mapping, a YAML parser error), said in one line."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise KubeConfigError(f"cannot read {path}: {e.strerror or e}") from e
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or "cannot be parsed"
+        raise KubeConfigError(f"{path} is not YAML{where}: {problem}") from e
+    if not isinstance(doc, dict):
+        raise KubeConfigError(
+            f"{path} is not a kubeconfig (it holds no mapping of clusters, users and contexts)"
+        )
 
 
 def load_api_client(
@@ -34,6 +56,7 @@ def load_api_client(
     config = Configuration()
     try:
         if kubeconfig:
+            _check_kubeconfig(kubeconfig)
             _load_kube_config(config, config_file=kubeconfig, context=context)
             token_file = kubeconfig_token_file(kubeconfig, context)
             if token_file is not None:

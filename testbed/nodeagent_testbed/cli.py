@@ -63,7 +63,13 @@ def add_sim(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NODE=DIR",
         help="a real directory whose manifests become mirror pods",
     )
-    s.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port)")
+    s.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="port to listen on (default 0: any free port, said on the first line; not 6443, "
+        "a real API server's)",
+    )
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument(
         "--kubeconfig",
@@ -92,6 +98,15 @@ def _sim_serve(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"nodeagent: {e}", file=sys.stderr)
         return 2
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(cluster))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(cluster))
+    except OSError as e:  # the port is taken, or the address not this machine's
+        reason = e.strerror or str(e)
+        print(
+            f"nodeagent sim serve: cannot listen on {args.host}:{args.port}: {reason} "
+            "(--port 0, the default, takes a free port)",
+            file=sys.stderr,
+        )
+        return 2
     return 0

@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import nodeagent
 from nodeagent import cli
 
 NEEDS = "needs the nodeagent-testbed distribution: scripts/setup installs it"
@@ -93,3 +95,69 @@ def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[
         cli.main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out == f"nodeagent {importlib.metadata.version('nodeagent')}\n"
+
+
+# --- bad input: one line and a non-zero exit, never a traceback ------------------------------
+
+
+def _agent_config(tmp_path: Path, kubeconfig: Path) -> Path:
+    """A configuration that reaches the kubeconfig first (no logind, no static pods)."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"nodeName: node-1\nrunControllers: false\nkube:\n  kubeconfig: {kubeconfig}\n"
+        "shutdown:\n  enabled: false\nstaticPods:\n  enabled: false\n"
+    )
+    return path
+
+
+BAD_KUBECONFIGS = {
+    "not a mapping": ("node-1\n", "is not a kubeconfig"),
+    "not YAML": ("apiVersion: v1\nclusters: [\n", "is not YAML at line 3"),
+    "missing": (None, "cannot read"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_KUBECONFIGS))
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_bad_kubeconfig_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, command: str
+) -> None:
+    text, said = BAD_KUBECONFIGS[what]
+    kubeconfig = tmp_path / "kubeconfig"
+    if text is not None:
+        kubeconfig.write_text(text)
+    if command == "run":
+        argv = ["run", "--config", str(_agent_config(tmp_path, kubeconfig))]
+    else:
+        argv = ["plan", "--kubeconfig", str(kubeconfig), "node-1"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("nodeagent")]
+    assert len(errors) == 1, err
+    assert said in errors[0] and str(kubeconfig) in errors[0]
+    assert "Traceback" not in err
+
+
+def test_an_unknown_log_level_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--log-level", "bogus", "manifests", "crds"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --log-level: invalid choice: 'BOGUS'" in err
+    assert "Traceback" not in err
+
+
+def test_the_log_level_flag_is_honoured_by_run(tmp_path: Path) -> None:
+    """`nodeagent --log-level DEBUG run` logs DEBUG lines whatever observability.logLevel says;
+    it starts with a line saying what runs and how."""
+    config = _agent_config(tmp_path, tmp_path / "missing-kubeconfig")
+    config.write_text(config.read_text() + "observability:\n  logLevel: WARNING\n")
+    argv = [sys.executable, "-m", "nodeagent", "--log-level", "debug", "run", "--config"]
+    out = subprocess.run([*argv, str(config)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"INFO nodeagent: nodeagent {nodeagent.version()} starting: configuration {config}" in (
+        out.stderr
+    )
+    assert "DEBUG nodeagent: configuration: Config(" in out.stderr
+    quiet = subprocess.run(argv[:3] + argv[5:] + [str(config)], capture_output=True, text=True)
+    assert quiet.returncode == 2 and "DEBUG" not in quiet.stderr and "INFO" not in quiet.stderr
