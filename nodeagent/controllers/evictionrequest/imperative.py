@@ -28,6 +28,7 @@ from nodeagent.model.interceptors.imperative import (
     ImperativeState,
     caller_evicts,
     eviction_backoff,
+    imperative_refusal_cause,
     imperative_refusal_message,
     parse_retries,
 )
@@ -79,8 +80,8 @@ class _Turn:
             self.b.set_entry(update)
 
     def keep_alive(self, message: str) -> None:
-        """Heartbeat (with ``message``) once one is due; nothing before, but for the message
-        when its turn is being written anyway."""
+        """Heartbeat (with ``message``) once one is due; before, write the message alone only
+        to replace one that says the eviction is refused or held back."""
         b, entry, now = self.b, self.entry, self.b.now
         s = self.settings
         interval = heartbeat_interval(s.heartbeat_deadline, s.heartbeat_min_interval)
@@ -92,6 +93,10 @@ class _Turn:
             b.set_entry(entry.heartbeat(now, message))
             b.wake_in(interval.total_seconds())
         else:
+            if entry.message != message and imperative_refusal_cause(entry.message) is not None:
+                # a refusal or a budget's hold is no longer true (evicted now): said at once;
+                # any other message waits for the next heartbeat (no write per evicted pod)
+                b.set_entry(replace(entry, message=message))
             b.wake_in((last + interval - now).total_seconds())
 
 

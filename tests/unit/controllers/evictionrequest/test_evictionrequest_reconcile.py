@@ -582,6 +582,33 @@ def test_a_budget_that_allows_nothing_is_said_in_the_activation_write() -> None:
     assert go.evict and go.status is None
 
 
+def test_once_evicted_the_request_says_so_at_once_not_at_its_next_heartbeat() -> None:
+    """The pod's budget held it back, then let it go: its request no longer says it waits for
+    the budget (nor does the maintenance's Blocked By, which reads it) while it terminates."""
+    plan = plan_request(make_request(), make_pod(), T0, SETTINGS, gate=HELD)
+    request = applied(make_request(), plan)
+    room = BudgetGate("default/web", "8", room=1)
+    go = plan_request(
+        request, make_pod(), T0 + SEC, SETTINGS, imperative=plan.imperative, gate=room
+    )
+    assert go.evict
+    done = plan_request(
+        request,
+        make_pod(),
+        T0 + SEC,
+        SETTINGS,
+        imperative=plan.imperative,
+        gate=room,
+        outcome=EvictionOutcome("evicted"),
+    )
+    assert done.status is not None
+    message = done.status["interceptors"][0]["message"]
+    assert message.startswith("Evicted the pod through the Eviction API")
+    assert imperative_refusal_cause(message) is None
+    # the heartbeat stays where it was: only the message moved
+    assert done.status["interceptors"][0]["heartbeatTime"] == format_micro_time(T0)
+
+
 def test_a_held_eviction_is_asked_for_anyway_after_a_while() -> None:
     # The server is the authority: a budget event that never comes must not stall the drain.
     request, pod = at_imperative()
