@@ -67,6 +67,7 @@ __all__ = [
 ]
 
 ESCALATIONS = ("None", "DeletePods")
+INT32_MAX = 2**31 - 1
 """What may happen once a drain deadline has passed (spec.drainDeadlineEscalation)."""
 DELETE_PODS = "DeletePods"
 
@@ -170,6 +171,26 @@ def validate(nm: Mapping[str, Any]) -> Validity:
     if problems:
         return Validity(
             False, "InvalidNodeSelector", "; ".join("spec.nodeSelector." + p for p in problems)
+        )
+    deadline = spec.get("drainDeadlineSeconds")
+    if deadline is not None and (
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int)
+        or not 1 <= deadline <= INT32_MAX
+    ):
+        return Validity(
+            False,
+            "InvalidDrainDeadline",
+            f"spec.drainDeadlineSeconds: must be a whole number of seconds from 1 to "
+            f"{INT32_MAX}, got {deadline!r}",
+        )
+    escalation = spec.get("drainDeadlineEscalation")
+    if escalation is not None and escalation not in ESCALATIONS:
+        return Validity(
+            False,
+            "InvalidDrainDeadline",
+            f"spec.drainDeadlineEscalation: must be one of {', '.join(ESCALATIONS)}, "
+            f"got {escalation!r}",
         )
     recorded = mapping(nm, "status").get("drainPlanHash")
     if isinstance(recorded, str) and recorded and recorded != drain_plan_hash(nm):

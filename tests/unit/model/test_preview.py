@@ -179,6 +179,21 @@ def test_the_default_plan_and_a_node_without_pods() -> None:
             {"drainPlan": [{"podPriority": 2**31}]},
             "NodeMaintenance kernel: spec.drainPlan[0].podPriority: 2147483648 is out of",
         ),
+        # what the CRD's schema refuses, plan refuses too
+        (
+            {"drainDeadlineSeconds": -10},
+            "NodeMaintenance kernel: spec.drainDeadlineSeconds: must be a whole number of "
+            "seconds from 1 to 2147483647, got -10",
+        ),
+        (
+            {"drainDeadlineSeconds": 1.5},
+            "NodeMaintenance kernel: spec.drainDeadlineSeconds: must be a whole number",
+        ),
+        (
+            {"drainDeadlineEscalation": "Nuke"},
+            "NodeMaintenance kernel: spec.drainDeadlineEscalation: must be one of None, "
+            "DeletePods, got 'Nuke'",
+        ),
     ],
 )
 def test_an_invalid_spec_names_the_object_and_the_field(spec: dict[str, Any], message: str) -> None:
