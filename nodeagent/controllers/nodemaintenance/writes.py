@@ -30,7 +30,7 @@ from nodeagent.kube.resources import (
     Obj,
 )
 from nodeagent.kube.store import Store, key_of, version_of
-from nodeagent.model.bodies import Event, mapping, merge_patch, metadata_of
+from nodeagent.model.bodies import Event, mapping, merge_patch, metadata_of, name_of
 from nodeagent.model.lifecycle.mirror import intent, upstream_body, upstream_name
 from nodeagent.model.names import FINALIZER
 from nodeagent.model.nodemaintenance.actions import (
@@ -225,6 +225,10 @@ class Writes:
     async def _record(self, obj: Mapping[str, Any], events: Iterable[Event]) -> None:
         for event in events:
             kind: EventType = "Warning" if event.type == "Warning" else "Normal"
+            # the log says what the Events say (cordoned, drained, uncordoned, ...): an operator
+            # follows a maintenance in either
+            level = logging.WARNING if kind == "Warning" else logging.INFO
+            log.log(level, "NodeMaintenance %s: %s: %s", name_of(obj), event.reason, event.message)
             await self._recorder.record(obj, kind, event.reason, event.message)
 
     async def _write_neighbour(self, u: StatusUpdate) -> None:

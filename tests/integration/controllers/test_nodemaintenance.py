@@ -8,6 +8,7 @@ would, removing a static pod's manifest as the kubelet interceptor would).
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -546,6 +547,32 @@ async def test_complete_uncordons_only_what_nodeagent_cordoned(env: Env, kubectl
     await env.until(lambda: cordoned(env, "node-1"))
     await kubectl.ok("uncordon", "node-1")
     await env.until(lambda: cordoned(env, "node-1") and cordoned_by(env, "node-1") == "m-c")
+
+
+async def test_the_log_says_cordoned_drained_and_uncordoned(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One line each, as the Events say it: an operator follows a maintenance in the log."""
+    caplog.set_level(logging.INFO, logger="nodeagent.controllers.nodemaintenance")
+    await env.bare_pod("web", "node-1")
+    await env.maintenance("m", ["node-1"])
+    await env.until(lambda: env.requested() == {"web"})
+    await env.kube.delete(PODS, "web", "default")
+    await env.until(lambda: (env.condition("m", "Drained") or {}).get("status") == "True")
+    await env.stage("m", "Complete")
+    await env.until(lambda: not cordoned(env, "node-1"))
+
+    def said() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.getMessage().startswith("NodeMaintenance m:")
+        ]
+
+    await env.until(lambda: any("Uncordoned node node-1" in line for line in said()))
+    lines = said()
+    assert "NodeMaintenance m: Cordoned: Cordoned node node-1" in lines
+    assert any(line.startswith("NodeMaintenance m: Drained: ") for line in lines), lines
 
 
 async def test_deleting_a_draining_maintenance_completes_it_first(env: Env) -> None:
