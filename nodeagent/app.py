@@ -77,6 +77,8 @@ class Agent:
     # the service manager's fd store, and the locks an earlier run of the agent left in it
     fdstore: FdStore | None = None
     inherited_locks: list[tuple[int, str]] = field(default_factory=list)
+    # where the configuration came from, for the start line
+    source: str = "defaults and environment"
     metrics: OperatorMetrics = field(init=False)
     # the kubelet's Graceful Node Shutdown as last found (None: not looked yet)
     kubelet_gns: Verdict | None = None
@@ -98,6 +100,28 @@ class Agent:
                 notifications, count=lambda event, result: counter.labels(event, result).inc()
             )
 
+    def _log_start(self, server: str, boot_id: str) -> None:
+        """One line once the agent runs: what, from which configuration, where."""
+        cfg = self.config
+        parts = [
+            p
+            for p, on in (("node", cfg.run_node_agent), ("controllers", cfg.run_controllers))
+            if on
+        ]
+        listen = cfg.observability.listen
+        if cfg.observability.probe_listen:
+            listen += f" (probes {cfg.observability.probe_listen})"
+        log.info(
+            "nodeagent %s started: %s, configuration %s, API server %s, metrics on %s, boot %s",
+            version(),
+            " and ".join(parts),
+            self.source,
+            server,
+            listen,
+            boot_id,
+        )
+        log.debug("configuration: %r", cfg)
+
     async def run(self) -> None:
         cfg = self.config
         boot_id = read_boot_id()
@@ -118,6 +142,7 @@ class Agent:
             field_manager=AGENT,
         ) as client:
             listeners = await serve(cfg.observability, self.health, self.registry)
+            self._log_start(api.configuration.host, boot_id)
             try:
                 async with asyncio.TaskGroup() as tg:
                     # the guard first: a shutdown under way (an agent restarted during one)
@@ -332,11 +357,13 @@ class Agent:
         return f"{node}shutdown lock held{limit}"
 
 
-def run(config: Config) -> int:
-    """Run until SIGTERM/SIGINT; returns the exit code."""
+def run(config: Config, source: str | None = None) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit code. `source`: the configuration file."""
     # locks a crashed or restarted agent left with systemd (and the LISTEN_* variables off
     # the environment, so no child takes them for its own)
     agent = Agent(config, fdstore=FdStore(), inherited_locks=inherited_fds(os.environ))
+    if source is not None:
+        agent.source = source
 
     async def main() -> None:
         task = asyncio.current_task()

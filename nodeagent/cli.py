@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -180,26 +181,19 @@ def _run(config_path: Path | None, log_level: str | None = None) -> int:
     from nodeagent.observability import logs
     from nodeagent.observability.http import ListenError
 
+    # where the packaging says how to configure the agent (the .deb's unit sets it)
+    doc = os.environ.get("NODEAGENT_SETUP_DOC")
+    see = f" (see {doc})" if doc else ""
     try:
         cfg = load(config_path)
     except ConfigError as e:
-        print(f"nodeagent: {e}", file=sys.stderr)
+        print(f"nodeagent: {e}{see}", file=sys.stderr)
         return 2
     logs.setup(log_level or cfg.observability.log_level, cfg.observability.log_format)
-    log = logging.getLogger("nodeagent")
-    log.info(
-        "nodeagent %s starting: configuration %s, node %s, controllers %s, metrics on %s",
-        version(),
-        config_path or "defaults and environment",
-        cfg.node_name or "(found at start)",
-        "on" if cfg.run_controllers else "off",
-        cfg.observability.listen,
-    )
-    log.debug("configuration: %r", cfg)
     try:
-        return app.run(cfg)
+        return app.run(cfg, str(config_path) if config_path else None)
     except KubeConfigError as e:  # a missing or broken kubeconfig: one line, not a traceback
-        print(f"nodeagent: kube.kubeconfig: {e}", file=sys.stderr)
+        print(f"nodeagent: kube.kubeconfig: {e}{see}", file=sys.stderr)
         return 2
     except ListenError as e:  # the port is taken (another agent?), or the address not ours
         print(f"nodeagent: {e}", file=sys.stderr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,10 +158,22 @@ async def stop(r: Running) -> None:
         await r.task
 
 
-async def test_one_leader_hands_over_and_the_drain_completes(cluster: Cluster) -> None:
+async def test_one_leader_hands_over_and_the_drain_completes(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="nodeagent.app")
     a, b = start(cluster, "controllers-a"), start(cluster, "controllers-b")
     try:
         await cluster.view.until(lambda: cluster.lease_holder() != "", timeout=10)
+        # each says, once it runs, what it runs and where
+        started = [r.getMessage() for r in caplog.records if " started: " in r.getMessage()]
+        assert len(started) == 2, started
+        assert all(
+            m.startswith("nodeagent ")
+            and " started: controllers, configuration defaults and environment, API server " in m
+            and "metrics on 127.0.0.1:0" in m
+            for m in started
+        ), started
         leader, follower = (a, b) if cluster.lease_holder().startswith("controllers-a") else (b, a)
         follower_pod = "controllers-b" if leader is a else "controllers-a"
         # no node: nothing of a node's part runs
