@@ -49,7 +49,7 @@ from nodeagent.node.staticpods.restore import restore_after_reboot
 from nodeagent.node.staticpods.stash import Stash
 from nodeagent.node.token_renewal import FileStore, TokenRenewer
 from nodeagent.observability.http import Health, serve
-from nodeagent.observability.metrics import BridgeMetrics, OperatorMetrics
+from nodeagent.observability.metrics import BridgeMetrics, OperatorMetrics, kubelet_gns_state
 from nodeagent.observability.sdnotify import Notifier
 
 if TYPE_CHECKING:
@@ -265,8 +265,8 @@ class Agent:
 
     def _kubelet_gns_changed(self, verdict: Verdict) -> None:
         self.kubelet_gns = verdict
-        gauge = {GnsState.ON: 1, GnsState.OFF: 0, GnsState.UNKNOWN: -1}[verdict.state]
-        self.metrics.kubelet_graceful_shutdown.set(gauge)
+        state = {GnsState.ON: "on", GnsState.OFF: "off", GnsState.UNKNOWN: "unknown"}
+        kubelet_gns_state(self.metrics.kubelet_graceful_shutdown, state[verdict.state])
         if self.guard is not None and self._status_shown:
             self._status_shown = self._guard_status(self.guard)
             self.notifier.status(self._status_shown)

@@ -30,11 +30,16 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from nodeagent.model.shutdown_standing import shutdown_waits_for_slot
+
+# counters' and histograms' `_created` series read like counts (nodeagent_evictions_created)
+# and say nothing an operator uses
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 __all__ = [
     "BridgeMetrics",
@@ -265,6 +270,15 @@ _DRAIN_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 36
 _STAGES = ("Idle", "Cordon", "Drain", "Complete")
 
 
+def kubelet_gns_state(gauge: Gauge, state: str) -> None:
+    """Set the state gauge: 1 for `state`, 0 for the others (no sentinel values)."""
+    for each in KUBELET_GNS_STATES:
+        gauge.labels(each).set(1 if each == state else 0)
+
+
+KUBELET_GNS_STATES = ("on", "off", "unknown")
+
+
 class OperatorMetrics:
     """What an operator alerts on and graphs, per agent. ``maintenances`` is set by the leader
     while it leads (the stage counts come from its cache, at scrape time); other agents do not
@@ -287,8 +301,10 @@ class OperatorMetrics:
         )
         self.kubelet_graceful_shutdown = Gauge(
             "nodeagent_kubelet_graceful_shutdown",
-            "1 while the kubelet's Graceful Node Shutdown is on (it voids the ordered drain), "
-            "0 while off, -1 while this agent cannot tell.",
+            "The kubelet's Graceful Node Shutdown as this agent finds it: 1 for the state it is "
+            "in (on: it voids the ordered drain; off; unknown: this agent cannot tell), 0 for "
+            "the others.",
+            ["state"],
             registry=registry,
         )
         self.leader = Gauge(

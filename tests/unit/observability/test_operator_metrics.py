@@ -10,7 +10,11 @@ from prometheus_client import CollectorRegistry
 from nodeagent import version
 from nodeagent.controllers.nodemaintenance.controller import drain_started
 from nodeagent.model import shutdown
-from nodeagent.observability.metrics import EvictionRequestMetrics, OperatorMetrics
+from nodeagent.observability.metrics import (
+    EvictionRequestMetrics,
+    OperatorMetrics,
+    kubelet_gns_state,
+)
 
 
 def test_build_info_process_metrics_and_the_lock() -> None:
@@ -89,3 +93,22 @@ def test_drain_started_from_the_stage_statuses() -> None:
     assert drain_started(nm) == datetime(2026, 1, 1, tzinfo=UTC)
     assert drain_started({"status": {"stageStatuses": [{"name": "Cordon"}]}}) is None
     assert drain_started({}) is None
+
+
+def test_no_created_series_and_no_sentinel_values() -> None:
+    """Prometheus naming: a counter's `_created` series reads like a count; a gauge's -1 for
+    "cannot tell" is a sentinel a dashboard sums. States are labels instead."""
+    registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry, "1.0")
+    metrics.evictions.labels("evicted").inc()
+    metrics.drain_duration.observe(5.0)
+    names = {s.name for m in registry.collect() for s in m.samples}
+    assert "nodeagent_evictions_total" in names
+    assert not {n for n in names if n.endswith("_created")}, names
+    kubelet_gns_state(metrics.kubelet_graceful_shutdown, "unknown")
+    values = {
+        state: registry.get_sample_value("nodeagent_kubelet_graceful_shutdown", {"state": state})
+        for state in ("on", "off", "unknown")
+    }
+    assert values == {"on": 0, "off": 0, "unknown": 1}
+    assert all(s.value >= 0 for m in registry.collect() if m.type == "gauge" for s in m.samples)
