@@ -444,7 +444,6 @@ async def test_agent_runs_from_the_package_across_upgrade_and_removal(
 ) -> None:
     c = container
     await asyncio.to_thread(dpkg_install, c, deb)
-    c.path("/etc/nodeagent/kubeconfig").write_text(yaml.safe_dump(kubeconfig_dict(cluster.url)))
     config = yaml.safe_load(c.path("/etc/nodeagent/config.yaml").read_text())
     config.update(
         nodeName="node-1",
@@ -461,6 +460,18 @@ async def test_agent_runs_from_the_package_across_upgrade_and_removal(
         async def journal() -> str:
             return await c.exec("journalctl", "-u", "nodeagent", "--no-pager", check=False)
 
+        # not configured yet (no kubeconfig): it fails once, saying why in one line that names
+        # README.Debian, and systemd does not restart it every 2 s
+        assert await _settled(c, "failed") == "failed", await journal()
+        assert (await c.exec("systemctl", "show", "-P", "NRestarts", "nodeagent")).strip() == "0"
+        said = [line for line in (await journal()).splitlines() if "kube.kubeconfig:" in line]
+        assert len(said) == 1, said
+        assert "cannot read /etc/nodeagent/kubeconfig" in said[0], said
+        assert "Traceback" not in await journal()
+        assert "(see /usr/share/doc/nodeagent/README.Debian)" in said[0]
+        # configured, and restarted as README.Debian says
+        c.path("/etc/nodeagent/kubeconfig").write_text(yaml.safe_dump(kubeconfig_dict(cluster.url)))
+        await c.exec("systemctl", "restart", "nodeagent")
         state = (await c.exec("systemctl", "is-active", "nodeagent", check=False)).strip()
         assert state == "active", await journal()
         assert await c.inhibit_delay_max_usec() == 120_000_000, await journal()
