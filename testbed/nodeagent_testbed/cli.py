@@ -72,6 +72,12 @@ def add_sim(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument(
+        "--no-crds",
+        dest="crds",
+        action="store_false",
+        help="serve without nodeagent's CRDs (installed by default, as on a cluster set up)",
+    )
+    s.add_argument(
         "--kubeconfig",
         type=Path,
         required=True,
@@ -100,7 +106,7 @@ def _sim_serve(args: argparse.Namespace) -> int:
         return 2
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(cluster))
+            asyncio.run(serve(cluster, crds=args.crds))
     except OSError as e:  # the port is taken, or the address not this machine's
         reason = e.strerror or str(e)
         print(

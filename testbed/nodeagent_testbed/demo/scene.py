@@ -14,7 +14,6 @@ from typing import Any
 import yaml
 
 from nodeagent.config import LeaderConfig
-from nodeagent.manifests import crd_documents
 from nodeagent_testbed.demo.readiness import READY_AFTER
 from nodeagent_testbed.sim.actors.kubelet import EXIT_SECONDS
 from nodeagent_testbed.sim.cluster import SimCluster
@@ -181,9 +180,7 @@ def static_manifest(speed: float) -> str:
 def install_crds(sim: SimCluster) -> None:
     """nodeagent's CRDs, as `kubectl apply -f <(nodeagent manifests crds)` would, and the
     namespace of its leader-election Lease, as packaging/kubernetes makes it."""
-    crds = sim.store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-    for doc in crd_documents():
-        sim.store.create(crds, None, copy.deepcopy(doc))
+    sim.install_crds()
     namespaces = sim.store.resource("", "v1", "namespaces")
     sim.store.create(namespaces, None, {"metadata": {"name": LeaderConfig().namespace}})
 

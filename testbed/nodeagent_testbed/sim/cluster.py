@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import signal
 from collections.abc import Coroutine, Mapping
@@ -100,6 +101,14 @@ class SimCluster:
             await self._runner.cleanup()
             self._runner = None
 
+    def install_crds(self) -> None:
+        """nodeagent's CRDs, as `kubectl apply -f <(nodeagent manifests crds)` would."""
+        from nodeagent.manifests import crd_documents
+
+        crds = self.store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        for doc in crd_documents():
+            self.store.create(crds, None, copy.deepcopy(doc))
+
     async def __aenter__(self) -> SimCluster:
         await self.start()
         return self
@@ -142,13 +151,15 @@ def write_kubeconfig(path: Path, url: str) -> None:
     tmp.replace(path)
 
 
-async def serve(cluster: SimCluster) -> None:
-    """Serve until SIGINT or SIGTERM."""
+async def serve(cluster: SimCluster, *, crds: bool = True) -> None:
+    """Serve until SIGINT or SIGTERM (`crds`: with nodeagent's CRDs installed)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await cluster.start()
+    if crds:
+        cluster.install_crds()
     # one line on stdout that scripts and tests can wait for
     print(f"serving {cluster.url} kubeconfig={cluster.kubeconfig}", flush=True)
     try:

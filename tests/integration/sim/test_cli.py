@@ -44,6 +44,8 @@ async def test_sim_serve_writes_a_kubeconfig_kubectl_uses(tmp_path: Path) -> Non
         kubectl = Kubectl(kubeconfig, home)
         out = await kubectl.ok("get", "nodes", "-o", "name")
         assert out.split() == ["node/node-1", "node/node-2"]
+        # nodeagent's CRDs are there: kubectl knows NodeMaintenances at once
+        assert (await kubectl.ok("get", "nm")).strip() in ("", "No resources found")
         await kubectl.ok("wait", "--for=create", "-n", "kube-system", "pod/etcd-node-2")
         out = await kubectl.ok(
             "get",
