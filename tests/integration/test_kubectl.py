@@ -115,6 +115,26 @@ async def test_crd_then_custom_object_by_short_name(backend: TestCluster, kubect
     assert doc["spec"]["size"] == 5
 
 
+async def test_unknown_fields_are_refused_under_strict_validation_and_warned_of_otherwise(
+    backend: TestCluster, kubectl: Kubectl
+) -> None:
+    """As kube-apiserver does for custom resources: kubectl's default (--validate=strict)
+    refuses a field the schema does not know, naming it; --validate=warn stores the object
+    without it and prints a warning."""
+    await kubectl.ok("apply", "-f", "-", stdin=CRD)
+    await kubectl.ok("wait", "--for=condition=Established", "crd/widgets.example.com")
+    typo = WIDGET.replace("{size: 3}", "{size: 3, colour: red}")
+    refused = await kubectl.run("apply", "-f", "-", stdin=typo)
+    assert refused.code != 0
+    assert 'strict decoding error: unknown field "spec.colour"' in refused.err, refused.err
+    assert (await kubectl.run("get", "widget", "gadget")).code != 0  # nothing stored
+    warned = await kubectl.run("apply", "--validate=warn", "-f", "-", stdin=typo)
+    assert warned.code == 0, warned.err
+    assert 'unknown field "spec.colour"' in warned.err, warned.err
+    doc = json.loads(await kubectl.ok("get", "widget", "gadget", "-o", "json"))
+    assert "colour" not in doc["spec"] and doc["spec"]["size"] == 3
+
+
 async def test_create_deployment_scales_onto_schedulable_nodes(
     view: ClusterView, kubectl: Kubectl
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from nodeagent_testbed.sim import lifecycle
 from nodeagent_testbed.sim.cel import compile_rules
 from nodeagent_testbed.sim.errors import ApiError, invalid
+from nodeagent_testbed.sim.fieldvalidation import check_unknown
 from nodeagent_testbed.sim.qos import default_requests, qos_class
 from nodeagent_testbed.sim.resources import CRDError, ResourceType, types_from_crd
 from nodeagent_testbed.sim.schema import admit_custom, validate_crd_schema
@@ -180,7 +181,9 @@ def admit_crd(store: Store, rt: ResourceType, crd: Obj, old: Obj | None) -> None
 
 
 def admit_custom_object(store: Store, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-    causes = admit_custom(rt.schema, obj, old, rt.rules)
+    dropped: list[str] = []
+    causes = admit_custom(rt.schema, obj, old, rt.rules, dropped)
+    check_unknown(rt.kind, rt.version, dropped)
     if causes:
         raise invalid(rt.kind, obj["metadata"].get("name", ""), causes, rt.group)
 

@@ -113,16 +113,19 @@ def admit_custom(
     obj: dict[str, Any],
     old: dict[str, Any] | None = None,
     rules: Rules | None = None,
+    dropped: list[str] | None = None,
 ) -> list[Cause]:
     """Prune, default and validate a custom resource in place, as the API server does on write;
-    `old` is the stored object on update, `rules` the schema's compiled CEL rules.
+    `old` is the stored object on update, `rules` the schema's compiled CEL rules, `dropped`
+    gets the paths of the fields pruning dropped.
 
     Returns the validation errors (empty when the object is valid). With no schema only the name
     is checked and the object is kept as it is.
     """
     causes = validate_name(obj)
+    dropped = dropped if dropped is not None else []
     if schema is not None:
-        prune(schema, obj)
+        dropped.extend(prune(schema, obj))
         apply_defaults(schema, obj)
         causes.extend(validate(schema, obj))
         if rules is not None:

@@ -21,6 +21,7 @@ from nodeagent.model.selectors import LabelSelector, SelectorError
 from nodeagent_testbed.sim import eviction, lifecycle, protobuf
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.faults import Faults, Stats
+from nodeagent_testbed.sim.fieldvalidation import Validation, validating
 from nodeagent_testbed.sim.patch import (
     PatchError,
     json_merge_patch,
@@ -636,8 +637,9 @@ class ApiServer:
         if t.name is not None:
             raise ApiError(405, "POST to a named resource is not allowed")
         _check_custom_kind(t.rt, body)
-        obj = self.store.create(t.rt, t.namespace, body, dry_run=dry)
-        return self._respond(request, t.rt, obj, 201)
+        with validating(request.query.get("fieldValidation")) as v:
+            obj = self.store.create(t.rt, t.namespace, body, dry_run=dry)
+        return _warned(self._respond(request, t.rt, obj, 201), v)
 
     async def _put(self, request: web.Request, t: Target) -> web.Response:
         dry = _dry_run(request.query.getall("dryRun", []))
@@ -648,10 +650,11 @@ class ApiServer:
             obj = self._set_scale(t, body, dry)
             return _json(_scale(obj))
         _check_custom_kind(t.rt, body)
-        obj = self.store.update(
-            t.rt, t.namespace, t.name, body, t.subresource, owned=True, dry_run=dry
-        )
-        return self._respond(request, t.rt, obj)
+        with validating(request.query.get("fieldValidation")) as v:
+            obj = self.store.update(
+                t.rt, t.namespace, t.name, body, t.subresource, owned=True, dry_run=dry
+            )
+        return _warned(self._respond(request, t.rt, obj), v)
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
         dry = _dry_run(request.query.getall("dryRun", []))
@@ -694,8 +697,9 @@ class ApiServer:
         named_rv = isinstance(body, dict) and (body.get("metadata") or {}).get("resourceVersion")
         if not named_rv:
             new.setdefault("metadata", {}).pop("resourceVersion", None)
-        obj = self.store.update(t.rt, t.namespace, t.name, new, t.subresource, dry_run=dry)
-        return self._respond(request, t.rt, obj)
+        with validating(request.query.get("fieldValidation")) as v:
+            obj = self.store.update(t.rt, t.namespace, t.name, new, t.subresource, dry_run=dry)
+        return _warned(self._respond(request, t.rt, obj), v)
 
     def _set_scale(self, t: Target, scale: Obj, dry_run: bool) -> Obj:
         assert t.name is not None
@@ -784,6 +788,14 @@ def _check_custom_kind(rt: ResourceType, body: Any) -> None:
             f"the object provided is unrecognized (must be of type {rt.kind}): Object 'Kind' is "
             f"missing in '{json.dumps(body)}'",
         )
+
+
+def _warned(response: web.Response, v: Validation) -> web.Response:
+    """The write's unknown fields as `Warning` headers (fieldValidation Warn), as kubectl shows
+    them ("Warning: unknown field ...")."""
+    for warning in v.warnings():
+        response.headers.add("Warning", warning)
+    return response
 
 
 def _dry_run(values: list[str]) -> bool:
