@@ -135,6 +135,22 @@ async def test_unknown_fields_are_refused_under_strict_validation_and_warned_of_
     assert "colour" not in doc["spec"] and doc["spec"]["size"] == 3
 
 
+async def test_explain_reads_nodeagents_crds(backend: TestCluster, kubectl: Kubectl) -> None:
+    """`kubectl explain` from the server's OpenAPI v3: the CRDs' field docs."""
+    await backend.install_crds()
+    # kube-apiserver publishes an established CRD's OpenAPI a moment later, and nothing
+    # announces it: ask again until it answers (bounded)
+    async with asyncio.timeout(60):
+        while (r := await kubectl.run("explain", "nm.spec.stage")).code != 0:
+            assert "couldn't find resource" in r.err, r.err
+            await asyncio.sleep(0.5)
+    out = r.out
+    assert "KIND:       NodeMaintenance" in out and "FIELD: stage <string>" in out, out
+    assert "Idle" in out and "Complete" in out
+    out = await kubectl.ok("explain", "evr.spec")
+    assert "KIND:       EvictionRequest" in out and "requesters" in out, out
+
+
 async def test_create_deployment_scales_onto_schedulable_nodes(
     view: ClusterView, kubectl: Kubectl
 ) -> None:

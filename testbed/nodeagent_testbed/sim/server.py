@@ -325,7 +325,7 @@ class ApiServer:
                 "openapi": "3.0.0",
                 "info": {"title": "Kubernetes (nodeagent sim)", "version": VERSION["gitVersion"]},
                 "paths": paths,
-                "components": {"schemas": {}},
+                "components": {"schemas": _custom_schemas(types, group, version)},
             }
         )
 
@@ -788,6 +788,23 @@ def _check_custom_kind(rt: ResourceType, body: Any) -> None:
             f"the object provided is unrecognized (must be of type {rt.kind}): Object 'Kind' is "
             f"missing in '{json.dumps(body)}'",
         )
+
+
+def _custom_schemas(types: list[ResourceType], group: str, version: str) -> dict[str, Any]:
+    """The custom resources' schemas as kube-apiserver publishes them in OpenAPI v3 (named
+    after the reversed group, with the GVK extension), which `kubectl explain` reads. The
+    built-in types' schemas are not modelled: kubectl knows those itself."""
+    prefix = ".".join(reversed(group.split(".")))
+    out: dict[str, Any] = {}
+    for rt in types:
+        if rt.schema is None:
+            continue
+        schema = copy.deepcopy(rt.schema)
+        schema["x-kubernetes-group-version-kind"] = [
+            {"group": group, "version": version, "kind": rt.kind}
+        ]
+        out[f"{prefix}.{version}.{rt.kind}"] = schema
+    return out
 
 
 def _warned(response: web.Response, v: Validation) -> web.Response:
