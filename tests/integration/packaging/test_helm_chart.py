@@ -9,7 +9,14 @@ with `namespace.create`; in another namespace every namespaced object, RBAC subj
 admission policy's ServiceAccount and the Lease's namespace follow the release; the values for
 image, resources, scheduling and configuration land where they should and the configurations
 stay valid; the monitoring objects are off by default and, on, equal packaging/monitoring's;
-the chart's CRD copy is current.
+the chart's CRD copy is current. Every object the templates make carries Helm's standard
+labels (helm.sh/chart, app.kubernetes.io/instance, managed-by, version; stripped before the
+comparison with packaging/kubernetes, which has none), the selectors are those of the chart's
+first version (immutable), fullnameOverride renames every object and every reference to one
+(ServiceAccounts in the policies' CEL, RBAC subjects, mounted ConfigMaps) but the bridge's
+names the code fixes, the pod values (imagePullSecrets, podAnnotations, podLabels, affinity,
+extraEnv) land, and values.schema.json types every value and makes helm refuse values that
+break it.
 
 What they do not: render with values other than those set here. Installing the chart on a
 server (`helm install`, `helm upgrade`, `helm uninstall`) is test_helm_install.py's."""
@@ -19,6 +26,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -48,6 +56,17 @@ TOGGLES = [
     "evictionBridge.enabled=true",
 ]
 Doc = dict[str, Any]
+RELEASE = "nodeagent"
+CHART_META = yaml.safe_load((CHART / "Chart.yaml").read_text())
+HELM_LABELS = {
+    "helm.sh/chart": f"nodeagent-{CHART_META['version']}",
+    "app.kubernetes.io/instance": RELEASE,
+    "app.kubernetes.io/managed-by": "Helm",
+    "app.kubernetes.io/version": str(CHART_META["appVersion"]),
+}
+# the eviction bridge's names fixed by the controllers' code (certstore.py) and kept by its
+# other objects (templates/_helpers.tpl)
+BRIDGE_PREFIX = "nodeagent-eviction-bridge"
 
 
 def run_helm(helm: Path, *args: str) -> str:
@@ -58,7 +77,7 @@ def run_helm(helm: Path, *args: str) -> str:
 
 @functools.cache
 def _render(helm: Path, namespace: str, sets: tuple[str, ...]) -> tuple[Doc, ...]:
-    args = ["template", "nodeagent", str(CHART), "--namespace", namespace, "--include-crds"]
+    args = ["template", RELEASE, str(CHART), "--namespace", namespace, "--include-crds"]
     for s in sets:
         args += ["--set", s]
     return tuple(d for d in yaml.safe_load_all(run_helm(helm, *args)) if d)
@@ -85,6 +104,22 @@ def parsed_configs(doc: Doc) -> Doc:
         doc = copy.deepcopy(doc)
         doc["data"]["config.yaml"] = yaml.safe_load(doc["data"]["config.yaml"])
     return doc
+
+
+def without_helm_labels(doc: Doc) -> Doc:
+    """The object without Helm's standard labels, which every object of the templates must
+    carry (the CRDs of crds/ are copied as they are, with none)."""
+    doc = copy.deepcopy(doc)
+    if doc["kind"] == "CustomResourceDefinition":
+        return doc
+    labels = doc["metadata"].get("labels", {})
+    for name, value in HELM_LABELS.items():
+        assert labels.pop(name, None) == value, f"{key(doc)}: label {name}"
+    return doc
+
+
+def comparable(doc: Doc) -> Doc:
+    return parsed_configs(without_helm_labels(doc))
 
 
 def agent_configs(docs: list[Doc]) -> dict[str, agent_config.Config]:
@@ -138,7 +173,7 @@ def test_defaults_render_the_kustomize_objects(helm: Path) -> None:
     theirs = by_key([d for d in base_manifests() if d["kind"] != "Namespace"])
     assert sorted(ours) == sorted(theirs)
     for k, doc in theirs.items():
-        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+        assert comparable(ours[k]) == parsed_configs(doc), f"{k} differs"
 
 
 def test_the_eviction_bridge_renders_its_kustomize_component(helm: Path) -> None:
@@ -148,7 +183,7 @@ def test_the_eviction_bridge_renders_its_kustomize_component(helm: Path) -> None
     theirs = by_key([d for d in manifests() if d["kind"] != "Namespace"])
     assert sorted(ours) == sorted(theirs)
     for k, doc in theirs.items():
-        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+        assert comparable(ours[k]) == parsed_configs(doc), f"{k} differs"
     # the bridge's settings beside it, and its port, follow the values
     docs = render(
         helm,
@@ -214,7 +249,7 @@ def test_cert_manager_renders_its_kustomize_component(helm: Path, tmp_path: Path
     ours = by_key(render(helm, NAMESPACE, *on))
     assert sorted(ours) == sorted(theirs)
     for k, doc in theirs.items():
-        assert parsed_configs(ours[k]) == parsed_configs(doc), f"{k} differs"
+        assert comparable(ours[k]) == parsed_configs(doc), f"{k} differs"
 
 
 def test_namespace_only_on_request(helm: Path) -> None:
@@ -222,7 +257,7 @@ def test_namespace_only_on_request(helm: Path) -> None:
     (made,) = [
         d for d in render(helm, NAMESPACE, "namespace.create=true") if d["kind"] == "Namespace"
     ]
-    assert made == by_key(list(manifests()))[("Namespace", NAMESPACE)]
+    assert without_helm_labels(made) == by_key(list(manifests()))[("Namespace", NAMESPACE)]
 
 
 def test_another_namespace_is_followed_everywhere(helm: Path) -> None:
@@ -382,7 +417,7 @@ def test_monitoring_objects_are_packaging_monitorings(helm: Path) -> None:
     ours = by_key(render(helm, NAMESPACE, *TOGGLES))
     for path in ("podmonitor.yaml", "prometheusrule.yaml"):
         theirs = yaml.safe_load((MONITORING / path).read_text())
-        assert ours[key(theirs)] == theirs, path
+        assert without_helm_labels(ours[key(theirs)]) == theirs, path
     dashboard = ours[("ConfigMap", "nodeagent-dashboard")]
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(dashboard["data"]["nodeagent.json"]) == json.loads(
@@ -390,3 +425,256 @@ def test_monitoring_objects_are_packaging_monitorings(helm: Path) -> None:
     )
     labelled = by_key(render(helm, NAMESPACE, *TOGGLES, "monitoring.podMonitor.labels.release=kps"))
     assert labelled[("PodMonitor", "nodeagent")]["metadata"]["labels"]["release"] == "kps"
+
+
+# --- Helm's conventions: labels, names, the usual values --------------------------------------
+
+
+def test_every_template_object_has_helms_labels(helm: Path) -> None:
+    for doc in render(helm, "ops", *TOGGLES):
+        without_helm_labels(doc)  # asserts they are there
+
+
+def test_selectors_are_the_first_charts(helm: Path) -> None:
+    """Selectors are immutable: app.kubernetes.io/name alone, whatever the release's name, as
+    the chart's first version (and packaging/kubernetes) had them, so `helm upgrade` works."""
+    args = ("template", "other", str(CHART), "--namespace", NAMESPACE)
+    docs = by_key([d for d in yaml.safe_load_all(run_helm(helm, *args)) if d])
+    node = {"app.kubernetes.io/name": "nodeagent"}
+    ctrl = {"app.kubernetes.io/name": "nodeagent-controllers"}
+    assert docs[("DaemonSet", "nodeagent")]["spec"]["selector"] == {"matchLabels": node}
+    assert docs[("Deployment", "nodeagent-controllers")]["spec"]["selector"] == {
+        "matchLabels": ctrl
+    }
+    assert docs[("PodDisruptionBudget", "nodeagent-controllers")]["spec"]["selector"] == {
+        "matchLabels": ctrl
+    }
+    bridge = ("template", "other", str(CHART), "--set", "evictionBridge.enabled=true")
+    service = by_key([d for d in yaml.safe_load_all(run_helm(helm, *bridge)) if d])[
+        ("Service", SERVICE)
+    ]
+    assert service["spec"]["selector"] == ctrl
+    for k, want in (
+        (("DaemonSet", "nodeagent"), node),
+        (("Deployment", "nodeagent-controllers"), ctrl),
+    ):
+        assert want.items() <= docs[k]["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_fullname_override_reaches_every_name_and_reference(helm: Path) -> None:
+    """fullnameOverride renames every object but the bridge's (fixed in the code), and every
+    reference follows: the ServiceAccounts in RBAC subjects and in the policies' CEL, the
+    ConfigMaps the pods mount, roleRefs, policy bindings."""
+    docs = render(
+        helm, "ops", *TOGGLES, "fullnameOverride=na", "monitoring.podMonitor.enabled=true"
+    )
+    names = {key(d) for d in docs}
+    for kind, name in names:
+        if kind in ("CustomResourceDefinition", "Namespace"):
+            continue
+        assert name.startswith(("na-", BRIDGE_PREFIX)) or name == "na", (kind, name)
+    assert {("ServiceAccount", "na"), ("ServiceAccount", "na-controllers")} <= names
+    text = json.dumps([d for d in docs if d["kind"] != "ConfigMap"])
+    assert ":nodeagent'" not in text and ":nodeagent-controllers'" not in text
+    for doc in docs:
+        for subject in doc.get("subjects", []):
+            assert ("ServiceAccount", subject["name"]) in names, key(doc)
+        if "roleRef" in doc:
+            assert (doc["roleRef"]["kind"], doc["roleRef"]["name"]) in names, key(doc)
+        if doc["kind"] == "ValidatingAdmissionPolicyBinding":
+            assert ("ValidatingAdmissionPolicy", doc["spec"]["policyName"]) in names
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+    node_user = "'system:serviceaccount:ops:na'"
+    ctrl_user = "'system:serviceaccount:ops:na-controllers'"
+    assert node_user in policies["na-node-restriction"]["spec"]["matchConditions"][0]["expression"]
+    assert node_user in json.dumps(policies["na-node-token"]["spec"])
+    assert "request.name == 'na'" in json.dumps(policies["na-node-token"]["spec"])
+    assert ctrl_user in json.dumps(policies["na-controllers-restriction"]["spec"])
+    assert ctrl_user in json.dumps(policies["na-webhook-configuration-restriction"]["spec"])
+    for kind, name in (("DaemonSet", "na"), ("Deployment", "na-controllers")):
+        spec = pod_spec(docs, kind, name)
+        assert ("ServiceAccount", spec["serviceAccountName"]) in names
+        (config,) = [v for v in spec["volumes"] if v["name"] == "config"]
+        assert ("ConfigMap", config["configMap"]["name"]) in names
+    token_role = by_key(docs)[("Role", "na-node-token")]
+    assert token_role["rules"][0]["resourceNames"] == ["na"]
+    # the names the code relies on stay: the bridge's Service, Secret and webhook, the Lease
+    assert ("Service", SERVICE) in names
+    assert ("ValidatingWebhookConfiguration", WEBHOOK_CONFIGURATION) in names
+    assert agent_configs(docs)["na-controllers-config"].leader.lease_name == "nodeagent-controllers"
+    # the labels (and so selectors and the Prometheus job) are nameOverride's, not changed here
+    assert by_key(docs)[("DaemonSet", "na")]["spec"]["selector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "nodeagent"}
+    }
+
+
+def render_values(helm: Path, tmp_path: Path, values: Doc) -> list[Doc]:
+    """The objects rendered with a values file (into NAMESPACE)."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    args = ("template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(path))
+    return [d for d in yaml.safe_load_all(run_helm(helm, *args)) if d]
+
+
+def test_pod_values_land_and_defaults_tolerate_everything(helm: Path, tmp_path: Path) -> None:
+    node = pod_spec(render(helm), "DaemonSet", "nodeagent")
+    assert node["tolerations"] == [{"operator": "Exists"}]
+    assert "imagePullSecrets" not in node and "affinity" not in node
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}
+                ]
+            }
+        }
+    }
+    values = {
+        "imagePullSecrets": [{"name": "regcred"}],
+        "podAnnotations": {"example.com/a": "1"},
+        "podLabels": {"team": "infra"},
+        "nodeAgent": {"affinity": affinity, "extraEnv": [{"name": "A", "value": "1"}]},
+        "controllers": {
+            "affinity": affinity,
+            "nodeSelector": {"role": "infra"},
+            "tolerations": [{"key": "infra", "operator": "Exists"}],
+            "extraEnv": [{"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        },
+    }
+    docs = render_values(helm, tmp_path, values)
+    for kind, name, env in (
+        ("DaemonSet", "nodeagent", ["NODE_NAME", "A"]),
+        ("Deployment", "nodeagent-controllers", ["POD_NAME", "B"]),
+    ):
+        template = by_key(docs)[(kind, name)]["spec"]["template"]
+        spec = template["spec"]
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+        assert spec["affinity"] == affinity  # the controllers' default spread replaced
+        assert template["metadata"]["labels"]["team"] == "infra"
+        assert template["metadata"]["annotations"]["example.com/a"] == "1"
+        assert [e["name"] for e in spec["containers"][0]["env"]] == env
+    annotations = by_key(docs)[("DaemonSet", "nodeagent")]["spec"]["template"]["metadata"]
+    assert annotations["annotations"]["nodeagent.io/drain"] == "skip"  # the chart's stay
+    ctrl = pod_spec(docs, "Deployment", "nodeagent-controllers")
+    assert ctrl["nodeSelector"] == {"role": "infra"}
+    assert ctrl["tolerations"] == [{"key": "infra", "operator": "Exists"}]
+    # the DaemonSet keeps tolerating every taint when only its affinity is set
+    assert pod_spec(docs, "DaemonSet", "nodeagent")["tolerations"] == [{"operator": "Exists"}]
+
+
+# --- values.schema.json -------------------------------------------------------------------------
+
+
+def _schema() -> Doc:
+    schema: Doc = json.loads((CHART / "values.schema.json").read_text())
+    return schema
+
+
+def _resolve(schema: Doc, node: Doc) -> Doc:
+    while "$ref" in node:
+        node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+    if "allOf" in node:
+        return _resolve(schema, node["allOf"][0])
+    return node
+
+
+def test_schema_is_draft_07_and_types_every_value() -> None:
+    """Every key of values.yaml has a type in the schema, and objects of the chart's own
+    refuse keys they do not know (the agents' configurations and Kubernetes types aside)."""
+    schema = _schema()
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+
+    def walk(value: Any, node: Doc, path: str) -> None:
+        node = _resolve(schema, node)
+        assert "type" in node, f"{path}: no type"
+        if isinstance(value, dict) and "properties" in node:
+            assert node.get("additionalProperties") is False, f"{path}: open"
+            for k, v in value.items():
+                assert k in node["properties"], f"{path}.{k}: not in the schema"
+                walk(v, node["properties"][k], f"{path}.{k}")
+
+    walk(values, schema, "")
+
+
+BAD_VALUES: list[tuple[str, Doc]] = [
+    ("an unknown top-level key", {"replicas": 3}),
+    ("an unknown key of the chart's", {"controllers": {"replica": 3}}),
+    ("a string for a number", {"controllers": {"replicas": "two"}}),
+    ("a port out of range", {"metricsPort": 70000}),
+    ("a pull policy Kubernetes does not know", {"image": {"pullPolicy": "Sometimes"}}),
+    ("a key the chart sets itself", {"nodeAgent": {"config": {"runControllers": True}}}),
+    ("the controllers' leader", {"controllers": {"config": {"leader": {"namespace": "x"}}}}),
+    ("tolerations not a list", {"nodeAgent": {"tolerations": {"operator": "Exists"}}}),
+    ("an env var without a name", {"controllers": {"extraEnv": [{"value": "1"}]}}),
+    ("a pull secret as a bare string", {"imagePullSecrets": ["regcred"]}),
+    ("an annotation that is not a string", {"podAnnotations": {"a": 1}}),
+    ("a fullnameOverride that is no name", {"fullnameOverride": "Node_Agent"}),
+]
+
+
+def test_values_that_break_the_schema_are_refused(helm: Path, tmp_path: Path) -> None:
+    """helm template and helm lint refuse a values file that breaks values.schema.json, naming
+    the value; a file with every new value set is accepted."""
+    for why, bad in BAD_VALUES:
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(bad))
+        for cmd in (["template", RELEASE, str(CHART)], ["lint", "--strict", str(CHART)]):
+            done = subprocess.run(
+                [str(helm), *cmd, "-f", str(path)], capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode != 0, f"{why}: accepted by helm {cmd[0]}"
+            assert "schema" in done.stdout + done.stderr, (why, done.stderr)
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        yaml.safe_dump(
+            {
+                "image": {"repository": "registry.example/nodeagent", "tag": "0.1.0"},
+                "imagePullSecrets": [{"name": "regcred"}],
+                "fullnameOverride": "na",
+                "podAnnotations": {"a": "1"},
+                "podLabels": {"b": "2"},
+                "nodeAgent": {"extraEnv": [{"name": "A", "value": "1"}], "affinity": {}},
+                "controllers": {"affinity": {}, "extraEnv": [], "tolerations": []},
+            }
+        )
+    )
+    run_helm(helm, "lint", "--strict", str(CHART), "-f", str(good))
+    run_helm(helm, "template", RELEASE, str(CHART), "-f", str(good))
+
+
+def rendered_notes(helm: Path, tmp_path: Path, *sets: str) -> str:
+    """NOTES.txt as helm install prints it. `helm template` does not render it and
+    `helm install --dry-run=client` still wants a reachable cluster: a copy of the chart
+    renders it through `tpl` in a template of its own."""
+    chart = tmp_path / "chart"
+    shutil.rmtree(chart, ignore_errors=True)
+    shutil.copytree(CHART, chart)
+    shutil.copy(chart / "templates" / "NOTES.txt", chart / "notes.txt")
+    (chart / "templates" / "zz-notes.yaml").write_text(
+        'notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n'
+    )
+    args = ["template", RELEASE, str(chart), "--namespace", "ops"]
+    args += ["--show-only", "templates/zz-notes.yaml"]
+    for s in sets:
+        args += ["--set", s]
+    notes: str = yaml.safe_load(run_helm(helm, *args))["notes"]
+    return notes
+
+
+def test_notes_say_how_to_check_and_watch(helm: Path, tmp_path: Path) -> None:
+    """NOTES.txt: the commands to check the release is healthy name its namespace and
+    objects; it says the kubelet setting, the watch, and the image's provenance while the
+    image is the unpublished default."""
+    notes = rendered_notes(helm, tmp_path, "fullnameOverride=na")
+    for needed in (
+        "kubectl -n ops rollout status daemonset/na\n",
+        "kubectl -n ops rollout status deployment/na-controllers\n",
+        "shutdownGracePeriod: 0s",
+        "kubectl get nm -w",
+        "is not published",
+        "Dockerfile",
+    ):
+        assert needed in notes, needed
+    ours = rendered_notes(helm, tmp_path, "image.repository=registry.example/na")
+    assert "not published" not in ours
