@@ -183,7 +183,7 @@ async def test_responders_take_their_turns_by_priority(env: Env) -> None:
     await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
     assert [env.state(pod, r) for r in (KEEPER, MOVER)] == ["Completed"] * 2
     # the evictor's completion and the pod's end race: seen gone first, the active responder
-    # is Canceled (README, "How a responder ends when the pod goes")
+    # is Canceled (docs/upstream-api.md: the responder active when the pod goes ends Canceled)
     assert env.state(pod, IMPERATIVE_RESPONDER) in ("Completed", "Canceled")
 
 
