@@ -192,6 +192,18 @@ async def test_a_hung_api_server_in_the_final_phase_does_not_move_the_deadline(
         proxy.resume()
 
 
+async def still_there(c: ShutdownCluster, view: ClusterView, pod: str) -> None:
+    """`pod` is not being deleted, as of a change made after the decisions of interest: the
+    view shows a label set now, and with it anything the leader did before."""
+    await c.kube.patch(PODS, pod, {"metadata": {"labels": {"seen": "yes"}}}, "default")
+
+    def current() -> Obj:
+        return view.get(PODS, pod, "default") or {"metadata": {}}
+
+    await view.until(lambda: "seen" in (current()["metadata"].get("labels") or {}))
+    assert not current()["metadata"].get("deletionTimestamp")
+
+
 async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
     shutdown_cluster: ShutdownCluster, final_phase: FinalPhaseController
 ) -> None:
@@ -219,13 +231,7 @@ async def test_a_final_phase_is_honoured_only_on_a_shutdown_maintenance(
         said = {e["message"] for e in view.list(EVENTS) if e.get("reason") == "FinalPhaseInvalid"}
         assert any("honoured only on a node's shutdown maintenance" in m for m in said), said
         assert any(f"annotation {FINAL_PHASE_ANNOTATION}: not JSON" in m for m in said), said
-        await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
-
-        def web() -> Obj:
-            return view.get(PODS, "web", "default") or {"metadata": {}}
-
-        await view.until(lambda: "seen" in (web()["metadata"].get("labels") or {}))
-        assert not web()["metadata"].get("deletionTimestamp")
+        await still_there(c, view, "web")
     finally:
         await view.stop()
 
@@ -261,13 +267,7 @@ async def test_no_final_phase_on_demand_for_a_boot_the_kubelet_does_not_report(
 
         await view.until(lambda: bool(ignored()))
         assert f"the kubelet reports another boot ({BOOT_ID})" in ignored()[0]
-        await c.kube.patch(PODS, "web", {"metadata": {"labels": {"seen": "yes"}}}, "default")
-
-        def web() -> Obj:
-            return view.get(PODS, "web", "default") or {"metadata": {}}
-
-        await view.until(lambda: "seen" in (web()["metadata"].get("labels") or {}))
-        assert not web()["metadata"].get("deletionTimestamp")
+        await still_there(c, view, "web")
     finally:
         await view.stop()
 

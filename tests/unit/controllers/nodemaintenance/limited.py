@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from nodeagent.model import shutdown
 from nodeagent.model.names import REQUESTER
 from nodeagent.model.nodemaintenance.inputs import Inputs
 from tests.unit.controllers.nodemaintenance.world import World
 
-__all__ = ["LimitedWorld", "message"]
+__all__ = ["LimitedWorld", "agents_maintenance", "message", "reports_boot"]
 
 
 class LimitedWorld(World):
@@ -56,3 +57,20 @@ class LimitedWorld(World):
 
 def message(w: World, nm: str, node: str) -> str:
     return str(w.status(nm, node)["drainMessage"])
+
+
+def agents_maintenance(
+    w: World, node: str, boot: str, trigger: str = shutdown.TRIGGER_SHUTDOWN
+) -> str:
+    """`node`'s agent's maintenance of `boot` (a shutdown under way, or a reboot asked for),
+    as the agent writes it."""
+    body = shutdown.shutdown_maintenance(node, boot, "reboot", trigger=trigger)
+    name = str(body["metadata"]["name"])
+    nm = w.maintenance(name, [node], selector=shutdown.node_selector(node))
+    nm["metadata"]["labels"] = body["metadata"]["labels"]
+    return name
+
+
+def reports_boot(w: World, node: str, boot: str) -> None:
+    """The node's kubelet reports `boot` (status.nodeInfo.bootID)."""
+    w.edit_node(node).setdefault("status", {})["nodeInfo"] = {"bootID": boot}

@@ -14,23 +14,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeagent.model import shutdown as model
-from tests.unit.controllers.nodemaintenance.limited import LimitedWorld, message
+from tests.unit.controllers.nodemaintenance.limited import (
+    LimitedWorld,
+    agents_maintenance,
+    message,
+    reports_boot,
+)
 
 BOOT = "11420bea-f724-4165-9bde-f219df708610"
 NEXT_BOOT = "5d6c7b8a-9999-8888-7777-666655554444"
 
 
 def made(w: LimitedWorld, node: str, trigger: str, boot: str = BOOT) -> str:
-    """`node`'s agent's maintenance of `trigger`, as it writes it."""
-    body = model.shutdown_maintenance(node, boot, "reboot", trigger=trigger)
-    name = str(body["metadata"]["name"])
-    nm = w.maintenance(name, [node], selector=model.node_selector(node))
-    nm["metadata"]["labels"] = body["metadata"]["labels"]
-    return name
+    return agents_maintenance(w, node, boot, trigger)
 
 
-def boots(w: LimitedWorld, node: str, boot: str) -> None:
-    w.edit_node(node).setdefault("status", {})["nodeInfo"] = {"bootID": boot}
+boots = reports_boot
 
 
 def drained(w: LimitedWorld, name: str) -> bool:

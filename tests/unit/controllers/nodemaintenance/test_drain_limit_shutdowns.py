@@ -14,7 +14,12 @@ from nodeagent.model import final_phase, names
 from nodeagent.model import shutdown as model
 from nodeagent.model.drainplan import classify
 from nodeagent.model.shutdown_standing import ignored
-from tests.unit.controllers.nodemaintenance.limited import LimitedWorld, message
+from tests.unit.controllers.nodemaintenance.limited import (
+    LimitedWorld,
+    agents_maintenance,
+    message,
+    reports_boot,
+)
 from tests.unit.controllers.nodemaintenance.world import Obj
 
 # the kernel's form, as the kubelet reports it (status.nodeInfo.bootID)
@@ -25,16 +30,10 @@ HOUR = 3600.0
 
 def shutdown(w: LimitedWorld, node: str, boot: str = BOOT) -> str:
     """`node`'s shutdown maintenance of `boot`, as its agent writes it."""
-    body = model.shutdown_maintenance(node, boot, "reboot")
-    name = str(body["metadata"]["name"])
-    nm = w.maintenance(name, [node], selector=model.node_selector(node))
-    nm["metadata"]["labels"] = body["metadata"]["labels"]
-    return name
+    return agents_maintenance(w, node, boot)
 
 
-def boots(w: LimitedWorld, node: str, boot: str) -> None:
-    """The node's kubelet reports `boot`."""
-    w.edit_node(node).setdefault("status", {})["nodeInfo"] = {"bootID": boot}
+boots = reports_boot
 
 
 def why(w: LimitedWorld, name: str, max_shutdown: float = HOUR) -> str | None:
