@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_run(sub: Subparsers) -> None:
     run = sub.add_parser("run", help="run the agent on this node")
-    run.add_argument("--config", type=Path, help="YAML configuration file (see docs/configuration.md)")
+    run.add_argument(
+        "--config", type=Path, help="YAML configuration file (see docs/configuration.md)"
+    )
 
 
 def _add_manifests(sub: Subparsers) -> None:
