@@ -25,8 +25,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from nodeagent.model.times import format_time
+
 __all__ = [
+    "ALWAYS",
     "DAYS",
+    "FINISH",
+    "STOP",
+    "WAITING_FOR_WINDOW",
+    "WINDOW_ENDS",
     "InvalidWindow",
     "RebootWindow",
     "Schedule",
@@ -35,6 +42,14 @@ __all__ = [
 
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 """The names of the days, as ``days`` lists them (Monday is 0, as ``date.weekday()``)."""
+FINISH = "Finish"
+"""``windowEnd: Finish``: a drain under way when the windows close goes on to its end."""
+STOP = "Stop"
+"""``windowEnd: Stop``: it stops (its slot given back, its EvictionRequests withdrawn, its node
+uncordoned) and resumes where it stopped in the next window."""
+WINDOW_ENDS = (FINISH, STOP)
+WAITING_FOR_WINDOW = "Waiting for the reboot window"
+"""How the drainMessage of a reboot held outside the windows starts."""
 _CLOCK = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])")
 _MINUTES_A_DAY = 24 * 60
 _HORIZON = 16
@@ -115,6 +130,12 @@ class Schedule:
         """None while closed or when never closing; else the instant the open windows close."""
         return self.next_edge(when) if self.open_at(when) and not self.always else None
 
+    def waiting_message(self, when: datetime) -> str:
+        """``Waiting for the reboot window (next: 2024-05-04T20:00:00Z)``."""
+        opening = self.next_opening(when)
+        shown = format_time(opening) if opening is not None else f"none within {_HORIZON} days"
+        return f"{WAITING_FOR_WINDOW} (next: {shown})"
+
     def _changes(self, when: datetime) -> list[datetime]:
         """Every instant after ``when`` within the horizon at which :meth:`open_at` may change,
         in order."""
@@ -134,6 +155,10 @@ class Schedule:
                         found.add(local.astimezone(UTC))
                 found.update(_offset_changes(day, tz))
         return sorted(t for t in found if when < t <= end)
+
+
+ALWAYS = Schedule()
+"""No windows: always open."""
 
 
 def _local(day: date, minute: int, tz: ZoneInfo, fold: int) -> datetime:

@@ -113,6 +113,9 @@ class Actions:
     asks first."""
     delete_pods: tuple[PodDelete, ...] = ()
     """The drain deadline passed and its escalation is DeletePods: the targeted pods left."""
+    gates_wanted: bool = False
+    """This maintenance is a reboot asked for that waits for its admission inside the reboot
+    windows: the shell reads the gates (Prometheus) while one does, and only then."""
 
     @property
     def idle(self) -> bool:

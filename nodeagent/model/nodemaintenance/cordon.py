@@ -75,23 +75,33 @@ def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list
     return uncordon, events
 
 
+def _held_by_others(ctx: Context, node_name: str) -> bool:
+    node = ctx.inp.nodes.get(node_name)
+    annotation = (cordoned_by(node) if node is not None else None) or ()
+    return any(o.name != ctx.me and o.holds(node_name, annotation) for o in ctx.others.values())
+
+
 def cordon_actions(
-    ctx: Context, slots: Slots | None
+    ctx: Context, slots: Slots | None, held: frozenset[str] = frozenset()
 ) -> tuple[list[NodePatch], list[NodePatch], list[Event]]:
     """The cordons and uncordons of one decision, and their events: while the stage holds a
     cordon, cordon the selected nodes (those waiting for a drain slot only with
-    ``cordon_while_waiting``, or of a shutdown under way) and let go of the others; otherwise
-    let go of every node."""
+    ``cordon_while_waiting``, or of a shutdown under way; ``held`` ones, of a reboot the
+    windows or gates hold, never) and let go of the others; otherwise let go of every node.
+    A held node another maintenance keeps cordoned stays in this one's hold too, so that
+    the hold does not pass back and forth between them."""
     act_stage = ctx.act_stage
     holds_now = act_stage is not None and act_stage.holds_cordon
     waiting = frozenset(slots.waiting) if slots is not None else frozenset()
     # a node whose shutdown is under way goes down within its budget, slot or not: it takes
     # no more pods meanwhile (else its workloads' controllers put back what goes at the end)
     at_once = ctx.inp.cordon_while_waiting or shutdown_node(ctx.nm) is not None
-    uncordoned = frozenset() if at_once else waiting
+    uncordoned = (frozenset() if at_once else waiting) | held
     cordon, events = cordons(ctx, uncordoned) if holds_now else ([], [])
+    released = frozenset(n for n in held if not _held_by_others(ctx, n))
     uncordon: list[NodePatch] = []
     if ctx.acting:
-        uncordon, uncordon_events = uncordons(ctx, ctx.mine.selected if holds_now else frozenset())
+        keep = ctx.mine.selected - released if holds_now else frozenset()
+        uncordon, uncordon_events = uncordons(ctx, keep)
         events.extend(uncordon_events)
     return cordon, uncordon, events

@@ -12,10 +12,12 @@ from nodeagent.model.bodies import (
     NodeMaintenance,
 )
 from nodeagent.model.draintargets.pods import PodInfo, PodInfoOf
+from nodeagent.model.gates import GateState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import Recall
 from nodeagent.model.names import ZONE_LABEL
 from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
+from nodeagent.model.windows import ALWAYS, FINISH, Schedule
 
 RequestViewOf = Callable[[Mapping[str, Any]], EvictionRequestView]
 """How a decision reads an EvictionRequest: :meth:`EvictionRequestView.from_obj`, or an
@@ -56,6 +58,13 @@ class Inputs:
     """Seconds from the start of Drain, for maintenances without spec.drainDeadlineSeconds."""
     deadline_escalation: str = "None"
     """For maintenances without spec.drainDeadlineEscalation (see ESCALATIONS)."""
+    windows: Schedule = ALWAYS
+    """When reboots asked for may be admitted to a drain slot (``rebootWindows``; with a
+    limit: the shell sets one whenever windows or gates are configured)."""
+    window_end: str = FINISH
+    """What a reboot's drain under way does when the windows close (windows.FINISH, STOP)."""
+    gates: tuple[GateState, ...] = ()
+    """The state of each configured gate, as the shell last read it."""
     pod_info: PodInfoOf = PodInfo.from_pod
     """A pod's PodInfo: the controller passes a memo of it (PodInfoMemo)."""
     request_view: RequestViewOf = EvictionRequestView.from_obj

@@ -50,10 +50,13 @@ def resolve_drain(
     pods_on: PodsOn,
     slots: Slots | None,
     over: Mapping[str, str] | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> Resolution | None:
     """The drainTargets of every valid maintenance in Drain, resolved together (None: none).
     Under a limit, node by node and only on the nodes admitted (see Drain slots); ``over``:
-    ignored shutdown maintenances (name -> why), which take no slot."""
+    ignored shutdown maintenances (name -> why), which take no slot; ``held``: reboots asked
+    for that the windows or gates hold (name -> drainMessage), which take no slot either and
+    keep the drainTargets they stored."""
     views = [view for o in others.values() if (view := _drain_view(o)) is not None]
     if not views:
         return None
@@ -61,12 +64,13 @@ def resolve_drain(
         nodes_needed = {n for v in views for n in v.nodes}
         return resolve(views, {n: pods_on(n) for n in nodes_needed})
     ignored = over or {}
+    holds = held or {}
     rebooting = {o.name for o in others.values() if request_node(o.obj) is not None}
 
     def admitted(name: str) -> frozenset[str]:
-        """The nodes `name` drains now: none while it is an ignored shutdown maintenance,
-        even where another maintenance holds the node's slot."""
-        return frozenset() if name in ignored else slots.admitted
+        """The nodes `name` drains now: none while it is an ignored shutdown maintenance or a
+        held reboot, even where another maintenance holds the node's slot."""
+        return frozenset() if name in ignored or name in holds else slots.admitted
 
     per_node = [
         dataclasses.replace(
@@ -88,7 +92,15 @@ def resolve_drain(
     for v in views:
         mine = parts.get(v.name, [])
         waiting = [
-            waiting_status(n, pods_on(n), slots, ignored.get(v.name), reboot=v.name in rebooting)
+            waiting_status(
+                n,
+                pods_on(n),
+                slots,
+                ignored.get(v.name),
+                reboot=v.name in rebooting,
+                held=holds.get(v.name),
+                kept=v.progress.get(n, ()),  # a stopped drain's, until it resumes
+            )
             for n in sorted(v.nodes - admitted(v.name))
         ]
         nodes = sorted([*(ns for m in mine for ns in m.nodes), *waiting], key=lambda ns: ns.node)
