@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable, Mapping, Set
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from nodeagent.config.checks import validate_config
 from nodeagent.config.schema import (
@@ -20,11 +21,13 @@ from nodeagent.config.schema import (
     ConfigError,
     EvictionConfig,
     FinalPhaseConfig,
+    GatesConfig,
     KubeConfig,
     LeaderConfig,
     NodeMaintenanceConfig,
     NotificationsConfig,
     ObservabilityConfig,
+    PrometheusGateConfig,
     RebootConfig,
     ShutdownConfig,
     StaticPodConfig,
@@ -40,6 +43,7 @@ from nodeagent.model.selectors import (
     label_selector_from_dict,
     validate_label_key,
 )
+from nodeagent.model.windows import WINDOW_ENDS, InvalidWindow, parse_windows
 
 __all__ = ["MAX_ATTEMPTS", "MAX_WEBHOOKS", "from_mapping"]
 
@@ -55,9 +59,15 @@ _SECTIONS: dict[str, type[Any]] = {
     "observability": ObservabilityConfig,
     "notifications": NotificationsConfig,
 }
-_SUBSECTIONS: dict[str, type[Any]] = {"final_phase": FinalPhaseConfig, "bridge": BridgeConfig}
+_SUBSECTIONS: dict[str, type[Any]] = {
+    "final_phase": FinalPhaseConfig,
+    "bridge": BridgeConfig,
+    "gates": GatesConfig,
+    "prometheus": PrometheusGateConfig,
+}
 # each webhook has a worker of its own (deliveries to one go in order): this bounds them
 MAX_WEBHOOKS = 16
+_NAMESPACE = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")  # a DNS label
 MAX_ATTEMPTS = 10
 
 
@@ -176,29 +186,88 @@ def _section(cls: type[T], raw: Any, where: str) -> T:
         if f is None:
             known = ", ".join(sorted(_snake_to_camel(n) for n in fields))
             raise ConfigError(f"{where}.{key}: unknown setting (known: {known})")
-        if name == "annotate_interceptors":
-            kwargs[name] = _interceptors(value, f"{where}.{key}")
-            continue
-        if name == "drain_plan":
-            kwargs[name] = _drain_plan(value, f"{where}.{key}")
-            continue
-        if name == "max_draining_nodes":
-            kwargs[name] = _drain_limit(value, f"{where}.{key}")
-            continue
-        if name == "webhooks":
-            kwargs[name] = _webhooks(value, f"{where}.{key}")
+        special = _SPECIAL.get(name)
+        if special is not None:
+            kwargs[name] = special(value, f"{where}.{key}")
             continue
         if name in _SUBSECTIONS:
             kwargs[name] = _section(_SUBSECTIONS[name], value, f"{where}.{key}")
             continue
-        if name == "own_users":
-            kwargs[name] = _strings(value, f"{where}.{key}")
-            continue
-        if name == "sentinel_command":
-            kwargs[name] = _command(value, f"{where}.{key}")
-            continue
         kwargs[name] = _coerce(f"{where}.{key}", value, str(f.type))
-    return cls(**kwargs)
+    out = cls(**kwargs)
+    _check_section(out, where)
+    return out
+
+
+def _check_section(section: object, where: str) -> None:
+    """The rules of one section's own settings that name no other section."""
+    if isinstance(section, NodeMaintenanceConfig) and section.window_end not in WINDOW_ENDS:
+        raise ConfigError(
+            f"{where}.windowEnd: must be one of {', '.join(WINDOW_ENDS)}, "
+            f"got {section.window_end!r}"
+        )
+    if isinstance(section, PrometheusGateConfig):
+        _check_prometheus(section, where)
+
+
+def _check_prometheus(p: PrometheusGateConfig, where: str) -> None:
+    if p.url is not None:
+        parsed = urlsplit(p.url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ConfigError(f"{where}.url: must be an http(s) URL, got {p.url!r}")
+    if p.alert_filter is not None:
+        try:
+            re.compile(p.alert_filter)
+        except re.error as e:
+            raise ConfigError(f"{where}.alertFilter: not a regular expression: {e}") from None
+    if p.timeout <= 0:
+        raise ConfigError(f"{where}.timeout: must be positive")
+    if p.interval < p.timeout:
+        raise ConfigError(
+            f"{where}.interval: must be at least timeout ({p.timeout:g}s), got "
+            f"{p.interval:g}s: one read at a time"
+        )
+
+
+def _reboot_windows(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    try:
+        parse_windows(raw, where)
+    except InvalidWindow as e:
+        raise ConfigError(str(e)) from None
+    return tuple(dict(w) for w in raw or ())
+
+
+def _pods_ready(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: must be a list of {{namespace, selector}}")
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{at}: must be a mapping of namespace and selector")
+        for key in item:
+            if key not in ("namespace", "selector"):
+                raise ConfigError(f"{at}.{key}: unknown setting (known: namespace, selector)")
+        namespace = item.get("namespace")
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+            raise ConfigError(f"{at}.namespace: must be a namespace name, got {namespace!r}")
+        if "selector" not in item:
+            raise ConfigError(f"{at}.selector: required")
+        _check_pod_selector(item["selector"], f"{at}.selector")
+    return tuple(dict(item) for item in raw)
+
+
+def _special() -> dict[str, Callable[[Any, str], Any]]:
+    """The settings read by a parser of their own (lists of entries, limits, commands)."""
+    return {
+        "annotate_interceptors": _interceptors,
+        "drain_plan": _drain_plan,
+        "max_draining_nodes": _drain_limit,
+        "webhooks": _webhooks,
+        "own_users": _strings,
+        "sentinel_command": _command,
+        "reboot_windows": _reboot_windows,
+        "pods_ready": _pods_ready,
+    }
 
 
 def _strings(raw: Any, where: str) -> tuple[str, ...]:
@@ -362,3 +431,6 @@ def _drain_plan(raw: Any, where: str) -> tuple[Mapping[str, Any], ...]:
         # the model names entries spec.drainPlan[i]; here they are this setting's
         raise ConfigError(str(e).replace("spec.drainPlan", where)) from e
     return tuple(dict(e) for e in raw)
+
+
+_SPECIAL = _special()

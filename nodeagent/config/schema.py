@@ -16,6 +16,7 @@ from nodeagent.model.interceptors.heartbeats import DEFAULT_HEARTBEAT_DEADLINE
 from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
 from nodeagent.model.names import ZONE_LABEL
 from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN
+from nodeagent.model.windows import Schedule, parse_windows
 
 __all__ = [
     "DOC",
@@ -25,11 +26,13 @@ __all__ = [
     "ConfigError",
     "EvictionConfig",
     "FinalPhaseConfig",
+    "GatesConfig",
     "KubeConfig",
     "LeaderConfig",
     "NodeMaintenanceConfig",
     "NotificationsConfig",
     "ObservabilityConfig",
+    "PrometheusGateConfig",
     "RebootConfig",
     "ShutdownConfig",
     "StaticPodConfig",
@@ -396,6 +399,76 @@ class EvictionConfig:
 
 
 @dataclass(frozen=True)
+class PrometheusGateConfig:
+    """The Prometheus gate: the next reboot asked for waits while an alert counts, read from
+    Prometheus's `GET /api/v1/alerts` as kured reads it."""
+
+    url: str | None = field(
+        default=None,
+        metadata=_doc(
+            """Prometheus's base URL (`http://prometheus.monitoring:9090`, as kured's
+            `--prometheus-url`); `null`: no Prometheus gate"""
+        ),
+    )
+    alert_filter: str | None = field(
+        default=None,
+        metadata=_doc(
+            """a regular expression on `alertname`: matching alerts are ignored (kured's
+            `--alert-filter-regexp`), or are the only ones counted with `alertFilterMatchOnly`;
+            `null`: every alert counts"""
+        ),
+    )
+    alert_filter_match_only: bool = field(
+        default=False,
+        metadata=_doc(
+            """count only the alerts `alertFilter` matches (kured's
+            `--alert-filter-match-only`)"""
+        ),
+    )
+    firing_only: bool = field(
+        default=False,
+        metadata=_doc(
+            """count firing alerts only (kured's `--alert-firing-only`); `false`: pending ones
+            too"""
+        ),
+    )
+    interval: float = field(
+        default=30.0,
+        metadata=_doc(
+            """seconds between two reads while a reboot asked for waits for its admission;
+            none at all while none waits"""
+        ),
+    )
+    timeout: float = field(
+        default=10.0,
+        metadata=_doc(
+            """seconds a read may take; longer, or unreachable, or an answer that is not
+            Prometheus's: the gate cannot be evaluated and holds the fleet"""
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class GatesConfig:
+    """Gates between nodes: the next reboot asked for is admitted to a drain slot only while
+    every gate holds. A gate that cannot be evaluated holds the fleet and says so."""
+
+    prometheus: PrometheusGateConfig = field(default_factory=PrometheusGateConfig)
+    pods_ready: tuple[Mapping[str, Any], ...] = field(
+        default=(),
+        metadata=_doc(
+            """`[{namespace, selector}]`: every pod of the namespace the label selector
+            matches is Ready (read from the controllers' pod cache), e.g. `[{namespace: db,
+            selector: {matchLabels: {app: etcd}}}]`"""
+        ),
+    )
+
+    @property
+    def configured(self) -> bool:
+        return self.prometheus.url is not None or bool(self.pods_ready)
+
+
+@dataclass(frozen=True)
 class NodeMaintenanceConfig:
     """The NodeMaintenance controller's limits, deadlines and zones (the controllers'
     configuration)."""
@@ -451,11 +524,40 @@ class NodeMaintenanceConfig:
             it); see [security.md](security.md#what-a-shutdown-maintenance-can-claim)"""
         ),
     )
+    reboot_windows: tuple[Mapping[str, Any], ...] = field(
+        default=(),
+        metadata=_doc(
+            """when reboots asked for are admitted to a drain slot: `[{days: [Sat, Sun],
+            start: "22:00", end: "04:00", timeZone: Europe/Berlin}]` (wall-clock time of the
+            zone, default UTC; an end at or before the start crosses midnight); `[]`: always.
+            Shutdowns under way and admins' maintenances are not held"""
+        ),
+    )
+    window_end: str = field(
+        default="Finish",
+        metadata=_doc(
+            """a reboot's drain not finished when the windows close: `Finish` (it goes on) or
+            `Stop` (its slot given back, its EvictionRequests withdrawn, its node uncordoned;
+            it resumes where it stopped in the next window)"""
+        ),
+    )
+    gates: GatesConfig = field(default_factory=GatesConfig)
 
     @property
     def limited(self) -> bool:
-        """Some limit on nodes draining at once is set (across the cluster or per zone)."""
-        return self.max_draining_nodes is not None or self.max_draining_nodes_per_zone is not None
+        """Some limit on nodes draining at once is set (across the cluster or per zone), or
+        windows or gates, which take every drain into account."""
+        return (
+            self.max_draining_nodes is not None
+            or self.max_draining_nodes_per_zone is not None
+            or bool(self.reboot_windows)
+            or self.gates.configured
+        )
+
+    @property
+    def schedule(self) -> Schedule:
+        """``reboot_windows`` as the model reads them (checked when loaded)."""
+        return parse_windows(list(self.reboot_windows), "nodeMaintenance.rebootWindows")
 
 
 @dataclass(frozen=True)
