@@ -249,6 +249,7 @@ class Agent:
                 events,
                 node_name=self.node_name,
                 boot_id=boot_id,
+                eviction_api=cfg.eviction.api,
             )
             tg.create_task(interceptor.run(), name="static-pod-interceptor")
         if cfg.node_conditions:

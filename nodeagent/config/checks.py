@@ -20,6 +20,7 @@ from nodeagent.config.schema import (
     RebootConfig,
     ShutdownConfig,
 )
+from nodeagent.model.evictionapi import EVICTION_APIS
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
 from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
@@ -180,7 +181,6 @@ def _check_node_maintenance(nm: NodeMaintenanceConfig) -> None:
         )
 
 
-EVICTION_APIS = ("auto", "upstream", "nodeagent")
 BRIDGE_CERTIFICATES = ("managed", "provided")
 
 

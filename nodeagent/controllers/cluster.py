@@ -22,6 +22,7 @@ from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.discovery import ask_served
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
+from nodeagent.model import evictionapi
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
@@ -60,14 +61,14 @@ class ClusterControllers:
         asks the server, once per term: a gate turned on or off takes effect at the next).
         Until the server answers, and with `upstream` until it serves the group, the term
         waits (retrying with backoff, saying why once) rather than guess."""
-        if self.eviction_api == "nodeagent":
+        if not evictionapi.asks_server(self.eviction_api):
             return False
         required = (
             "eviction.api is upstream, but the API server does not serve "
             "lifecycle.k8s.io/v1alpha1 (feature gate EvictionRequestAPI and "
             "--runtime-config=lifecycle.k8s.io/v1alpha1=true); the controllers wait"
         )
-        insist = self.eviction_api == "upstream"
+        insist = evictionapi.insists(self.eviction_api)
         return await ask_served(
             self.client, UPSTREAM_EVICTIONREQUESTS, required=required if insist else None
         )

@@ -47,6 +47,7 @@ from nodeagent.kube.resources import (
     format_time,
 )
 from nodeagent.kube.store import key_of
+from nodeagent.model import evictionapi
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.staticpods.fsops import DirHandle
@@ -113,6 +114,7 @@ class StaticPodInterceptor(Controller):
         heartbeat_interval: float = 60.0,
         resync_interval: float = 60.0,
         now: Clock = utcnow,
+        eviction_api: str = evictionapi.AUTO,
     ) -> None:
         """`stash` is opened (and recovered) by `run`; it names the manifest directory.
         `informers` are the node agent's, run by the caller."""
@@ -124,6 +126,7 @@ class StaticPodInterceptor(Controller):
         self._heartbeat = timedelta(seconds=heartbeat_interval)
         self._resync = resync_interval
         self._now = now
+        self._eviction_api = eviction_api
         # no pods: node agents may not read them (the requests and manifests say enough)
         self._requests = NodeRequests(informers, node_name)
         self._maintenances = informers.informer(NODEMAINTENANCES)
@@ -149,7 +152,11 @@ class StaticPodInterceptor(Controller):
         """Serve the queue, watch the manifest directory and sweep it every `resync_interval`
         once the informers have synced; until cancelled."""
         upstream = None
-        if await ask_served(self._client, EVICTIONS):
+        # `eviction.api` as the controllers read it: with `nodeagent`, no upstream Eviction is
+        # responded to; otherwise the node's, where the server serves them (never waited for:
+        # the requests on our CRD must not wait for the upstream API)
+        wanted = evictionapi.asks_server(self._eviction_api)
+        if wanted and await ask_served(self._client, EVICTIONS):
             upstream = self._requests.watch_upstream(self._client)
             self.enqueue_on(upstream, NodeRequests.upstream_keys)
         try:

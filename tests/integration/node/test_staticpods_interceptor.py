@@ -392,6 +392,26 @@ async def test_an_upstream_eviction_stops_the_static_pod_in_its_turn(
         assert env.in_dir() == CONTROL_PLANE
 
 
+@pytest.mark.backends("real")
+async def test_with_eviction_api_nodeagent_upstream_evictions_are_left_alone(
+    backend: TestCluster, manifests: Path
+) -> None:
+    """`eviction.api: nodeagent` on the node as the controllers read it: the server serves
+    lifecycle.k8s.io, yet the node's upstream Evictions get no response (the manifest stays),
+    while our CRD's requests are served as ever (the node side asked the server regardless)."""
+    async with environment(backend, manifests, eviction_api="nodeagent") as env:
+        nm = await env.maintenance("upgrade", static_priority=2_147_483_647)
+        name = await env.upstream_eviction(env.pod("etcd"))
+        await env.eviction_request(env.pod("kube-apiserver"))
+        await env.until(lambda: env.mirror("kube-apiserver") is None)
+        assert env.mirror("etcd") is not None
+        assert "etcd.yaml" not in env.stashed()
+        # the entry as the controllers made it Active: nothing of the interceptor's
+        assert set(env.responder_entry(name)) == {"name", "startTime"}
+        await env.set_stage(nm["metadata"]["name"], "Complete")
+        await env.until(lambda: env.mirror("kube-apiserver") is not None)
+
+
 async def test_deleting_the_maintenance_restores(backend: TestCluster, manifests: Path) -> None:
     async with environment(backend, manifests) as env:
         await env.maintenance("gone-soon", static_priority=2_147_483_647)
