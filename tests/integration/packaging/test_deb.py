@@ -1,11 +1,15 @@
-"""The Debian package from packaging/debian/build-deb: its control data and contents, and, in a
-Debian bookworm container (systemd-nspawn, as the end-to-end tests), an installation without
-network, the enabled unit, upgrades, removal and purge, and the agent running from it."""
+"""The Debian package from packaging/debian/build-deb: its control data and contents (built for
+the one Python that builds it, the distribution's own; the manual page generated from the
+argument parser, every subcommand in it), lintian without an error or a warning that is not
+overridden with a reason, and, in a Debian bookworm container (systemd-nspawn, as the
+end-to-end tests), an installation without network, the enabled unit, upgrades, removal and
+purge, and the agent running from it."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
 import hashlib
 import importlib.metadata
 import os
@@ -23,6 +27,7 @@ import pytest
 import yaml
 
 from nodeagent import config as agent_config
+from nodeagent.cli import TESTBED_COMMANDS, build_parser
 from nodeagent.manifests import crd_stream
 from nodeagent_testbed.nspawn import Container
 from nodeagent_testbed.sim.cluster import SimCluster, kubeconfig_dict
@@ -34,6 +39,10 @@ BUILD = ROOT / "packaging" / "debian" / "build-deb"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 UNIT = "/lib/systemd/system/nodeagent.service"
 WANTS = "/etc/systemd/system/multi-user.target.wants/nodeagent.service"
+MANPAGE = "/usr/share/man/man1/nodeagent.1.gz"
+# the Python that builds the package in these tests, and so the one it is for (build-deb's
+# default DEB_PYTHONS)
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _norm(name: str) -> str:
@@ -98,14 +107,28 @@ def test_control_fields(deb: Path, unpacked: Path) -> None:
     for dep in ("python3-venv", "systemd", "dbus"):
         assert dep in depends
     if any("-cp3" in w.name and "-abi3-" not in w.name for w in compiled):
-        # cp3XY-cp3XY wheels: the CPythons they are bundled for (build-deb's DEB_PYTHONS)
-        assert "python3 (>= 3.11)" in depends and "python3 (<< 3.14)" in depends
+        # cp3XY-cp3XY wheels: for the one Python that built them, the distribution's own
+        major, minor = sys.version_info[:2]
+        assert f"python3 (>= {major}.{minor})" in depends
+        assert f"python3 (<< {major}.{minor + 1})" in depends
     shipped_kib = sum(w.stat().st_size for w in wheels(unpacked)) // 1024
     assert int(field(deb, "Installed-Size")) > 2 * shipped_kib  # counts the virtualenv
     assert field(deb, "Maintainer") and field(deb, "Description")
 
 
-@pytest.mark.parametrize("python", ["3.11", "3.12", "3.13"])
+def test_each_compiled_wheel_once_for_the_distributions_python(unpacked: Path) -> None:
+    """build-deb's default: the package is for the Python that builds it (README.Debian, "The
+    distribution's Python"): one wheel a project, none for another CPython."""
+    names = [_norm(w.name.split("-")[0]) for w in wheels(unpacked)]
+    assert len(names) == len(set(names)), "a project bundled twice"
+    tag = "cp" + PY.replace(".", "")
+    for w in wheels(unpacked):
+        py_tag, abi_tag = w.name.split("-")[-3:-1]
+        if abi_tag not in ("none", "abi3"):
+            assert tag in py_tag.split("."), w.name
+
+
+@pytest.mark.parametrize("python", [PY])
 def test_the_bundled_wheels_install_offline_on_each_python_it_allows(
     unpacked: Path, python: str, tmp_path: Path
 ) -> None:
@@ -148,6 +171,7 @@ def test_contents(deb: Path) -> None:
         "/usr/share/doc/nodeagent/copyright",
         "/usr/share/doc/nodeagent/changelog.gz",
         "/usr/share/doc/nodeagent/examples/logind.conf.d/zz-nodeagent.conf",
+        MANPAGE,
     ):
         assert path in entries, path
         assert entries[path][0] == "-rw-r--r--", (path, entries[path])
@@ -156,6 +180,59 @@ def test_contents(deb: Path) -> None:
     # the virtualenv is built by the postinst, never shipped; no bytecode, no build leftovers
     assert not [p for p in entries if p.startswith("/opt")]
     assert not [p for p in entries if "__pycache__" in p or p.endswith(".pyc")]
+
+
+def packaged_subcommands() -> list[str]:
+    """Every subcommand of the packaged nodeagent, nested ones as "manifests crds": the
+    parser's, but the test bed's commands only as the one-word stubs the package has."""
+    from tools.manpage import subcommands
+
+    return [
+        " ".join(words)
+        for words, _, _ in subcommands(build_parser())
+        if len(words) == 1 or words[0] not in TESTBED_COMMANDS
+    ]
+
+
+def test_manual_page_lists_every_subcommand(unpacked: Path) -> None:
+    """nodeagent(1), generated from the argument parser: a section for each subcommand with its
+    usage and options, and man reads it without a warning."""
+    page = gzip.decompress((unpacked / MANPAGE.lstrip("/")).read_bytes()).decode()
+    assert page.startswith('.\\" Generated by tools/manpage.py')
+    assert ".TH NODEAGENT 1 " in page
+    sections = re.findall(r'^\.SS "(.*)"$', page, re.MULTILINE)
+    want = [words.replace("-", "\\-") for words in packaged_subcommands()]
+    assert sections == want
+    assert {"run", "plan", "reboot", "restore\\-static\\-pods", "manifests crds"} <= set(want)
+    for option in ("\\-\\-config", "\\-\\-log\\-level", "\\-\\-kubeconfig", "\\-\\-dry\\-run"):
+        assert option in page, option
+    if shutil.which("man"):
+        r = subprocess.run(
+            ["man", "--warnings", "-l", str(unpacked / MANPAGE.lstrip("/"))],
+            capture_output=True, text=True, check=False, timeout=60,
+            env={**os.environ, "MANWIDTH": "80"},
+        )  # fmt: skip
+        assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+
+
+def test_lintian_is_clean(deb: Path) -> None:
+    """lintian (Debian's own checks; scripts/setup installs it): no error and no warning, but
+    those overridden in lintian-overrides, each with a comment that says why."""
+    if shutil.which("lintian") is None:
+        if os.environ.get("CI"):
+            pytest.fail("lintian is not installed (scripts/setup installs it)", pytrace=False)
+        pytest.skip("lintian is not installed (scripts/setup installs it)")
+    r = subprocess.run(
+        ["lintian", "--fail-on", "error,warning", "--tag-display-limit", "0", str(deb)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    found = [line for line in r.stdout.splitlines() if re.match(r"[EW]: ", line)]
+    assert r.returncode == 0 and not found, r.stdout + r.stderr
+    # every override says why, in the comment just above it
+    lines = (ROOT / "packaging/debian/lintian-overrides").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line and not line.startswith("#"):
+            assert i > 0 and lines[i - 1].startswith("#"), f"override without a reason: {line}"
 
 
 # what the node agent's package must never carry: its test bed (testbed/, nodeagent-testbed)
@@ -286,6 +363,10 @@ def test_shipped_config_documents_every_setting_with_its_default(
             defaults.static_pods,
             manifest_dir=Path("/etc/kubernetes/manifests"),
             stash_dir=Path("/etc/kubernetes/manifests/.nodeagent-stash"),
+        ),
+        # an example: left out, no limit per zone
+        node_maintenance=dataclasses.replace(
+            defaults.node_maintenance, max_draining_nodes_per_zone=1
         ),
         eviction=dataclasses.replace(
             defaults.eviction,
