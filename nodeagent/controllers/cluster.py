@@ -26,6 +26,7 @@ from nodeagent.model import evictionapi
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, upstream_evicts
 from nodeagent.observability.metrics import (
     EvictionRequestMetrics,
+    GateMetrics,
     OperatorMetrics,
     WorkQueueMetricsFactory,
 )
@@ -54,6 +55,7 @@ class ClusterControllers:
             registry, by_result=operator.evictions if operator is not None else None
         )
         self.recorder = EventRecorder(client, component="nodeagent-controllers")
+        self.gate_metrics = GateMetrics(registry)
         self.eviction_api = config.eviction.api
 
     async def upstream_api(self) -> bool:
@@ -109,6 +111,7 @@ class ClusterControllers:
                 settings=self.maintenance_settings,
                 # pods whose interceptors all respond upstream go to the upstream API
                 upstream=partial(upstream_evicts, names=names) if names is not None else None,
+                gate_metrics=self.gate_metrics,
             ),
             EvictionRequestController(
                 self.client,

@@ -29,6 +29,7 @@ __all__ = [
     "PodsReady",
     "alerts_gate",
     "holding",
+    "pod_ready",
     "pods_ready_gate",
     "unread",
 ]
@@ -159,7 +160,8 @@ class PodsReady:
         )
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Ready, and not on its way out."""
     if metadata_of(pod).get("deletionTimestamp"):
         return False  # on its way out: its workload is short of it
     for cond in mapping(pod, "status").get("conditions") or ():
@@ -175,7 +177,7 @@ def pods_ready_gate(entries: Sequence[PodsReady], pods: Iterable[Mapping[str, An
     for pod in pods:
         if pod_terminal(pod) or not any(e.matches(pod) for e in entries):
             continue
-        if not _ready(pod):
+        if not pod_ready(pod):
             meta = metadata_of(pod)
             not_ready.append(f"{meta.get('namespace')}/{meta.get('name')}")
     if not not_ready:

@@ -30,6 +30,7 @@ from typing import Any, cast
 from prometheus_client import Histogram
 
 from nodeagent.config import NodeMaintenanceConfig
+from nodeagent.controllers.nodemaintenance.gates import Gates, GateSink
 from nodeagent.controllers.nodemaintenance.membership import Membership
 from nodeagent.controllers.nodemaintenance.requestsource import RequestSource
 from nodeagent.controllers.nodemaintenance.signatures import (
@@ -61,6 +62,7 @@ from nodeagent.model.memo import ObjectMemo, Recall
 from nodeagent.model.nodemaintenance.actions import Actions
 from nodeagent.model.nodemaintenance.decide import decide
 from nodeagent.model.nodemaintenance.inputs import Inputs
+from nodeagent.model.nodemaintenance.limits import admitted_in_status
 from nodeagent.model.nodemaintenance.requests import refusal
 from nodeagent.model.nodemaintenance.selection import recall_group
 
@@ -104,8 +106,12 @@ class NodeMaintenanceController(Controller):
         drain_duration: Histogram | None = None,
         settings: NodeMaintenanceConfig | None = None,
         upstream: Callable[[Mapping[str, Any]], bool] | None = None,
+        gate_metrics: GateSink | None = None,
     ) -> None:
         self._settings = settings or NodeMaintenanceConfig()
+        self._schedule = self._settings.schedule
+        # the gates' states for each decision; Prometheus read while a reboot waits (gates.py)
+        self.gates = Gates(self._settings.gates, sink=gate_metrics, on_change=self._wake_drains)
         self._maintenances = informers.informer(NODEMAINTENANCES)
         self._nodes = informers.informer(NODES)
         self._pods = informers.informer(PODS, indexers={"node": pod_node_index})
@@ -174,7 +180,7 @@ class NodeMaintenanceController(Controller):
         else:
             self._in_drain.discard(name)
         for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
-            if isinstance(ns, Mapping) and ns.get("drainTargets"):
+            if isinstance(ns, Mapping) and admitted_in_status(ns):
                 self._admitting.observed(str(as_map(ns.get("nodeRef")).get("name")))
         self._enqueue_all(self._members.component([name])[0] | {name})
 
@@ -183,6 +189,7 @@ class NodeMaintenanceController(Controller):
 
     def _on_maintenance_delete(self, nm: Obj) -> None:
         name = key_of(nm)
+        self.gates.want(name, False)
         self._writes.maintenance_gone(name)
         self._recall.forget(recall_group(name))
         before = self._members.component([name])[0]
@@ -211,11 +218,20 @@ class NodeMaintenanceController(Controller):
     def _on_pod(self, pod: Obj) -> None:
         for node in pod_node_index(pod):
             self._enqueue_all(self._members.around_node(node))
+        if self.gates.watches(pod):  # a podsReady gate's pod came or went
+            self._wake_drains()
 
     def _on_pod_update(self, old: Obj, new: Obj) -> None:
         if pod_signature(old) != pod_signature(new):
             self._on_pod(old)
             self._on_pod(new)
+        elif self.gates.readiness_changed(old, new):
+            self._wake_drains()
+
+    def _wake_drains(self) -> None:
+        """A gate changed: every maintenance in Drain is decided again (a reboot waits)."""
+        for name in self._in_drain:
+            self.enqueue(name)
 
     def _request_nodes(self, er: Obj) -> list[str]:
         nodes = eviction_request_node_index(er)
@@ -320,6 +336,9 @@ class NodeMaintenanceController(Controller):
             zone_limit=self._settings.max_draining_nodes_per_zone,
             zone_label=self._settings.zone_label,
             max_shutdown=self._settings.max_shutdown,
+            windows=self._schedule,
+            window_end=self._settings.window_end,
+            gates=self.gates.states(self._pods.store.list) if self.gates.configured else (),
             cordon_while_waiting=self._settings.cordon_while_waiting,
             admitting=self._admitting.pending(),
             drain_deadline=self._settings.drain_deadline,
@@ -328,6 +347,12 @@ class NodeMaintenanceController(Controller):
             request_view=self._request_view,
             recall=self._recall,
         )
+
+    async def run(self) -> None:
+        """The controller, and beside it the Prometheus gate's reader (gates.py)."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(super().run(), name="nodemaintenance")
+            tg.create_task(self.gates.run(), name="gate prometheus")
 
     def enqueue(self, key: str) -> None:
         not_before = self._not_before.get(key)
@@ -368,6 +393,7 @@ class NodeMaintenanceController(Controller):
             self._writes.progress_written.pop(key, None)
             return None
         actions = decide(inputs)
+        self.gates.want(key, actions.gates_wanted)
         now = loop.time()
         for node in actions.admitted:  # before any await: decisions taken meanwhile count it
             self._admitting.expect(node)
