@@ -52,7 +52,13 @@ REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "nodeagent-system"
 PACKAGING_RBAC = [
     REPO / "packaging" / "kubernetes" / f
-    for f in ("namespace.yaml", "rbac.yaml", "admission-policy.yaml", "controllers-policy.yaml")
+    for f in (
+        "namespace.yaml",
+        "rbac.yaml",
+        "admission-policy.yaml",
+        "controllers-policy.yaml",
+        "nodemaintenance-policy.yaml",
+    )
 ]
 # the ServiceAccounts of packaging/kubernetes: the node agents' (DaemonSet) and the controllers'
 NODE_ACCOUNT = "nodeagent"
