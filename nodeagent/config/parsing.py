@@ -147,7 +147,9 @@ def _as_seconds(where: str, value: Any, nullable: bool) -> float | None:
     return float(value)
 
 
-def _as_int(where: str, value: Any, nullable: bool) -> int:
+def _as_int(where: str, value: Any, nullable: bool) -> int | None:
+    if value is None and nullable:
+        return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{where}: must be an integer, got {value!r}")
     return value
@@ -162,8 +164,7 @@ def _as_str(where: str, value: Any, nullable: bool) -> str | None:
 
 
 # In order: the first keyword an annotation contains picks its coercion. A None value is
-# kept where the annotation allows it, except for bools and ints (no setting of theirs is
-# optional).
+# kept where the annotation allows it, except for bools (no setting of theirs is optional).
 _COERCIONS: tuple[tuple[str, Callable[[str, Any, bool], Any]], ...] = (
     ("Path", _as_path),
     ("bool", _as_bool),

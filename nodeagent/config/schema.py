@@ -485,7 +485,7 @@ class NodeMaintenanceConfig:
         default=None,
         metadata=_doc(
             """nodes of one zone draining at once, besides `maxDrainingNodes` (or alone); a
-            node whose zone is full waits without holding back other zones; left out: no limit
+            node whose zone is full waits without holding back other zones; null: no limit
             ([fleet.md](fleet.md#zones))"""
         ),
     )

@@ -364,10 +364,6 @@ def test_shipped_config_documents_every_setting_with_its_default(
             manifest_dir=Path("/etc/kubernetes/manifests"),
             stash_dir=Path("/etc/kubernetes/manifests/.nodeagent-stash"),
         ),
-        # an example: left out, no limit per zone
-        node_maintenance=dataclasses.replace(
-            defaults.node_maintenance, max_draining_nodes_per_zone=1
-        ),
         eviction=dataclasses.replace(
             defaults.eviction,
             annotate_interceptors=(

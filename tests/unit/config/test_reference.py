@@ -62,16 +62,11 @@ def test_every_setting_has_its_meaning_in_the_schema() -> None:
     assert ref.undocumented() == [], 'give each field metadata={"doc": ...} in the schema'
 
 
-# Defaults the loader does not take back as written: `null` for an optional integer is refused
-# (nodeagent/config/parsing.py `_as_int` ignores `nullable`); the doc says to leave it out.
-NULL_REFUSED = {"nodeMaintenance.maxDrainingNodesPerZone"}
-
-
 def test_keys_are_what_the_loader_reads() -> None:
     # every top-level and section key of the table, with its default, loads as it is written
     for section in ref.sections():
         for s in section.settings:
-            if "[]" in s.key or s.default == ref.REQUIRED or s.key in NULL_REFUSED:
+            if "[]" in s.key or s.default == ref.REQUIRED:
                 continue
             *path, leaf = s.key.split(".")
             value: object = {leaf: yaml.safe_load(s.default)}
