@@ -51,6 +51,10 @@ class GateStatus(Enum):
     """Not read yet (the shell reads it once a reboot waits): it holds, with no warning."""
 
 
+GATE_STATES = ("open", "closed", "unknown")
+_STATES = {GateStatus.OPEN: "open", GateStatus.CLOSED: "closed", GateStatus.UNKNOWN: "unknown"}
+
+
 @dataclass(frozen=True)
 class GateState:
     gate: str
@@ -68,9 +72,10 @@ class GateState:
         return f"{WAITING_FOR_GATE} {self.gate}: {self.reason}"
 
     @property
-    def metric(self) -> int | None:
-        """``nodeagent_gate_open``: 1 open, 0 closed, -1 cannot be evaluated; None: unread."""
-        return None if self.status is GateStatus.UNREAD else self.status.value
+    def metric(self) -> str | None:
+        """The state ``nodeagent_gate{gate,state}`` says 1 for (open, closed, unknown: cannot
+        be evaluated); None: unread."""
+        return None if self.status is GateStatus.UNREAD else _STATES[self.status]
 
 
 def unread(gate: str) -> GateState:

@@ -13,7 +13,7 @@ global default registry), so tests and several agents in one process do not coll
   by stage, drain durations, evictions and notifications by result; and the ``process_*``
   metrics.
 - :class:`BridgeMetrics`: the eviction bridge's answers and the writes it could not make.
-- :class:`GateMetrics`: ``nodeagent_gate_open{gate}``, each reboot gate's last evaluation.
+- :class:`GateMetrics`: ``nodeagent_gate{gate,state}``, each reboot gate's last evaluation.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from nodeagent.model.gates import GateState
+from nodeagent.model.gates import GATE_STATES, GateState
 from nodeagent.model.shutdown_standing import shutdown_waits_for_slot
 
 # counters' and histograms' `_created` series read like counts (nodeagent_evictions_created)
@@ -404,19 +404,21 @@ class BridgeMetrics:
 
 
 class GateMetrics:
-    """``nodeagent_gate_open{gate}``: 1 open, 0 closed, -1 when it cannot be evaluated (a
-    reboot asked for then waits: the fleet is held); absent until the gate is first
-    evaluated (Prometheus is read only while a reboot waits for its admission)."""
+    """``nodeagent_gate{gate,state}``: 1 for the state each reboot gate is in (open, closed,
+    unknown: it cannot be evaluated, and a reboot asked for then waits: the fleet is held), 0
+    for the others; absent until the gate is first evaluated (Prometheus is read only while a
+    reboot waits for its admission)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.open = Gauge(
-            "nodeagent_gate_open",
-            "Whether each reboot gate is open (1), closed (0) or cannot be evaluated (-1), "
-            "as last evaluated",
-            ["gate"],
+        self.state = Gauge(
+            "nodeagent_gate",
+            "The state each reboot gate was last found in: open, closed, or unknown (cannot be "
+            "evaluated: it holds the fleet); 1 for that state, 0 for the others.",
+            ["gate", "state"],
             registry=registry,
         )
 
     def set(self, state: GateState) -> None:
         if state.metric is not None:
-            self.open.labels(state.gate).set(state.metric)
+            for each in GATE_STATES:
+                self.state.labels(state.gate, each).set(1 if each == state.metric else 0)

@@ -10,7 +10,8 @@
   answer that is not Prometheus's: the gate cannot be evaluated, and holds the fleet. Each
   change of its state wakes the maintenances in Drain.
 
-Each evaluation sets ``nodeagent_gate_open{gate}`` (1 open, 0 closed, -1 cannot be evaluated).
+Each evaluation sets ``nodeagent_gate{gate,state}`` (1 for open, closed or unknown: cannot be
+evaluated).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ _MAX_BODY = 16 * 1024 * 1024
 
 
 class GateSink(Protocol):
-    """Where each evaluation goes (``nodeagent_gate_open``)."""
+    """Where each evaluation goes (``nodeagent_gate``)."""
 
     def set(self, state: GateState) -> None: ...
 

@@ -73,7 +73,7 @@ def test_the_gate_is_closed_exactly_while_an_alert_counts_as_kured_counts_it(
 def test_an_answer_not_prometheus_s_cannot_be_evaluated(body: object, reason: str) -> None:
     state = alerts_gate(body)
     assert state.status is GateStatus.UNKNOWN and reason in state.reason
-    assert state.holds and state.metric == -1
+    assert state.holds and state.metric == "unknown"
 
 
 def test_an_unread_gate_holds_without_a_metric() -> None:
@@ -195,17 +195,30 @@ async def test_prometheus_is_read_only_while_a_reboot_waits_and_each_change_wake
             async with asyncio.timeout(10):
                 await gates.until_read(1)
             assert gates.states(list)[0].status is GateStatus.CLOSED and changes == [1]
-            assert registry.get_sample_value("nodeagent_gate_open", {"gate": "prometheus"}) == 0
+            assert (
+                registry.get_sample_value(
+                    "nodeagent_gate", {"gate": "prometheus", "state": "closed"}
+                )
+                == 1
+            )
             server.alerts = []
             async with asyncio.timeout(10):
                 await gates.until_read(2)  # the next read, an interval later
             assert gates.states(list)[0].status is GateStatus.OPEN and changes == [1, 1]
-            assert registry.get_sample_value("nodeagent_gate_open", {"gate": "prometheus"}) == 1
+            assert (
+                registry.get_sample_value("nodeagent_gate", {"gate": "prometheus", "state": "open"})
+                == 1
+            )
             server.hang = True
             async with asyncio.timeout(10):
                 await gates.until_read(3)
             assert gates.states(list)[0].status is GateStatus.UNKNOWN
-            assert registry.get_sample_value("nodeagent_gate_open", {"gate": "prometheus"}) == -1
+            assert (
+                registry.get_sample_value(
+                    "nodeagent_gate", {"gate": "prometheus", "state": "unknown"}
+                )
+                == 1
+            )
             server.resume()
             gates.want("nodeagent-reboot-one", False)  # admitted: nothing waits any more
             seen = server.requests
@@ -227,7 +240,9 @@ def test_pods_ready_comes_from_the_cache_and_sets_its_metric() -> None:
     )
     (state,) = gates.states(lambda: [pod("etcd-0", True), pod("etcd-1", False)])
     assert state == GateState("podsReady", GateStatus.CLOSED, "1 pod not Ready: db/etcd-1")
-    assert registry.get_sample_value("nodeagent_gate_open", {"gate": "podsReady"}) == 0
+    assert (
+        registry.get_sample_value("nodeagent_gate", {"gate": "podsReady", "state": "closed"}) == 1
+    )
     assert gates.watches(pod("etcd-1", False)) and not gates.watches(pod("x", True, "web"))
     assert gates.readiness_changed(pod("etcd-1", False), pod("etcd-1", True))
     assert not gates.readiness_changed(pod("etcd-1", True), pod("etcd-1", True))
