@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from nodeagent import version
-from nodeagent.config.checks import LOG_LEVELS
+from nodeagent.config.checks import DNS_LABEL, LOG_LEVELS
 from nodeagent.manifests import LEADER_NAMESPACE, crd_stream, namespace_stream
 from nodeagent.node.staticpods.restore import restore_command
 
@@ -57,6 +57,15 @@ def _add_run(sub: Subparsers) -> None:
     )
 
 
+def _namespace_name(value: str) -> str:
+    """A namespace's name (an RFC 1123 label), or a usage error saying so."""
+    if not DNS_LABEL.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a namespace name (lowercase letters, digits and '-', at most 63)"
+        )
+    return value
+
+
 def _add_manifests(sub: Subparsers) -> None:
     manifests = sub.add_parser("manifests", help="print manifests shipped with nodeagent")
     which = manifests.add_subparsers(dest="manifests_command", required=True)
@@ -67,13 +76,16 @@ def _add_manifests(sub: Subparsers) -> None:
         "--with-namespace",
         nargs="?",
         const=LEADER_NAMESPACE,
+        type=_namespace_name,
         metavar="NAME",
         help=f"the leader's Namespace first (default {LEADER_NAMESPACE})",
     )
     namespace = which.add_parser(
         "namespace", help="the Namespace of the leader's Lease (leader.namespace)"
     )
-    namespace.add_argument("name", nargs="?", default=LEADER_NAMESPACE, help="its name")
+    namespace.add_argument(
+        "name", nargs="?", default=LEADER_NAMESPACE, type=_namespace_name, help="its name"
+    )
 
 
 def _add_restore_static_pods(sub: Subparsers) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import sys
 from pathlib import Path
 
@@ -107,12 +108,13 @@ def _sim_serve(args: argparse.Namespace) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(cluster, crds=args.crds))
-    except OSError as e:  # the port is taken, or the address not this machine's
-        reason = e.strerror or str(e)
-        print(
-            f"nodeagent sim serve: cannot listen on {args.host}:{args.port}: {reason} "
-            "(--port 0, the default, takes a free port)",
-            file=sys.stderr,
-        )
+    except OSError as e:
+        if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            # the port is taken, or the address not this machine's
+            what = f"cannot listen on {args.host}:{args.port}"
+            hint = " (--port 0, the default, takes a free port)"
+        else:  # the kubeconfig it writes, say
+            what, hint = f"cannot serve (--kubeconfig {args.kubeconfig})", ""
+        print(f"nodeagent sim serve: {what}: {e.strerror or e}{hint}", file=sys.stderr)
         return 2
     return 0
