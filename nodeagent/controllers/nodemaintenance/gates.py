@@ -21,9 +21,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodeagent.config.schema import GatesConfig, PrometheusGateConfig
 from nodeagent.model.gates import (
@@ -38,6 +36,9 @@ from nodeagent.model.gates import (
     unread,
 )
 from nodeagent.model.selectors import label_selector_from_dict
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["GateSink", "Gates", "read_alerts"]
 
@@ -61,8 +62,16 @@ def _unknown(why: str) -> GateState:
     return GateState(GATE_PROMETHEUS, GateStatus.UNKNOWN, one_line(why))
 
 
+def _session() -> aiohttp.ClientSession:
+    import aiohttp  # here: agents that read no Prometheus never load it (some 10 MiB)
+
+    return aiohttp.ClientSession()
+
+
 async def read_alerts(session: aiohttp.ClientSession, cfg: PrometheusGateConfig) -> GateState:
     """One read of the Prometheus gate, within ``cfg.timeout`` whatever the server does."""
+    import aiohttp
+
     assert cfg.url is not None
     url = alerts_url(cfg.url)
     pattern = re.compile(cfg.alert_filter) if cfg.alert_filter is not None else None
@@ -103,7 +112,7 @@ class Gates:
         *,
         sink: GateSink | None = None,
         on_change: Callable[[], None] = lambda: None,
-        session: Callable[[], aiohttp.ClientSession] = aiohttp.ClientSession,
+        session: Callable[[], aiohttp.ClientSession] = _session,
     ) -> None:
         self._prometheus_config = config.prometheus if config.prometheus.url else None
         self._pods_ready = tuple(
