@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import itertools
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -48,7 +49,10 @@ NEXT_BOOT = "9a8b7c6d-5e4f-3021-1a2b-3c4d5e6f7a8b"
 
 
 async def _env(
-    backend: TestCluster, settings: NodeMaintenanceConfig, with_evictions: bool
+    backend: TestCluster,
+    settings: NodeMaintenanceConfig,
+    with_evictions: bool,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> AsyncIterator[Env]:
     await backend.install_crds(heartbeat_spacing=0)
     kube = backend.client(max_workers=8)
@@ -59,7 +63,7 @@ async def _env(
         agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
     )
     events = EventRecorder(agent, "nodeagent")
-    controller = NodeMaintenanceController(agent, informers, events, settings=settings)
+    controller = NodeMaintenanceController(agent, informers, events, settings=settings, clock=clock)
     parts: list[Controller] = [controller]
     if with_evictions:
         parts.append(EvictionRequestController(agent, informers, fast_settings(), events=events))

@@ -9,62 +9,31 @@ edge comes from its own requeue, nothing polls.
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from nodeagent.config import NodeMaintenanceConfig
 from nodeagent.config.schema import GatesConfig, PrometheusGateConfig
-from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.kube.controller import SharedInformers
-from nodeagent.kube.events import EventRecorder
-from nodeagent.kube.resources import EVENTS, EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PODS
+from nodeagent.kube.resources import NODEMAINTENANCES
 from nodeagent.model import shutdown as model
-from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.drainslots import DrainLimit
-from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
+from tests.clusters import TestCluster
 from tests.integration.controllers.test_nodemaintenance import Env, cordoned
 from tests.integration.controllers.test_nodemaintenance_limit import (
     BOOT,
     NEXT_BOOT,
+    _env,
     blocked_by,
     node_agent,
     reports_boot,
 )
 from tests.prometheusserver import PrometheusServer, alert, prometheus_server
-from tests.tasks import cancel_and_wait
 
 CLOSES = datetime(2024, 5, 1, 14, 0, tzinfo=UTC)  # a Wednesday
 WINDOW = {"days": ["Wed"], "start": "12:00", "end": "14:00", "timeZone": "UTC"}
 BEFORE_CLOSING = 12.0  # seconds of the window left when the controller starts
-
-
-async def _env(
-    backend: TestCluster,
-    settings: NodeMaintenanceConfig,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> AsyncIterator[Env]:
-    await backend.install_crds(heartbeat_spacing=0)
-    kube = backend.client(max_workers=8)
-    view = ClusterView(kube, [NODEMAINTENANCES, NODES, PODS, EVICTIONREQUESTS, EVENTS])
-    await view.start()
-    agent = backend.client(await backend.service_account(CONTROLLERS_ACCOUNT), max_workers=8)
-    informers = SharedInformers(
-        agent, backoff=lambda: JitteredBackoff(base=0.05, cap=0.5, rng=random.Random(0))
-    )
-    events = EventRecorder(agent, "nodeagent")
-    controller = NodeMaintenanceController(agent, informers, events, settings=settings, clock=clock)
-    tasks = [asyncio.create_task(informers.run()), asyncio.create_task(controller.run())]
-    try:
-        async with asyncio.timeout(10):
-            await controller.wait_synced()
-        yield Env(backend, kube, controller, view)
-    finally:
-        await cancel_and_wait(tasks)
-        await view.stop()
 
 
 @pytest.fixture
@@ -81,7 +50,7 @@ async def gated(backend: TestCluster, prometheus: PrometheusServer) -> AsyncIter
             prometheus=PrometheusGateConfig(url=prometheus.url, interval=0.3, timeout=0.3)
         ),
     )
-    async for env in _env(backend, settings):
+    async for env in _env(backend, settings, with_evictions=False):
         yield env
 
 
@@ -91,7 +60,9 @@ async def windowed(backend: TestCluster) -> AsyncIterator[Env]:
         max_draining_nodes=DrainLimit(count=1), reboot_windows=(WINDOW,), window_end="Stop"
     )
     shift = CLOSES - timedelta(seconds=BEFORE_CLOSING) - datetime.now(UTC)
-    async for env in _env(backend, settings, clock=lambda: datetime.now(UTC) + shift):
+    async for env in _env(
+        backend, settings, with_evictions=False, clock=lambda: datetime.now(UTC) + shift
+    ):
         yield env
 
 
