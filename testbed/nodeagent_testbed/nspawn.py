@@ -118,6 +118,8 @@ class Container:
     proc: asyncio.subprocess.Process | None = None
     pid: int | None = None  # the container's init, as the host sees it
     nspawn_args: tuple[str, ...] = ()  # more of systemd-nspawn's options at boot
+    # boot in a child cgroup of this name in every hierarchy (see own_cgroups); None: ours
+    cgroup: str | None = None
 
     @classmethod
     def copy_of_base(cls, where: Path, name: str, base: Path | None = None) -> Container:
@@ -145,6 +147,7 @@ class Container:
         subprocess.run([*args, *cmd], check=True)
 
     async def boot(self, timeout: float = 120) -> None:
+        dirs = own_cgroups(self.cgroup) if self.cgroup else []
         self.proc = await asyncio.create_subprocess_exec(
             "systemd-nspawn",
             "--register=no",
@@ -157,6 +160,7 @@ class Container:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            preexec_fn=(lambda: join_cgroups(dirs)) if dirs else None,
         )
         async with asyncio.timeout(timeout):
             self.pid = await self._init_pid()
@@ -261,3 +265,84 @@ def is_init(p: psutil.Process) -> bool:
         return len(nspid) > 2 and nspid[-1] == "1" and "systemd" in p.exe()
     except (psutil.Error, OSError, StopIteration):
         return False
+
+
+# --- a cgroup subtree of a container's own ---------------------------------------------------
+# Two containers booted from one cgroup with --keep-unit share it: both systemds then manage one
+# tree, and two kubelets' kubepods collide. Booted from a child cgroup of its own in every
+# hierarchy, each container's systemd sees only its subtree (shared/notes/multi-node.md).
+
+
+MOUNT_OPTIONS = frozenset({"rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec"})
+
+
+def _hierarchies() -> list[tuple[Path, str]]:
+    """Each cgroup hierarchy's mount point and our cgroup's path in it (/proc/self/mountinfo
+    and /proc/self/cgroup)."""
+    ours: dict[str, str] = {}  # a hierarchy's controllers ("" for cgroup2) -> our path
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        ours[controllers] = path
+    found: list[tuple[Path, str]] = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields, _, tail = line.partition(" - ")
+        fstype, _, options = tail.split()[:3]
+        root, mountpoint = fields.split()[3:5]
+        if fstype == "cgroup2":
+            key = ""
+        elif fstype == "cgroup":
+            # its controllers and name= among the super options (rw, relatime, ...)
+            key = ",".join(
+                o
+                for o in options.split(",")
+                if o.startswith("name=") or (o not in MOUNT_OPTIONS and "=" not in o)
+            )
+        else:
+            continue
+        match = next((k for k in ours if set(k.split(",")) == set(key.split(","))), None)
+        if match is None or not ours[match].startswith(root):
+            continue
+        found.append((Path(mountpoint), ours[match][len(root.rstrip("/")) :].lstrip("/")))
+    return found
+
+
+def cgroup_dirs(name: str) -> list[Path]:
+    """The child cgroup `name` of ours, in every hierarchy."""
+    return [mount / path / name for mount, path in _hierarchies()]
+
+
+def own_cgroups(name: str) -> list[Path]:
+    """Make the child cgroup `name` of ours in every hierarchy (a new cpuset group starts with
+    no CPUs and no memory nodes: its parent's are copied in) and return their directories."""
+    dirs = cgroup_dirs(name)
+    for d in dirs:
+        d.mkdir(exist_ok=True)
+        for knob in ("cpuset.cpus", "cpuset.mems"):
+            if (d / knob).exists() and not (d / knob).read_text().strip():
+                (d / knob).write_text((d.parent / knob).read_text())
+    return dirs
+
+
+def join_cgroups(dirs: list[Path]) -> None:
+    """Move this process into `dirs` (run in the child between fork and exec)."""
+    for d in dirs:
+        (d / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def remove_cgroups(name: str) -> list[str]:
+    """Remove the child cgroup `name` and what is under it, deepest first (empty once the
+    container's processes are gone); returns what could not be removed."""
+    left: list[str] = []
+    for top in cgroup_dirs(name):
+        if not top.is_dir():
+            continue
+        for d in sorted(
+            (p for p in [top, *top.rglob("*")] if p.is_dir()),
+            key=lambda p: len(p.parts),
+            reverse=True,
+        ):
+            try:
+                d.rmdir()
+            except OSError as e:
+                left.append(f"{d}: {e.strerror}")
+    return left

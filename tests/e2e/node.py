@@ -29,10 +29,26 @@ def install_package(
     """dpkg -i in the container, with an agent configuration for node-1; `settings`: sections
     merged over the defaults here."""
     c.run_offline("dpkg", "-i", f"/pkg/{deb.name}", binds=(f"{deb.parent}:/pkg",))
+    configure_agent(c, kubeconfig, settings)
+
+
+def configure_agent(
+    c: Container,
+    kubeconfig: Path,
+    settings: Mapping[str, Any] | None = None,
+    node: str = "node-1",
+    server: str | None = None,
+) -> None:
+    """The installed agent's kubeconfig (files inlined; `server`: the API server's URL as the
+    node reaches it, if not the kubeconfig's) and configuration for `node`; `settings`:
+    sections merged over the defaults here."""
     etc = c.path("/etc/nodeagent")
-    (etc / "kubeconfig").write_text(yaml.safe_dump(agent_kubeconfig(kubeconfig)))
+    doc = agent_kubeconfig(kubeconfig)
+    if server is not None:
+        doc["clusters"][0]["cluster"]["server"] = server
+    (etc / "kubeconfig").write_text(yaml.safe_dump(doc))
     config: dict[str, Any] = {
-        "nodeName": "node-1",
+        "nodeName": node,
         "kube": {"kubeconfig": "/etc/nodeagent/kubeconfig"},
         "shutdown": {"budget": 120, "safetyMargin": 5},
         "staticPods": {"manifestDir": MANIFEST_DIR},

@@ -184,9 +184,10 @@ def containerd(dir: Path) -> Iterator[Containerd]:
 def test_images_import_by_name_and_run(tmp_path: Path) -> None:
     require()
     archives = images.ensure_images(log=False)
-    pause, busybox, nodeagent = archives
+    pause, busybox, etcd, nodeagent = archives
     assert names_in(pause) == [images.PAUSE]
     assert names_in(busybox) == [images.BUSYBOX]
+    assert names_in(etcd) == [images.ETCD]
     # the DaemonSet's own image name too, so packaging/kubernetes runs unchanged on the node
     assert names_in(nodeagent) == [images.NODEAGENT, images.release_image()]
     # made once: asking again builds nothing and gives the same files
@@ -195,11 +196,17 @@ def test_images_import_by_name_and_run(tmp_path: Path) -> None:
     with containerd(tmp_path / "ctrd") as c:
         images.import_into(archives, c.address)  # plain `ctr images import`: names from index.json
         listed = c.ctr("images", "ls", "--quiet").split()
-        wanted = [images.PAUSE, images.BUSYBOX, images.NODEAGENT, images.release_image()]
+        wanted = [images.PAUSE, images.BUSYBOX, images.ETCD, images.NODEAGENT]
+        wanted.append(images.release_image())
         assert set(wanted) <= set(listed), listed
 
         out = c.ctr("run", "--rm", *c.run_args("bb"), images.BUSYBOX, "bb", "sh", "-c", "echo ok")
         assert out.strip() == "ok"
+
+        out = c.ctr(
+            "run", "--rm", *c.run_args("et"), images.ETCD, "et", "/usr/local/bin/etcd", "--version"
+        )
+        assert out.startswith("etcd Version:"), out
 
         out = c.ctr("run", "--rm", *c.run_args("na"), images.NODEAGENT, "na", "nodeagent", "--help")
         assert out.startswith("usage: nodeagent"), out

@@ -133,17 +133,21 @@ class ControlPlane:
         audit: bool = False,
         kubelets: frozenset[str] = frozenset(),
         apiserver_args: tuple[str, ...] = (),
+        address: str | None = None,
     ) -> State:
         """Start everything; with `etcd_url`, use that etcd (under `etcd_prefix`) instead of
         starting one, so tests can have fresh API servers on one etcd. Nodes named in
         `kubelets` are not made for kwok: a real kubelet registers them (realnode).
-        `apiserver_args`: more flags of kube-apiserver (e.g. an admission configuration)."""
+        `apiserver_args`: more flags of kube-apiserver (e.g. an admission configuration).
+        `address`: kube-apiserver also serves there (it listens on every address then, and
+        advertises that one): real nodes in network namespaces of their own reach the host
+        at its bridge address, not at its loopback (realnode.fleet; `server_at`)."""
         if self.state() is not None:
             raise ClusterError(f"{self.dir} already has a running control plane; run down first")
         bins = binaries or ensure_built()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
-        pki = Pki(self.dir / "pki")
+        pki = Pki(self.dir / "pki", (address,) if address else ())
         admin = pki.client("admin", "nodeagent-admin", "system:masters")
         api_port = free_port()
         server = f"https://127.0.0.1:{api_port}"
@@ -167,8 +171,8 @@ class ControlPlane:
                     str(bins.path("kube-apiserver")),
                     f"--etcd-servers={etcd_url}",
                     f"--etcd-prefix={etcd_prefix}",
-                    "--bind-address=127.0.0.1",
-                    "--advertise-address=127.0.0.1",
+                    f"--bind-address={'0.0.0.0' if address else '127.0.0.1'}",
+                    f"--advertise-address={address or '127.0.0.1'}",
                     f"--secure-port={api_port}",
                     f"--cert-dir={self.dir / 'pki'}",
                     f"--tls-cert-file={pki.serving.cert}",
@@ -248,6 +252,12 @@ class ControlPlane:
             self._stop(state)
             raise
         return state
+
+    def server_at(self, address: str) -> str:
+        """The API server's URL at `address` (given to `up`) instead of loopback."""
+        state = self.state()
+        assert state is not None, "the control plane is not up"
+        return state.server.replace("127.0.0.1", address, 1)
 
     @property
     def audit_log(self) -> Path:

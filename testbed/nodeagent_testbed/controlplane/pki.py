@@ -44,7 +44,9 @@ class Pki:
     """Writes everything under `dir`; `client` makes further client certificates, also from
     another process (`Pki.existing`: the CA's key is kept beside its certificate, 0600)."""
 
-    def __init__(self, dir: Path) -> None:
+    def __init__(self, dir: Path, extra_ips: tuple[str, ...] = ()) -> None:
+        """`extra_ips`: more addresses the API server's serving certificate is valid for (the
+        host's address on the real nodes' bridge, realnode.fleet)."""
         self.dir = dir
         dir.mkdir(parents=True, exist_ok=True)
         self._ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -86,6 +88,7 @@ class Pki:
                     x509.DNSName("kubernetes.default.svc"),
                     x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                     x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+                    *(x509.IPAddress(ipaddress.ip_address(a)) for a in extra_ips),
                 ]
             ),
         )

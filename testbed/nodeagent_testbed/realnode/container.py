@@ -43,6 +43,7 @@ async def prepared_node(
     try:
         base = await asyncio.to_thread(node_rootfs)
         archives = await asyncio.to_thread(images.ensure_images)
+        archives = [a for a in archives if not a.name.startswith("etcd-")]  # the fleet's
         if not with_agent_image:
             archives = [a for a in archives if not a.name.startswith("nodeagent-")]
         c = await asyncio.to_thread(Container.copy_of_base, where, "nodeagent-realnode", base)

@@ -1,11 +1,12 @@
 """The real node's container images, made on this machine without a registry.
 
-Three OCI archives that `ctr -n k8s.io images import ARCHIVE` takes as they are (each names its
+Four OCI archives that `ctr -n k8s.io images import ARCHIVE` takes as they are (each names its
 image with the `io.containerd.image.name` annotation in index.json, which containerd 1.6's
 importer uses before anything else):
 
 - PAUSE, the sandbox image: our own static pause program (pause/ beside this module, Go, no cgo);
 - BUSYBOX, the workloads' image: Debian's busybox-static with a link for each of its applets;
+- ETCD, the fleet tests' quorum workload: the etcd server the control plane's build made;
 - NODEAGENT, the agent's image built from the repository's Dockerfile with buildah, on a local
   Debian base (debootstrap: python3, python3-venv, python3-pip; /usr/local/bin/python3 links to
   Debian's python, as the Dockerfile expects of its base) given as `--build-arg BASE`. The
@@ -45,13 +46,20 @@ from typing import Any
 
 import yaml
 
-from nodeagent_testbed.controlplane.build import ROOT, BuildError, cache_root, go_command
+from nodeagent_testbed.controlplane.build import (
+    ROOT,
+    BuildError,
+    cache_root,
+    ensure_built,
+    go_command,
+)
 from nodeagent_testbed.nspawn import host_mirror, locked
 
 PAUSE_SOURCE = Path(__file__).resolve().parent / "pause"
 
 PAUSE = "localhost/nodeagent-test/pause:1"
 BUSYBOX = "localhost/nodeagent-test/busybox:1"
+ETCD = "localhost/nodeagent-test/etcd:1"
 NODEAGENT = "localhost/nodeagent:test"
 PYTHON_BASE = "localhost/nodeagent-test/python-base"  # tagged with its recipe's hash
 
@@ -325,6 +333,35 @@ def build_busybox(out: Path, work: Path) -> Path:
     return layout.archive(manifest, [BUSYBOX], out)
 
 
+# --- etcd ----------------------------------------------------------------------------------
+
+
+def etcd_binary() -> Path:
+    return ensure_built(log=False).path("etcd")
+
+
+def etcd_key() -> str:
+    # the binary's directory is named by the versions and module sums that made it (build.py)
+    return _hash(RECIPE.encode(), etcd_binary().parent.name.encode(), architecture().encode())
+
+
+def build_etcd(out: Path, work: Path) -> Path:
+    """etcd alone (static, CGO_ENABLED=0), its data under /var/lib/etcd (a hostPath)."""
+    entries: list[Entry] = [
+        ("usr", tarfile.DIRTYPE, 0o755, b""),
+        ("usr/local", tarfile.DIRTYPE, 0o755, b""),
+        ("usr/local/bin", tarfile.DIRTYPE, 0o755, b""),
+        ("usr/local/bin/etcd", tarfile.REGTYPE, 0o755, etcd_binary().read_bytes()),
+        ("tmp", tarfile.DIRTYPE, 0o1777, b""),
+        ("var", tarfile.DIRTYPE, 0o755, b""),
+        ("var/lib", tarfile.DIRTYPE, 0o755, b""),
+        ("var/lib/etcd", tarfile.DIRTYPE, 0o700, b""),
+    ]
+    layout = Layout(work / "layout")
+    manifest = layout.image(entries, {"Entrypoint": ["/usr/local/bin/etcd"]})
+    return layout.archive(manifest, [ETCD], out)
+
+
 # --- nodeagent -----------------------------------------------------------------------------
 
 
@@ -509,16 +546,17 @@ def build_nodeagent(out: Path, work: Path, log: bool) -> Path:
         return Layout(layout_dir).archive(manifest, [NODEAGENT, release_image()], out)
 
 
-# --- all three ----------------------------------------------------------------------------
+# --- all four -----------------------------------------------------------------------------
 
 
 def ensure_images(log: bool = True) -> list[Path]:
-    """The three OCI archives (pause, busybox, nodeagent), each made once for what makes it."""
+    """The OCI archives (pause, busybox, etcd, nodeagent), each made once for what makes it."""
     cache = cache_dir()
     go = go_command()
     wanted = [
         ("pause", pause_key(go)),
         ("busybox", busybox_key()),
+        ("etcd", etcd_key()),
         ("nodeagent", nodeagent_key()),
     ]
     paths = [cache / f"{what}-{key}.tar" for what, key in wanted]
@@ -536,6 +574,8 @@ def ensure_images(log: bool = True) -> list[Path]:
                     build_pause(path, go, work)
                 elif what == "busybox":
                     build_busybox(path, work)
+                elif what == "etcd":
+                    build_etcd(path, work)
                 else:
                     build_nodeagent(path, work, log)
             for old in cache.glob(f"{what}-*.tar"):  # made for sources that changed since

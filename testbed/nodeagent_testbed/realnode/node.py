@@ -47,15 +47,29 @@ CGROUP_ROOTS = ("kubepods", "kubepods.slice")  # the kubelet's cgroupfs and syst
 
 
 @dataclass(frozen=True)
+class NodeNetwork:
+    """A node's own network namespace on the host's bridge (realnode.fleet): its address, the
+    host's (its default route), its pods' subnet, and the other nodes' (pod subnet, address)
+    to route their pods through."""
+
+    address: str
+    gateway: str
+    pod_subnet: str
+    routes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     """What makes one real node: its name, the control plane it joins, and its kubelet's
-    Graceful Node Shutdown periods (seconds; (0, 0) = off, the recommended set-up)."""
+    Graceful Node Shutdown periods (seconds; (0, 0) = off, the recommended set-up).
+    `network`: None shares the host's network (one node on the host), else the node's own."""
 
     name: str
     server: str
     pki_dir: Path
     kubelet: Path
     gns: tuple[int, int] = NO_GNS
+    network: NodeNetwork | None = None
 
 
 HOST_LOCK = Path("/run/nodeagent-realnode.lock")
@@ -159,22 +173,48 @@ CONTAINERD = f"""version = 2
     conf_dir = "/etc/cni/net.d"
 """
 
-CNI = {
-    "cniVersion": "0.4.0",
-    "name": "nodeagent-test",
-    "plugins": [
-        {
-            "type": "bridge",
-            "bridge": BRIDGE,
-            # no gateway, no masquerade: either would turn on the host's IP forwarding (read-only
-            # in the container); the test pods talk to nothing (the agent's pod has the host's
-            # network)
-            "isGateway": False,
-            "ipMasq": False,
-            "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]]},
-        },
-    ],
-}
+
+def cni(network: NodeNetwork | None) -> dict[str, Any]:
+    """The pods' network: a bridge in the node. On the host's network, no gateway and no
+    masquerade: either would turn on the host's IP forwarding (read-only in the container), and
+    those test pods talk to nothing. In a network of its own the node forwards for its pods
+    (its /proc/sys/net is writable), which reach the other nodes' pods by the routes of
+    NodeNetwork, unmasqueraded."""
+    subnet = network.pod_subnet if network else POD_SUBNET
+    bridge = {
+        "type": "bridge",
+        "bridge": BRIDGE,
+        "isGateway": network is not None,
+        "ipMasq": False,
+        "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]]},
+    }
+    return {"cniVersion": "0.4.0", "name": "nodeagent-test", "plugins": [bridge]}
+
+
+def network_unit(network: NodeNetwork) -> str:
+    """host0 (nspawn's end of the veth on the host's bridge) configured, as nothing in the
+    container does it: the node's address, the default route via the host, the other nodes'
+    pod subnets via those nodes, forwarding for its own pods."""
+    steps = [
+        "ip link set lo up",
+        f"ip addr add {network.address}/24 dev host0",
+        "ip link set host0 up",
+        f"ip route add default via {network.gateway}",
+        *(f"ip route add {subnet} via {via}" for subnet, via in network.routes),
+        "echo 1 > /proc/sys/net/ipv4/ip_forward",
+    ]
+    return f"""[Unit]
+Description=the node's address on the test bed's bridge
+DefaultDependencies=no
+Before=network.target network-online.target containerd.service kubelet.service nodeagent.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -ec '{"; ".join(steps)}'
+[Install]
+WantedBy=sysinit.target
+"""
+
 
 # nspawn mounts the cgroup v1 hierarchies read-only; the kubelet and runc write to them
 CGROUPS_RW = """[Unit]
@@ -220,7 +260,7 @@ After=containerd.service cgroups-rw.service kernel-boot-id.service
 [Service]
 ExecStart=/usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml \
 --kubeconfig=/etc/kubernetes/kubelet.conf --hostname-override={spec.name} \
---node-ip={node_ip()} --v=2
+--node-ip={spec.network.address if spec.network else node_ip()} --v=2
 Restart=always
 RestartSec=1
 [Install]
@@ -237,16 +277,21 @@ def prepare(rootfs: Path, spec: NodeSpec, images: list[Path]) -> None:
     _write(rootfs, "/var/lib/kubelet/config.yaml", yaml.safe_dump(kubelet_config(spec)))
     (rootfs / MANIFEST_DIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
     _write(rootfs, "/etc/containerd/config.toml", CONTAINERD)
-    _write(rootfs, "/etc/cni/net.d/10-nodeagent-test.conflist", json.dumps(CNI, indent=1))
+    _write(
+        rootfs, "/etc/cni/net.d/10-nodeagent-test.conflist", json.dumps(cni(spec.network), indent=1)
+    )
     _write(rootfs, "/etc/systemd/system/cgroups-rw.service", CGROUPS_RW)
     _write(rootfs, "/etc/systemd/system/kubelet.service", kubelet_unit(spec))
     _write(rootfs, "/etc/systemd/system/kernel-boot-id.service", KERNEL_BOOT_ID)
+    early = ["kernel-boot-id.service"]
+    if spec.network is not None:
+        _write(rootfs, "/etc/systemd/system/node-network.service", network_unit(spec.network))
+        early.append("node-network.service")
     sysinit = rootfs / "etc/systemd/system/sysinit.target.wants"
     sysinit.mkdir(parents=True, exist_ok=True)
-    if not (sysinit / "kernel-boot-id.service").is_symlink():
-        (sysinit / "kernel-boot-id.service").symlink_to(
-            "/etc/systemd/system/kernel-boot-id.service"
-        )
+    for unit in early:
+        if not (sysinit / unit).is_symlink():
+            (sysinit / unit).symlink_to(f"/etc/systemd/system/{unit}")
     images_dir = rootfs / "var/lib/nodeagent-test/images"
     images_dir.mkdir(parents=True, exist_ok=True)
     for archive in images:
@@ -260,17 +305,20 @@ def prepare(rootfs: Path, spec: NodeSpec, images: list[Path]) -> None:
             link.symlink_to(f"/etc/systemd/system/{unit}")
 
 
-# images come before the kubelet, which would otherwise start pods whose image is not there yet
+# images come before the kubelet, which would otherwise start pods whose image is not there yet;
+# at the first boot only: containerd's store is in the node's root fs and outlives its reboots
 IMPORT_UNIT = """[Unit]
 Description=import the test images into containerd
 After=containerd.service
 Requires=containerd.service
 Before=kubelet.service
+ConditionPathExists=!/var/lib/nodeagent-test/images/.imported
 [Service]
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/sh -c 'for f in /var/lib/nodeagent-test/images/*.tar; do \
 ctr -n k8s.io images import "$f" || exit 1; done'
+ExecStartPost=/bin/touch /var/lib/nodeagent-test/images/.imported
 [Install]
 WantedBy=multi-user.target
 """
