@@ -23,10 +23,11 @@ from nodeagent_testbed.realnode.node import MANIFEST_DIR, NO_GNS
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, RealBackend
 from tests.e2e.node import KINDS, configure_agent, kind_of, running
 from tests.realnode import quorum
-from tests.realnode.workloads import static_pod
+from tests.realnode.workloads import serve_exiting_after, static_pod
 
 NAMES = ("node-1", "node-2", "node-3")
-STATIC = static_pod("node-local")  # one static pod on every node
+# one static pod on every node, stopping 3 s after SIGTERM: the drain's last step takes that long
+STATIC = static_pod("node-local", serve_exiting_after(3))
 STATIC_FILE = "node-local.yaml"
 
 
