@@ -1,7 +1,7 @@
 """nodeagent benchmarks: `python -m tests.bench [--quick] [--only FIGURES] [--out DIR]`.
 
 FIGURES: a comma-separated subset of drain,requests,reaction,idle,scale,cache,decision,gns,
-bridge. Prints a
+bridge,fleet. Prints a
 table and writes <out>/bench.json and <out>/bench.md (default out: tests/bench/results).
 
 Not part of the test run: nothing here is named test_*. See tests/bench/README.md.
@@ -30,7 +30,18 @@ from nodeagent_testbed.controlplane.build import Binaries, BuildError, ensure_bu
 from tests.bench import common, imports
 from tests.bench.backends import BACKENDS
 
-FIGURES = ("drain", "requests", "reaction", "idle", "scale", "cache", "decision", "gns", "bridge")
+FIGURES = (
+    "drain",
+    "requests",
+    "reaction",
+    "idle",
+    "scale",
+    "cache",
+    "decision",
+    "gns",
+    "bridge",
+    "fleet",
+)
 GOALS = {
     "drain_vs_critical_path": 1.1,
     "drain_vs_kubectl": 0.5,
@@ -324,6 +335,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     g = results.get("gns")
     if g and "error" not in g and "skipped" not in g:
         out += gns_rows(g)
+    fl = results.get("fleet")
+    if fl and "error" not in fl and "skipped" not in fl:
+        out += fleet_rows(fl)
     br = (results.get("bridge") or {}).get("real")
     if br and "error" not in br:
         for suffix, what in (("_dry_run", "dry run"), ("", "evicted")):
@@ -507,6 +521,32 @@ def decision_rows(dc: dict[str, Any]) -> list[Row]:
     return out
 
 
+def fleet_rows(fl: dict[str, Any]) -> list[Row]:
+    """The fleet figure (three real nodes, so the real column): one line per set-up."""
+    out: list[Row] = []
+    for name, r in fl["setups"].items():
+        if "error" in r:
+            out.append((f"fleet: {name} not measured", {"real": r["error"][:60]}, "", {}))
+            continue
+        value = (
+            f"{r['seconds']:.0f} s, quorum lost {r['quorum_lost_s']:.1f} s, "
+            f"{r['acknowledged_writes_lost']} writes lost, {r['undrained_reboots']} undrained, "
+            f"{r['budget_violations']} over budget"
+        )
+        ok = None
+        if name == "nodeagent":
+            ok = r["quorum_lost_s"] == 0 and r["acknowledged_writes_lost"] == 0
+            ok = ok and r["undrained_reboots"] == 0
+        goal = "0 / 0 / 0" if name == "nodeagent" else ""
+        out.append((f"fleet of 3 real nodes: {name}", {"real": value}, goal,
+                    {"real": verdict(ok)} if ok is not None else {}))  # fmt: skip
+    ratio = (fl.get("ratios") or {}).get("nodeagent_vs_kured_style_seconds")
+    if ratio is not None:
+        out.append(("  fleet time: nodeagent / kured's way", {"real": f"{ratio:.2f}x"}, "<= 1.2x",
+                    {"real": verdict(ratio <= 1.2)}))  # fmt: skip
+    return out
+
+
 def gns_rows(g: dict[str, Any]) -> list[Row]:
     """The GNS figure (a real node, so the real column): nodeagent with the kubelet's GNS off,
     then the kubelet's GNS alone, each as `nodeagent vs kubelet GNS`."""
@@ -639,11 +679,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         results.setdefault("durations_seconds", {})[name] = round(time.monotonic() - t, 1)
         print(f"[bench] {name} done in {time.monotonic() - t:.0f} s", file=sys.stderr)
 
-    from tests.bench import bridge, cache, decision, drain, gns, idle, reaction, scale
+    from tests.bench import bridge, cache, decision, drain, fleet, gns, idle, reaction, scale
 
     binaries: Binaries | None = None
     on_real = "real" in backends and bool(
-        {"drain", "requests", "scale", "idle", "gns", "bridge"} & set(figures)
+        {"drain", "requests", "scale", "idle", "gns", "bridge", "fleet"} & set(figures)
     )
     if on_real:
         t = time.monotonic()
@@ -697,6 +737,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["gns"] = {"skipped": "a real node joins a real control plane (--backend real)"}
         else:
             await step("gns", gns.run(args.seed, work / "gns", binaries))
+    if "fleet" in figures:
+        if "real" not in backends or binaries is None:
+            results["fleet"] = {"skipped": "real nodes join a real control plane (--backend real)"}
+        else:
+            await step("fleet", fleet.run(work / "fleet", binaries))
     results["workdir"] = str(work)
     return results
 

@@ -83,7 +83,7 @@ class Fleet:
 async def real_fleet(
     where: Path,
     binaries: Binaries,
-    etcd_url: str,
+    etcd_url: str | None,
     deb: Path | None,
     settings: Mapping[str, Any] | None = None,
     gns: tuple[int, int] = NO_GNS,
@@ -91,7 +91,8 @@ async def real_fleet(
     """The three nodes booted and settled with the quorum workload running; with `deb`, the
     agent on each (the controllers' account with the node role, `settings` over
     tests.e2e.node.configure_agent's defaults). The kubelets' Graceful Node Shutdown periods
-    `gns` ((0, 0): off, as nodeagent wants it)."""
+    `gns` ((0, 0): off, as nodeagent wants it). `etcd_url`: the control plane's etcd (None:
+    one of its own)."""
     plane = ControlPlane(where / "controlplane")
     await asyncio.to_thread(
         plane.up, 3, binaries, etcd_url, etcd_prefix(), False, frozenset(NAMES), (), HOST

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import subprocess
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +93,8 @@ class FleetNode:
     network: NodeNetwork
     boots: list[float] = field(default_factory=list)  # time.monotonic() once each boot is up
     exits: list[tuple[float, int]] = field(default_factory=list)  # (when, nspawn's status)
+    # told of each exit as it is seen, before the node boots again (a measure's snapshot)
+    on_exit: Callable[[FleetNode, int], None] | None = None
     _keeper: asyncio.Task[None] | None = None
     _stopping: bool = False
     _booted: asyncio.Event = field(default_factory=asyncio.Event)
@@ -121,6 +123,8 @@ class FleetNode:
             assert proc is not None
             rc = await proc.wait()
             self.exits.append((time.monotonic(), rc))
+            if self.on_exit is not None:
+                self.on_exit(self, rc)
             self.container.proc = self.container.pid = None
             if self._stopping or rc != REBOOT_EXIT:
                 return  # powered off, or crashed: a test reads `exits`
