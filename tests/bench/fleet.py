@@ -17,8 +17,9 @@ each of four set-ups, side by side in one run, each on a fresh control plane and
 Per set-up, from one watch stamped as it arrives and a client writing to etcd throughout
 (tests/realnode/quorum.py): `quorum_lost_s` (seconds etcd acknowledged no write beyond a leader
 change's 1 s), `acknowledged_writes_lost` (acknowledged writes not read back at the end),
-`undrained_reboots` (nodes that went down with pods still running on them, static pods
-included: `kubectl drain` leaves mirror pods alone, their containers die with the node),
+`undrained_reboots` (nodes that went down with pods still bound to them, neither evicted nor
+deleted: running, static pods included since `kubectl drain` leaves mirror pods alone and their
+containers die with the node, or terminated by the kubelet's GNS, which deletes none),
 `undrained_pods` (those pods), `budget_violations` (times more etcd members were unavailable at
 once than the budget allows), `most_members_unavailable`, and `seconds` from the trigger until
 every node rebooted once and the fleet settled (every node Ready and schedulable, every member
@@ -40,7 +41,7 @@ from nodeagent_testbed.controlplane.build import Binaries
 from nodeagent_testbed.realnode.fleet import FleetNode
 from nodeagent_testbed.realnode.node import NO_GNS
 from tests.bench.gns import build_deb
-from tests.e2e.node import kind_of, running
+from tests.e2e.node import kind_of
 from tests.realnode import quorum
 from tests.realnode.fleetenv import NAMES, Fleet, real_fleet
 
@@ -69,8 +70,12 @@ class Measure:
         self._over = False
 
     def on_exit(self, node: FleetNode, rc: int) -> None:
+        # still bound to the node, neither evicted nor deleted: running, or terminated by the
+        # kubelet's GNS (which deletes none)
         left = [
-            f"{kind_of(p)}:{p['metadata']['name']}" for p in self.f.pods_on(node.name) if running(p)
+            f"{kind_of(p)}:{p['metadata']['name']}"
+            for p in self.f.pods_on(node.name)
+            if not p["metadata"].get("deletionTimestamp")
         ]
         if left:
             self.undrained.setdefault(node.name, []).extend(left)
