@@ -83,6 +83,8 @@ class Agent:
     # the kubelet's Graceful Node Shutdown as last found (None: not looked yet)
     kubelet_gns: Verdict | None = None
     _status_shown: str = ""
+    # the static pod directory was missing at startup (said once the agent runs)
+    _static_off: bool = False
     # None without webhooks: the sender's HTTP client (aiohttp, some 10 MiB resident) is
     # imported only where notifications are configured
     webhooks: Webhooks | None = field(init=False, default=None)
@@ -143,6 +145,8 @@ class Agent:
         ) as client:
             listeners = await serve(cfg.observability, self.health, self.registry)
             self._log_start(api.configuration.host, boot_id)
+            if self._static_off:
+                log.info("no static pod directory here: the kubelet.k8s.io interceptor is off")
             try:
                 async with asyncio.TaskGroup() as tg:
                     # the guard first: a shutdown under way (an agent restarted during one)
@@ -187,7 +191,9 @@ class Agent:
             return None
         paths = static_pod_paths(sp.manifest_dir, sp.stash_dir)
         if paths is None or not paths.manifest_dir.is_dir():
-            log.info("no static pod directory here: the kubelet.k8s.io interceptor is off")
+            # said after the start line: a kubeconfig loaded next may be wrong, and bad input
+            # gets one line (it came before the kubeconfig's error)
+            self._static_off = True
             return None
         restore_after_reboot(paths.manifest_dir, paths.stash_dir, boot_id=boot_id)
         return paths

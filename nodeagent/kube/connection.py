@@ -67,6 +67,13 @@ def load_api_client(
 
             load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
         else:
+            default = Path("~/.kube/config").expanduser()
+            if not os.environ.get("KUBECONFIG") and not default.exists():
+                # the client's loader said "Invalid kube-config file. No configuration found."
+                raise KubeConfigError(
+                    "no kubeconfig given (kube.kubeconfig, --kubeconfig or KUBECONFIG), none "
+                    f"at {default}, and not in a pod (no KUBERNETES_SERVICE_HOST)"
+                )
             _load_kube_config(config, context=context)
     except (ConfigException, OSError, ValueError) as exc:
         where = kubeconfig or "in-cluster or default kubeconfig"

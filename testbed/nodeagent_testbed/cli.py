@@ -12,6 +12,8 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import math
+import socket
 import sys
 from pathlib import Path
 
@@ -22,7 +24,7 @@ def add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="reboot node-1 of a simulated cluster and watch nodeagent drain it (under a minute)",
     )
     demo.add_argument(
-        "--speed", type=float, default=1.0, help="divide the pods' exit times by this factor"
+        "--speed", type=_speed, default=1.0, help="divide the pods' exit times by this factor"
     )
     demo.add_argument(
         "--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"
@@ -30,7 +32,7 @@ def add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo.add_argument("--verbose", action="store_true", help="also show the agents' logs")
     demo.add_argument(
         "--width",
-        type=int,
+        type=_width,
         default=None,
         help="fold lines to this many columns (default: the terminal's width; 0: do not fold)",
     )
@@ -43,10 +45,42 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.main(args.speed, json_output=args.json, verbose=args.verbose, width=args.width)
 
 
+def _speed(value: str) -> float:
+    try:
+        speed = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not math.isfinite(speed) or speed <= 0:  # nan passed a "<= 0" check and ran the demo
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {value!r}")
+    return speed
+
+
+def _width(value: str) -> int:
+    try:
+        width = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if width < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (do not fold) or more, got {value!r}")
+    return width
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:  # the socket's bind raised OverflowError, a traceback
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value!r}")
+    return port
+
+
 def _node_dir(value: str) -> tuple[str, Path]:
     node, sep, path = value.partition("=")
     if not sep or not node or not path:
         raise argparse.ArgumentTypeError(f"expected NODE=DIR, got {value!r}")
+    if not Path(path).is_dir():  # the sim served anyway, warning of it in its log
+        raise argparse.ArgumentTypeError(f"{path} is not a directory")
     return node, Path(path)
 
 
@@ -66,7 +100,7 @@ def add_sim(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     s.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=0,
         help="port to listen on (default 0: any free port, said on the first line; not 6443, "
         "a real API server's)",
@@ -109,8 +143,12 @@ def _sim_serve(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(cluster, crds=args.crds))
     except OSError as e:
-        if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            # the port is taken, or the address not this machine's
+        # the port is taken, the address not this machine's, or the host name not one at all
+        if isinstance(e, socket.gaierror) or e.errno in (
+            errno.EADDRINUSE,
+            errno.EADDRNOTAVAIL,
+            errno.EACCES,
+        ):
             what = f"cannot listen on {args.host}:{args.port}"
             hint = " (--port 0, the default, takes a free port)"
         else:  # the kubeconfig it writes, say
