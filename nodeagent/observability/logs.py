@@ -28,31 +28,55 @@ class JsonFormatter(logging.Formatter):
 
 
 class RepeatedWarnings(logging.Filter):
-    """Lets a warning (or error) through once per ``window`` seconds per logger and message
-    template: an unreachable API server must not fill the log with the same two lines every
-    retry. The next one let through says how many were held back. The first of each, and
-    anything below WARNING, always passes."""
+    """Lets a warning (or error) through once per ``window`` seconds per logger, message
+    template and arguments but exceptions: an unreachable API server must not fill the log with
+    the same two lines every retry (whose exceptions differ, by a connection's address say),
+    while warnings that share a template but not what they are about (``"%s"``, another
+    maintenance, another resource) are each said. The next one let through says how many were
+    held back. The first of each, and anything below WARNING, always passes."""
 
     def __init__(self, window: float = 60.0) -> None:
         super().__init__()
         self._window = window
-        self._seen: dict[tuple[str, object], tuple[float, int]] = {}  # key -> (shown, held)
+        # key -> (shown, held)
+        self._seen: dict[tuple[str, object, tuple[str, ...]], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        key = (record.name, record.msg)
+        key = (record.name, record.msg, _about(record.args))
         shown = self._seen.get(key)
         if shown is not None and record.created - shown[0] < self._window:
             self._seen[key] = (shown[0], shown[1] + 1)
             return False
         held = shown[1] if shown is not None else 0
+        if shown is None and len(self._seen) >= _REMEMBERED:
+            self._forget(record.created)
         self._seen[key] = (record.created, 0)
         if shown is not None and held:
             since = record.created - shown[0]
             # no % in what is added: the record's own arguments still format its message
             record.msg = f"{record.msg} (and {held} more like it in the last {since:.0f}s)"
         return True
+
+    def _forget(self, now: float) -> None:
+        """Drop what its window has passed for (the next of those passes anyway): warnings
+        about many objects (pods, maintenances) leave no growing memory."""
+        for key, (shown, _) in list(self._seen.items()):
+            if now - shown >= self._window:
+                del self._seen[key]
+
+
+_REMEMBERED = 1024
+"""Warnings remembered before those whose window has passed are forgotten."""
+
+
+def _about(args: object) -> tuple[str, ...]:
+    """What a record is about: its arguments as text, but for exceptions (what went wrong, which
+    a retry words anew)."""
+    if isinstance(args, tuple):
+        return tuple(str(a) for a in args if not isinstance(a, BaseException))
+    return () if args is None or isinstance(args, BaseException) else (str(args),)
 
 
 def setup(level: str = "INFO", fmt: str = "text") -> None:
