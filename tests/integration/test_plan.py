@@ -18,6 +18,7 @@ import pytest
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.resources import EVICTIONREQUESTS, NODEMAINTENANCES, NODES, PDBS, PODS, Obj
 from tests.clusters import ClusterView, TestCluster, create_pod, priority_class
+from tests.conftest import Kubectl
 
 NM = "kernel"
 ETCD = (
@@ -233,3 +234,65 @@ async def test_plan_of_a_missing_maintenance_or_an_invalid_file(
         "podType Static (entry 0); entries must be ordered Default, DaemonSet, Static by "
         "ascending priority\n"
     )
+
+
+def crd_refuses() -> dict[str, tuple[str, Obj]]:
+    """What the CRD's schema refuses and the model's own checks do not look at: name ->
+    (the field the error names, what is changed in a valid maintenance's spec)."""
+    labels = {f"k{i}": "v" for i in range(33)}
+    term = {"matchExpressions": [{"key": f"k{i}", "operator": "Exists"} for i in range(33)]}
+    return {
+        "reason too long": ("spec.reason", {"reason": "x" * 1025}),
+        "reason not a string": ("spec.reason", {"reason": 5}),
+        "stage not a string": ("spec.stage", {"stage": 5}),
+        "unknown field": ('"spec.colour"', {"colour": "red"}),
+        "33 plan entries": (
+            "spec.drainPlan",
+            {"drainPlan": [{"podPriority": i} for i in range(33)]},
+        ),
+        "33 match labels": (
+            "spec.drainPlan[0].podSelector.matchLabels",
+            {"drainPlan": [{"podPriority": 1, "podSelector": {"matchLabels": labels}}]},
+        ),
+        "33 node expressions": (
+            "spec.nodeSelector.nodeSelectorTerms[0].matchExpressions",
+            {"nodeSelector": {"nodeSelectorTerms": [term]}},
+        ),
+        # the model's own checks, here to hold both to the server
+        "deadline below 1": ("spec.drainDeadlineSeconds", {"drainDeadlineSeconds": -10}),
+        "unknown escalation": ("spec.drainDeadlineEscalation", {"drainDeadlineEscalation": "Nuke"}),
+    }
+
+
+async def test_plan_refuses_what_the_api_server_refuses(
+    backend: TestCluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """`nodeagent plan FILE` applies the CRD's checks: each spec the API server refuses on
+    `kubectl create` (strict field validation, kubectl's default) plan refuses too, in one line
+    naming the same field, and exits 2."""
+    await backend.install_crds()
+    for i, (case, (field, change)) in enumerate(sorted(crd_refuses().items())):
+        nm = maintenance()
+        nm["metadata"]["name"] = f"bad-{i}"
+        nm["spec"].update(change)
+        text = json.dumps(nm)
+        server = await kubectl.run("create", "-f", "-", stdin=text)
+        assert server.code != 0, f"{case}: the API server took it"
+        assert field in server.err, (case, server.err)
+        f = tmp_path / f"bad-{i}.json"
+        f.write_text(text)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "nodeagent",
+            "plan",
+            str(f),
+            "--kubeconfig",
+            str(backend.kubeconfig),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, raw = await proc.communicate()
+        err = raw.decode()
+        assert proc.returncode == 2 and not out, (case, err)
+        assert err.count("\n") == 1 and field in err, (case, err)

@@ -19,13 +19,22 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.connection import load_api_client
 from nodeagent.kube.errors import KubeConfigError, KubeError, NotFound
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PDBS, PODS, Obj
+from nodeagent.manifests import crd_documents
+from nodeagent.model.bodies import name_of
+from nodeagent.model.crdschema import schema_errors
 from nodeagent.model.maintenance import selected_nodes
 from nodeagent.model.preview.compute import InvalidMaintenance, preview
 from nodeagent.model.preview.results import Preview
 from nodeagent.model.preview.text import render_text
 from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
 
-__all__ = ["PlanError", "is_file_argument", "plan_command", "read_maintenance"]
+__all__ = [
+    "PlanError",
+    "check_against_crd",
+    "is_file_argument",
+    "plan_command",
+    "read_maintenance",
+]
 
 _KIND = "NodeMaintenance"
 
@@ -78,6 +87,22 @@ def _read_file(target: str, stdin: TextIO) -> Mapping[str, Any]:
     return read_maintenance(text, target)
 
 
+def check_against_crd(nm: Mapping[str, Any]) -> None:
+    """What the NodeMaintenance CRD's schema refuses in `nm`'s spec, as kube-apiserver would on
+    `kubectl apply` (strict: unknown fields too): the first of it, in one line."""
+    for crd in crd_documents():
+        if crd["spec"]["names"]["kind"] != _KIND:
+            continue
+        for version in crd["spec"]["versions"]:
+            if f"{crd['spec']['group']}/{version['name']}" != NODEMAINTENANCES.api_version:
+                continue
+            spec_schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            errors = schema_errors(nm.get("spec"), spec_schema, "spec")
+            if errors:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                raise PlanError(f"{_KIND} {name_of(nm)}: {errors[0]}{more}")
+
+
 async def _gather(
     kube: KubeClient, nm: Mapping[str, Any] | None, name: str
 ) -> tuple[Mapping[str, Any], list[Obj], list[Obj], list[Obj]]:
@@ -126,6 +151,7 @@ def plan_command(
         if is_file_argument(target):
             nm = _read_file(target, stdin)
             preview(nm, (), ())  # an invalid spec is told before any connection
+            check_against_crd(nm)  # and what the API server would refuse besides
         result = asyncio.run(_preview(kubeconfig, nm, target))
     except (PlanError, InvalidMaintenance) as e:
         print(f"nodeagent plan: {e}", file=err)
