@@ -330,19 +330,26 @@ def join_cgroups(dirs: list[Path]) -> None:
 
 
 def remove_cgroups(name: str) -> list[str]:
-    """Remove the child cgroup `name` and what is under it, deepest first (empty once the
-    container's processes are gone); returns what could not be removed."""
+    """Remove the child cgroup `name` and what is under it (empty once the container's
+    processes are gone); returns what could not be removed."""
     left: list[str] = []
     for top in cgroup_dirs(name):
-        if not top.is_dir():
-            continue
-        for d in sorted(
-            (p for p in [top, *top.rglob("*")] if p.is_dir()),
-            key=lambda p: len(p.parts),
-            reverse=True,
-        ):
-            try:
-                d.rmdir()
-            except OSError as e:
-                left.append(f"{d}: {e.strerror}")
+        if top.is_dir():
+            left += remove_cgroup_tree(top)
+    return left
+
+
+def remove_cgroup_tree(top: Path) -> list[str]:
+    """Remove the cgroup `top` and its descendants, deepest first (a cgroup goes only once its
+    children are gone); returns what could not be removed."""
+    left: list[str] = []
+    for d in sorted(
+        (p for p in [top, *top.rglob("*")] if p.is_dir()),
+        key=lambda p: len(p.parts),
+        reverse=True,
+    ):
+        try:
+            d.rmdir()
+        except OSError as e:
+            left.append(f"{d}: {e.strerror}")
     return left

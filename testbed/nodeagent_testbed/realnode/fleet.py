@@ -97,7 +97,6 @@ class FleetNode:
     on_exit: Callable[[FleetNode, int], None] | None = None
     _keeper: asyncio.Task[None] | None = None
     _stopping: bool = False
-    _booted: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def address(self) -> str:
@@ -112,10 +111,8 @@ class FleetNode:
         self._keeper = asyncio.create_task(self._keep_running(), name=f"keep {self.name}")
 
     async def _boot(self) -> None:
-        self._booted.clear()
         await self.container.boot()
         self.boots.append(time.monotonic())
-        self._booted.set()
 
     async def _keep_running(self) -> None:
         while not self._stopping:
@@ -129,12 +126,6 @@ class FleetNode:
             if self._stopping or rc != REBOOT_EXIT:
                 return  # powered off, or crashed: a test reads `exits`
             await self._boot()
-
-    async def up(self, timeout: float = 120) -> Container:
-        """The container once it is booted (after a reboot: once booted again)."""
-        async with asyncio.timeout(timeout):
-            await self._booted.wait()
-        return self.container
 
     async def stop(self) -> None:
         self._stopping = True

@@ -26,6 +26,7 @@ import psutil
 import yaml
 
 from nodeagent_testbed.controlplane.pki import Pki
+from nodeagent_testbed.nspawn import remove_cgroup_tree
 
 MANIFEST_DIR = "/etc/kubernetes/manifests"
 BRIDGE = "nacni0"  # the pods' bridge on the host network: ours alone, so sweep may delete it
@@ -333,16 +334,7 @@ def sweep() -> list[str]:
     for controller in sorted(base.iterdir()) if base.is_dir() else []:
         for root_name in CGROUP_ROOTS:
             for found in controller.rglob(root_name):
-                # deepest first: a cgroup goes only once its children are gone
-                for d in sorted(
-                    (p for p in [found, *found.rglob("*")] if p.is_dir()),
-                    key=lambda p: len(p.parts),
-                    reverse=True,
-                ):
-                    try:
-                        d.rmdir()
-                    except OSError as e:
-                        left.append(f"{d}: {e.strerror}")
+                left += remove_cgroup_tree(found)
     if Path(f"/sys/class/net/{BRIDGE}").exists():
         done = subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, text=True)
         if done.returncode != 0:
