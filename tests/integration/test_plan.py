@@ -102,13 +102,14 @@ def pod_state(pods: list[Obj]) -> dict[tuple[str, str], Any]:
     }
 
 
-async def plan(backend: TestCluster, *args: str) -> tuple[int, str, str]:
+async def plan(backend: TestCluster, *args: str, target: str = NM) -> tuple[int, str, str]:
+    """`nodeagent plan` of `target` (a maintenance's name or a file) as a process."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "nodeagent",
         "plan",
-        NM,
+        target,
         "--kubeconfig",
         str(backend.kubeconfig),
         *args,
@@ -217,19 +218,9 @@ async def test_plan_of_a_missing_maintenance_or_an_invalid_file(
     bad["spec"]["drainPlan"] = [{"podPriority": 10, "podType": "Static"}, {"podPriority": 5}]
     f = tmp_path / "nm.json"
     f.write_text(json.dumps(bad))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "nodeagent",
-        "plan",
-        str(f),
-        "--kubeconfig",
-        str(backend.kubeconfig),
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, raw = await proc.communicate()
-    assert proc.returncode == 2
-    assert raw.decode() == (
+    code, _, err = await plan(backend, target=str(f))
+    assert code == 2
+    assert err == (
         "nodeagent plan: NodeMaintenance kernel: spec.drainPlan[1]: podType Default comes after "
         "podType Static (entry 0); entries must be ordered Default, DaemonSet, Static by "
         "ascending priority\n"
@@ -281,18 +272,6 @@ async def test_plan_refuses_what_the_api_server_refuses(
         assert field in server.err, (case, server.err)
         f = tmp_path / f"bad-{i}.json"
         f.write_text(text)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "nodeagent",
-            "plan",
-            str(f),
-            "--kubeconfig",
-            str(backend.kubeconfig),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, raw = await proc.communicate()
-        err = raw.decode()
-        assert proc.returncode == 2 and not out, (case, err)
+        code, out, err = await plan(backend, target=str(f))
+        assert code == 2 and not out, (case, err)
         assert err.count("\n") == 1 and field in err, (case, err)
