@@ -98,6 +98,17 @@ async def seen_by(c: ShutdownCluster, running: Running) -> None:
     await until(seen, what="the coordinator saw the last write", timeout=10)
 
 
+async def acted(running: Running, *expected: str) -> None:
+    """Until the coordinator has done `expected`, in order. Its own state is waited for, not the
+    cluster view's: a delete's watch event may reach the view before the call returns to the
+    coordinator, and the view may not change again."""
+    actions = running.coordinator.actions
+    try:
+        await until(lambda: actions == list(expected), timeout=20)
+    except TimeoutError:
+        raise AssertionError(f"coordinator did {actions}, not {list(expected)}") from None
+
+
 async def test_sentinel_drained_reboot_and_the_lock_goes_at_once(
     shutdown_cluster: ShutdownCluster,
     fake: FakeLogind,
@@ -149,8 +160,7 @@ async def test_sentinel_removed_before_drained_completes_the_request(
         await c.until(lambda: live_request(c) is not None)
         reboot_config.sentinel.unlink()
         await c.until(lambda: not requests(c))
-        # the delete's watch event may come before its call returns to the coordinator
-        await c.until(lambda: r.coordinator.actions == ["create", "complete", "delete"])
+        await acted(r, "create", "complete", "delete")
         assert not fake.reboot_calls
 
 
@@ -176,8 +186,7 @@ async def test_nodeagent_reboot_and_cancel(
         out = await _run(*cli, "--cancel")
         assert "removed" in out
         await c.until(lambda: not requests(c))
-        # the delete's watch event may come before its call returns to the coordinator
-        await c.until(lambda: r.coordinator.actions == ["create", "complete", "delete"])
+        await acted(r, "create", "complete", "delete")
         assert not fake.reboot_calls
 
 
@@ -243,8 +252,7 @@ async def test_request_deleted_by_an_admin_is_asked_again_only_while_required(
         assert not fake.reboot_calls, "a deleted request reboots nothing"
         reboot_config.sentinel.unlink()
         await c.until(lambda: not requests(c))
-        # the delete's watch event may come before its call returns to the coordinator
-        await c.until(lambda: r.coordinator.actions == ["create", "create", "complete", "delete"])
+        await acted(r, "create", "create", "complete", "delete")
         assert not fake.reboot_calls
 
 
@@ -326,8 +334,7 @@ async def test_sentinel_command_exit_0_asks_and_exit_1_calls_off(
         assert "sentinel command" in (live_request(c) or {})["spec"]["reason"]
         flag.unlink()
         await c.until(lambda: not requests(c))
-        # the delete's watch event may come before its call returns to the coordinator
-        await c.until(lambda: r.coordinator.actions == ["create", "complete", "delete"])
+        await acted(r, "create", "complete", "delete")
 
 
 def _with(cfg: RebootConfig, **changes: Any) -> RebootConfig:
