@@ -8,15 +8,17 @@ maintenance counts only while what it claims holds against what the agent cannot
   reports none, as kwok's, cannot be checked and is taken at its word);
 - it is within its shutdown's bound: the release deadline it states (annotation
   ``nodeagent.io/final-phase``: the agent lets its node go by then), and never later than
-  ``max_shutdown`` seconds after its creation (the server's ``creationTimestamp``), whatever it
-  states;
+  ``max_shutdown`` seconds after the creation (the server's ``creationTimestamp``) of the first
+  shutdown maintenance of that node and kernel boot still stored, whatever it states: one made
+  again under another userspace boot suffix starts no new bound while an earlier one is kept;
 - it is the one live shutdown maintenance of its node that counts: the oldest (creation, then
   name); the others are reported.
 
 A reboot asked for (trigger reboot: ``nodeagent reboot``, a sentinel) holds its node's slot
 from its admission until the node is back, so that the next node goes only then; it counts
 while its boot is the one the kubelet reports (once the node booted again it is done) and for
-``max_shutdown`` at most once drained (its agent reboots the node then), one per node.
+``max_shutdown`` at most once drained (its agent reboots the node then; counted from the first
+request of that node and kernel boot found drained), one per node.
 
 One that does not count is ignored, with the reason: it neither holds nor waits for a slot, and
 no final phase runs for it. Pure.
@@ -87,14 +89,16 @@ def ignored(
     """Name -> why, for each shutdown maintenance and reboot request in Drain among
     ``maintenances`` that does not count (the module's docstring); maintenances of nodes
     missing from ``nodes`` are judged on their bound alone."""
+    stored = list(maintenances)
+    starts = _starts(stored)
     out: dict[str, str] = {}
     live: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for nm in maintenances:
+    for nm in stored:
         claim = _claim(nm)
         if claim is None:
             continue
         node, trigger = claim
-        why = _why_not(nm, trigger, nodes.get(node), now, max_shutdown)
+        why = _why_not(nm, trigger, nodes.get(node), now, max_shutdown, starts)
         if why is not None:
             out[name_of(nm)] = why
         else:
@@ -111,11 +115,13 @@ def next_change(
 ) -> float | None:
     """Seconds until the first counting shutdown maintenance or reboot request among
     ``maintenances`` passes its bound (None: none will)."""
+    stored = list(maintenances)
+    starts = _starts(stored)
     times = [
         (b - now).total_seconds()
-        for nm in maintenances
+        for nm in stored
         if (claim := _claim(nm)) is not None
-        and (b := _bound(nm, claim[1], max_shutdown)) is not None
+        and (b := _bound(nm, claim[1], max_shutdown, starts)) is not None
         and b > now
     ]
     return min(times) if times else None
@@ -132,16 +138,54 @@ def _claim(nm: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _bound(nm: Mapping[str, Any], trigger: str, max_shutdown: float) -> datetime | None:
-    """A shutdown's bound (`bound`); a reboot request's: ``max_shutdown`` after it was found
-    drained (its agent reboots the node then), none before."""
+_Boot = tuple[str, str, str | None]
+"""(node, trigger, kernel boot id): the shutdowns (or reboot requests) of one node's boot."""
+
+
+def _boot(nm: Mapping[str, Any]) -> _Boot | None:
+    """Whose boot's shutdown maintenance or reboot request `nm` is, in any stage."""
+    for trigger in (TRIGGER_SHUTDOWN, TRIGGER_REBOOT):
+        if (node := shutdown_node(nm, trigger)) is not None:
+            return node, trigger, kernel_boot_of(nm)
+    return None
+
+
+def _start(nm: Mapping[str, Any], trigger: str) -> datetime | None:
+    """Where the bound counts from: a shutdown's creation; a reboot request's Drained=True."""
     if trigger == TRIGGER_SHUTDOWN:
-        return bound(nm, max_shutdown)
+        return parse_time(metadata_of(nm).get("creationTimestamp"))
     drained = condition(mapping(nm, "status"), "Drained")
     if drained is None or drained.get("status") != "True":
         return None
-    since = parse_time(drained.get("lastTransitionTime"))
-    return None if since is None else since + timedelta(seconds=max_shutdown)
+    return parse_time(drained.get("lastTransitionTime"))
+
+
+def _starts(maintenances: Iterable[Mapping[str, Any]]) -> dict[_Boot, datetime]:
+    """The earliest start of each boot's stored shutdown maintenances (or reboot requests),
+    whatever their stage: the agent names a new one after its userspace boot, and may make
+    another under a suffix of its choice; it must not get a new bound by it."""
+    out: dict[_Boot, datetime] = {}
+    for nm in maintenances:
+        if (boot := _boot(nm)) is None or (start := _start(nm, boot[1])) is None:
+            continue
+        out[boot] = min(start, out.get(boot, start))
+    return out
+
+
+def _bound(
+    nm: Mapping[str, Any], trigger: str, max_shutdown: float, starts: Mapping[_Boot, datetime]
+) -> datetime | None:
+    """A shutdown's bound: `bound`, counted from its boot's first shutdown maintenance; a
+    reboot request's: ``max_shutdown`` after its boot's first request was found drained (its
+    agent reboots the node then), none before."""
+    boot = _boot(nm)
+    start = starts.get(boot) if boot is not None else None
+    if trigger == TRIGGER_SHUTDOWN:
+        own = bound(nm, max_shutdown)
+        if own is None or start is None:
+            return own
+        return min(own, start + timedelta(seconds=max_shutdown))
+    return None if start is None else start + timedelta(seconds=max_shutdown)
 
 
 def _why_not(
@@ -150,12 +194,13 @@ def _why_not(
     node_obj: Mapping[str, Any] | None,
     now: datetime,
     max_shutdown: float,
+    starts: Mapping[_Boot, datetime],
 ) -> str | None:
     kernel = kernel_boot_of(nm)
     reported = reported_boot(node_obj) if node_obj is not None else None
     if reported is not None and reported != kernel:
         return f"the kubelet reports another boot ({reported})"
-    until = _bound(nm, trigger, max_shutdown)
+    until = _bound(nm, trigger, max_shutdown, starts)
     if trigger == TRIGGER_REBOOT:
         if until is not None and now >= until:
             return f"drained and not rebooted by {format_time(until)}"

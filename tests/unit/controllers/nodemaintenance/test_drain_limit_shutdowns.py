@@ -219,3 +219,53 @@ def test_past_boots_never_hold_a_slot_in_any_order_of_events(
         w.evict_requested()
     left = {p["spec"]["nodeName"] for p in w.pods.values() if not classify(p).skip}
     assert not left & may_drain
+
+
+def test_a_shutdown_made_again_under_another_suffix_starts_no_new_bound() -> None:
+    """The agent picks the userspace part of its boot id: a second shutdown maintenance of the
+    same kernel boot, made before the first's bound, is bounded from the first's creation."""
+    w = LimitedWorld(1)
+    boots(w, "one", BOOT)
+    first = shutdown(w, "one", model.boot_id(BOOT, "1"))
+    w.clock += timedelta(seconds=HOUR - 10)
+    second = shutdown(w, "one", model.boot_id(BOOT, "2"))
+    w.clock += timedelta(seconds=10)
+    assert "past its shutdown's bound" in (why(w, first) or "")
+    assert "past its shutdown's bound" in (why(w, second) or "")
+
+
+def test_a_completed_earlier_shutdown_of_the_boot_still_sets_the_start() -> None:
+    """Completing the first (as its agent may) and making another gives no new bound while the
+    first is stored; a deleted one no longer counts (the agent deletes its own cancelled one)."""
+    w = LimitedWorld(1)
+    boots(w, "one", BOOT)
+    first = shutdown(w, "one", model.boot_id(BOOT, "1"))
+    w.set_stage(first, "Complete")
+    w.clock += timedelta(seconds=HOUR - 10)
+    second = shutdown(w, "one", model.boot_id(BOOT, "2"))
+    w.clock += timedelta(seconds=10)
+    assert "past its shutdown's bound" in (why(w, second) or "")
+    del w.nms[first]
+    assert why(w, second) is None
+
+
+def test_another_kernel_boots_shutdown_has_its_own_bound() -> None:
+    w = LimitedWorld(1)
+    shutdown(w, "one", BOOT)  # the kubelet reports none (kwok): each judged on its own
+    w.clock += timedelta(seconds=HOUR - 10)
+    later = shutdown(w, "one", NEXT_BOOT)
+    w.clock += timedelta(seconds=10)
+    assert "past its shutdown's bound" not in (why(w, later) or "")
+
+
+def test_a_reboot_request_made_again_is_bounded_from_the_first_drained() -> None:
+    w = LimitedWorld(1)
+    boots(w, "one", BOOT)
+    first = agents_maintenance(w, "one", model.boot_id(BOOT, "1"), model.TRIGGER_REBOOT)
+    w.settle()
+    assert (w.condition(first, "Drained") or {}).get("status") == "True"  # no pods: at once
+    w.clock += timedelta(seconds=HOUR - 10)
+    second = agents_maintenance(w, "one", model.boot_id(BOOT, "2"), model.TRIGGER_REBOOT)
+    w.settle()
+    w.clock += timedelta(seconds=10)
+    assert "drained and not rebooted by" in (why(w, second) or "")
