@@ -348,6 +348,49 @@ async def test_a_shutdown_that_never_comes_holds_the_slot_only_until_its_bound(
     await env.until(lambda: warned(env, shutdown, "ShutdownIgnored"))
 
 
+# long enough that a second shutdown made a few seconds after the first is still within its bound
+LONGER_SHUTDOWN = 8.0
+
+
+@pytest.fixture
+async def longer_bounded(backend: TestCluster) -> AsyncIterator[Env]:
+    settings = NodeMaintenanceConfig(
+        max_draining_nodes=DrainLimit(count=1), max_shutdown=LONGER_SHUTDOWN
+    )
+    async for env in _env(backend, settings, with_evictions=False):
+        yield env
+
+
+async def test_a_shutdown_made_again_gets_no_new_bound(longer_bounded: Env) -> None:
+    """The attack: node-1's agent holds the slot with a shutdown maintenance of its current
+    boot and, some seconds later, makes another of the same kernel boot under a made-up
+    userspace suffix, before an admin's drain of node-2 comes to wait. Once the first is past
+    its bound the second, older than the admin's, would be next in line for the slot; both
+    are bounded from the first's creation, so node-2's drain goes at the first's bound."""
+    env = longer_bounded
+    await env.bare_pod("one-web", "node-1")
+    await env.bare_pod("two-web", "node-2")
+    await reports_boot(env, "node-1", BOOT)
+    agent = await node_agent(env, "node-1")
+    first = model.shutdown_maintenance("node-1", model.boot_id(BOOT, "1"), "reboot")
+    await agent.create(NODEMAINTENANCES, first)
+    await env.until(lambda: env.requested() == {"one-web"})
+    # not a synchronisation: the second must be created some seconds after the first (the
+    # server's creationTimestamp counts whole seconds), still within the first's bound
+    await asyncio.sleep(3)
+    body = model.shutdown_maintenance("node-1", model.boot_id(BOOT, "2"), "reboot")
+    second = body["metadata"]["name"]
+    made = datetime.now(UTC)
+    await agent.create(NODEMAINTENANCES, body)
+    await env.until(lambda: "one per node" in blocked_by(env, second))
+    await env.maintenance("upgrade", ["node-2"])
+    await env.until(lambda: "Waiting for a drain slot" in blocked_by(env, "upgrade"))
+    await env.until(lambda: "two-web" in env.requested(), timeout=LONGER_SHUTDOWN + 15)
+    # the second's own bound (its creation, whole seconds, + 8 s) is 7 s away at the least
+    assert (datetime.now(UTC) - made).total_seconds() < LONGER_SHUTDOWN - 1
+    await env.until(lambda: "past its shutdown's bound" in blocked_by(env, second))
+
+
 async def test_one_live_shutdown_maintenance_per_node_counts(limited: Env) -> None:
     """The attack: node-1's agent makes many shutdown maintenances (boots it made up, and more
     of its own boot told apart by made-up userspace parts). Those of a boot its kubelet does
