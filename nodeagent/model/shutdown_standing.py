@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_SHUTDOWN = 3600.0
-"""``nodeMaintenance.maxShutdownSeconds``: longer than any shutdown budget a node is given."""
+"""``nodeMaintenance.maxShutdown``: longer than any shutdown budget a node is given."""
 
 IGNORED = "Shutdown maintenance ignored: "
 """How a node's drainMessage starts while its shutdown maintenance does not count."""
