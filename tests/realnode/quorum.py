@@ -5,8 +5,10 @@ client on the host that writes throughout and keeps every write etcd acknowledge
 
 What the client measures: etcd's leader answers a write within milliseconds while a quorum of
 members is up; a leader change (the leader's member stopped: etcd hands leadership over first)
-costs at most its election timeout (1 s). So the time etcd had no quorum is the time beyond 1 s
-of each gap between two acknowledged writes."""
+costs at most its election timeout (1 s). Each write goes to every member at once and counts at
+the first acknowledgement, so a member that stops answering costs the client no failover time.
+So the time etcd had no quorum is the time beyond 1 s (and the client's own pause between
+writes) of each gap between two acknowledged writes."""
 
 from __future__ import annotations
 
@@ -90,14 +92,24 @@ BUDGET = {
 }
 
 
+async def _put_at(session: aiohttp.ClientSession, url: str, body: dict[str, str]) -> bool:
+    try:
+        async with asyncio.timeout(1.0), session.post(url, json=body) as resp:
+            answer = await resp.json(content_type=None)
+            return resp.status == 200 and "header" in answer and "error" not in answer
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return False
+
+
 def _b64(s: str) -> str:
     return base64.b64encode(s.encode()).decode()
 
 
 @dataclass
 class Writer:
-    """Writes w/<n> = <n> to etcd's v3 JSON gateway every `spacing` seconds, through whichever
-    member answers (the next one at once on a failure), each attempt bounded by 1 s."""
+    """Writes w/<n> = <n> to etcd's v3 JSON gateway every `spacing` seconds, through every member
+    at once (acknowledged at the first answer; the others' attempts are dropped), each attempt
+    bounded by 1 s."""
 
     endpoints: Sequence[str]  # http://address:2379
     spacing: float = 0.05
@@ -105,7 +117,6 @@ class Writer:
     acked_at: list[float] = field(default_factory=list)  # time.monotonic() of each
     failures: int = 0
     first: asyncio.Event = field(default_factory=asyncio.Event)  # set at the first ack
-    _next: int = 0
 
     async def run(self, session: aiohttp.ClientSession) -> None:
         n = 0
@@ -115,32 +126,33 @@ class Writer:
                 self.acked_at.append(time.monotonic())
                 self.first.set()
                 n += 1
-                # pacing the client's own load, not waiting for anything
-                await asyncio.sleep(self.spacing)
+            else:
+                self.failures += 1
+            # pacing the client's own load (and no busy loop while every member refuses)
+            await asyncio.sleep(self.spacing)
 
     async def _put(self, session: aiohttp.ClientSession, key: str, value: str) -> bool:
-        url = f"{self.endpoints[self._next % len(self.endpoints)]}/v3/kv/put"
+        body = {"key": _b64(key), "value": _b64(value)}
+        attempts = [
+            asyncio.create_task(_put_at(session, f"{url}/v3/kv/put", body))
+            for url in self.endpoints
+        ]
         try:
-            async with (
-                asyncio.timeout(1.0),
-                session.post(url, json={"key": _b64(key), "value": _b64(value)}) as resp,
-            ):
-                body = await resp.json(content_type=None)
-                if resp.status == 200 and "header" in body and "error" not in body:
+            for attempt in asyncio.as_completed(attempts):
+                if await attempt:
                     return True
-        except (aiohttp.ClientError, TimeoutError, ValueError):
-            pass
-        self.failures += 1
-        self._next += 1  # this member did not answer: ask the next one
-        if self._next % len(self.endpoints) == 0:
-            await asyncio.sleep(0.05)  # every member refused: not a busy loop against them
-        return False
+            return False
+        finally:
+            for task in attempts:
+                task.cancel()
+            await asyncio.gather(*attempts, return_exceptions=True)
 
     def quorum_lost_s(self, until: float) -> float:
         """Seconds etcd acknowledged no write beyond a leader change's cost, from the first
         acknowledged write to `until`."""
         times = [*self.acked_at, until]
-        return sum(max(0.0, b - a - ELECTION_TIMEOUT) for a, b in itertools.pairwise(times))
+        allowed = ELECTION_TIMEOUT + self.spacing
+        return sum(max(0.0, b - a - allowed) for a, b in itertools.pairwise(times))
 
     def longest_gap(self, until: float) -> float:
         times = [*self.acked_at, until]
