@@ -29,6 +29,7 @@ __all__ = [
     "Spent",
     "budget_gate",
     "pod_ready",
+    "to_wake",
 ]
 
 WAITING_PREFIX = "Waiting for disruption budget "
@@ -70,6 +71,45 @@ def pod_ready(pod: Mapping[str, Any]) -> bool:
     return condition_true(pod, "Ready")
 
 
+def to_wake(
+    pdb: Mapping[str, Any],
+    waiting: Iterable[tuple[str, int, Mapping[str, Any] | None]],
+    in_flight: Iterable[str],
+) -> list[str]:
+    """Which evictions to ask for now that ``pdb`` (its new version) may allow disruptions:
+    ``waiting`` is (key, refused attempts, pod) of each eviction held back or refused. Those of
+    pods the budget selects, as many as it allows, refused most first, then by key. One whose
+    eviction call is in flight takes no wake-up: it is being asked for already, and a wake-up
+    it took would leave one that waits to its fallback (no further change of the budget may
+    come)."""
+    allowed = mapping(pdb, "status").get("disruptionsAllowed")
+    if not isinstance(allowed, int) or allowed <= 0:
+        return []
+    raw = mapping(pdb, "spec").get("selector")
+    if not isinstance(raw, Mapping):
+        return []  # policy/v1: no selector selects no pod
+    try:
+        selector = label_selector_from_dict(raw)
+    except SelectorError:
+        return []
+    namespace = mapping(pdb, "metadata").get("namespace")
+    busy = set(in_flight)
+    ready = sorted(
+        (-retries, key)
+        for key, retries, pod in waiting
+        if key not in busy
+        and pod is not None
+        and mapping(pod, "metadata").get("namespace") == namespace
+        and selector.matches(_labels(pod))
+    )
+    return [key for _, key in ready[:allowed]]
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    labels = mapping(pod, "metadata").get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
 def budget_gate(
     pod: Mapping[str, Any],
     budgets: Iterable[Mapping[str, Any]],
@@ -79,9 +119,7 @@ def budget_gate(
 
     ``budgets``: the PodDisruptionBudgets of the pod's namespace. ``spent``: evictions let
     through per budget key (see :class:`Spent`)."""
-    md = mapping(pod, "metadata")
-    labels = md.get("labels")
-    labels = labels if isinstance(labels, Mapping) else {}
+    labels = _labels(pod)
     selecting: list[Mapping[str, Any]] = []
     for pdb in budgets:
         raw = mapping(pdb, "spec").get("selector")

@@ -22,11 +22,11 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.budgets import BudgetGate, BudgetLedger
+from nodeagent.model.bodies import mapping
+from nodeagent.model.budgets import BudgetGate, BudgetLedger, to_wake
 from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.memo import ObjectMemo
-from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import EvictionRequestMetrics
 
@@ -84,6 +84,8 @@ class EvictionRequestController(Controller):
         # keys of requests whose target pod (that UID) the pod informer saw deleted
         self._pod_deleted: set[str] = set()
         self._budgets = BudgetLedger()
+        # keys whose Eviction API call is in flight (a budget's wake-up goes to others)
+        self._evicting: set[str] = set()
         # A request we wrote is decided on again only once the informer shows our write (or
         # anything after it): decided on the version our write replaced, the next write is
         # refused (409) and the request decided again anyway. With many workers a request's
@@ -128,29 +130,16 @@ class EvictionRequestController(Controller):
         held back or refused now rather than when their backoff runs out (kubectl drain polls
         every 5 s; the backoff doubles up to 15 minutes). Those waiting longest go first; one
         refused again falls back to its backoff until the budget's next change."""
-        md = pdb.get("metadata") or {}
         self._budgets.seen(pdb)
-        allowed = (pdb.get("status") or {}).get("disruptionsAllowed")
-        if not isinstance(allowed, int) or allowed <= 0 or not self._imperative:
-            return
-        try:
-            selector = label_selector_from_dict((pdb.get("spec") or {}).get("selector"))
-        except SelectorError:
-            return
-        waiting: list[tuple[int, str]] = []
+        waiting = []
         for key, (_, state) in self._imperative.items():
             if state.evicted or (state.next_attempt is None and state.held_since is None):
                 continue
+            target = mapping(mapping(self.requests.store.get(key) or {}, "spec"), "target")
             namespace, _ = split_key(key)
-            if namespace != md.get("namespace"):
-                continue
-            request = self.requests.store.get(key)
-            target = ((request or {}).get("spec") or {}).get("target") or {}
-            pod = self.pods.store.get(f"{namespace}/{(target.get('pod') or {}).get('name')}")
-            labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
-            if pod is not None and selector.matches(labels):
-                waiting.append((-state.retries, key))
-        for _, key in sorted(waiting)[:allowed]:
+            pod = self.pods.store.get(f"{namespace}/{mapping(target, 'pod').get('name')}")
+            waiting.append((key, state.retries, pod))
+        for key in to_wake(pdb, waiting, self._evicting):
             uid, state = self._imperative[key]
             self._imperative[key] = (uid, dataclasses.replace(state, next_attempt=None))
             self.enqueue(key)
@@ -174,7 +163,11 @@ class EvictionRequestController(Controller):
         plan = self._plan(key, request, view, pod, state, None, gate)
         if plan.evict:
             self._budgets.let_through(gate)
-            outcome = await self._evict(view, plan)
+            self._evicting.add(key)
+            try:
+                outcome = await self._evict(view, plan)
+            finally:
+                self._evicting.discard(key)
             if outcome.kind != "evicted":
                 self._budgets.let_through(gate, -1)  # the server let nothing through
             plan = self._plan(key, request, view, pod, state, outcome, gate)

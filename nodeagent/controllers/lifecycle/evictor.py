@@ -16,10 +16,10 @@ from nodeagent.kube.evict import EvictClient, evict_pod
 from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, Obj
-from nodeagent.kube.store import key_of, namespace_index, version_of
+from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import items, mapping, metadata_of
-from nodeagent.model.budgets import BudgetLedger
+from nodeagent.model.budgets import BudgetLedger, to_wake
 from nodeagent.model.interceptors.imperative import ImperativeState
 from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn, requesters_of
@@ -61,6 +61,7 @@ class ImperativeEvictor(Controller):
         self._backoff = backoff
         self._state: dict[str, tuple[str, ImperativeState]] = {}  # key -> (Eviction UID, state)
         self._ledger = BudgetLedger()
+        self._evicting: set[str] = set()  # keys whose Eviction API call is in flight
         # Evictions we wrote, until the informer shows the write: a turn taken on the older
         # cache would write again onto the replaced version (a 409, and a retry)
         self._written = Expectations(WRITE_SEEN_TTL)
@@ -86,17 +87,17 @@ class ImperativeEvictor(Controller):
         """A budget allows disruptions again: the evictions it held back or refused are asked
         for now rather than when their backoff runs out, those waiting longest first."""
         self._ledger.seen(pdb)
-        allowed = mapping(pdb, "status").get("disruptionsAllowed")
-        if not isinstance(allowed, int) or allowed <= 0:
-            return
-        namespace = metadata_of(pdb).get("namespace")
-        waiting = sorted(
-            (-state.retries, key)
-            for key, (_, state) in self._state.items()
-            if key.startswith(f"{namespace}/") and not state.evicted
-            if state.next_attempt is not None or state.held_since is not None
-        )
-        for _, key in waiting[:allowed]:
+        waiting = []
+        for key, (_, state) in self._state.items():
+            if state.evicted or (state.next_attempt is None and state.held_since is None):
+                continue
+            eviction = self.evictions.store.get(key) or {}
+            target = mapping(mapping(eviction, "spec"), "target").get("pod") or {}
+            namespace, _ = split_key(key)
+            waiting.append(
+                (key, state.retries, self.pods.store.get(f"{namespace}/{target.get('name')}"))
+            )
+        for key in to_wake(pdb, waiting, self._evicting):
             uid, state = self._state[key]
             self._state[key] = (uid, replace(state, next_attempt=None, held_since=None))
             self.enqueue(key)
@@ -123,7 +124,13 @@ class ImperativeEvictor(Controller):
         turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock(), requesters)
         if turn.call:
             self._ledger.let_through(gate)
-            outcome = await evict_pod(self._client, namespace, str(target.get("name")), target_uid)
+            self._evicting.add(key)
+            try:
+                outcome = await evict_pod(
+                    self._client, namespace, str(target.get("name")), target_uid
+                )
+            finally:
+                self._evicting.discard(key)
             if outcome.kind != "evicted":
                 self._ledger.let_through(gate, -1)  # the server let nothing through
             log.info(

@@ -17,9 +17,34 @@ class Burst:
 
 
 @dataclass
+class LateAnswer:
+    seconds: float
+    verb: str | None = None
+    resource: str | None = None
+
+
+@dataclass
 class Faults:
     latency: float = 0.0  # seconds added to every request
     bursts: list[Burst] = field(default_factory=list)
+    late: list[LateAnswer] = field(default_factory=list)
+
+    def answer_late(
+        self, seconds: float, verb: str | None = None, resource: str | None = None
+    ) -> None:
+        """Matching requests are carried out at once and answered `seconds` later: a call still
+        in flight when its effects (watch events) are already out."""
+        self.late.append(LateAnswer(seconds, verb, resource))
+
+    def answer_delay(self, verb: str, resource: str) -> float:
+        return max(
+            (
+                a.seconds
+                for a in self.late
+                if a.verb in (None, verb) and a.resource in (None, resource)
+            ),
+            default=0.0,
+        )
 
     def error_burst(
         self, code: int, count: int, verb: str | None = None, resource: str | None = None
@@ -30,6 +55,7 @@ class Faults:
     def clear(self) -> None:
         self.latency = 0.0
         self.bursts.clear()
+        self.late.clear()
 
     def take(self, verb: str, resource: str) -> ApiError | None:
         for b in self.bursts:

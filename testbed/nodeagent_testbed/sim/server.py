@@ -160,6 +160,8 @@ class ApiServer:
                 resp.headers["Retry-After"] = str(e.retry_after)
         if counted is not None:
             self.stats.count_response(*counted, resp.status)
+            if delay := self.faults.answer_delay(*counted):
+                await asyncio.sleep(delay)  # the answer held back is the point
         return resp
 
     def _classify(self, request: web.Request) -> tuple[str, str]:
@@ -763,6 +765,8 @@ class ApiServer:
             self.faults.clear()
         if "latency" in body:
             self.faults.latency = float(body["latency"])
+        for a in body.get("late", []):
+            self.faults.answer_late(float(a["seconds"]), a.get("verb"), a.get("resource"))
         for b in body.get("bursts", []):
             self.faults.error_burst(
                 int(b["code"]), int(b["count"]), b.get("verb"), b.get("resource")

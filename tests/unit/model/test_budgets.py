@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.model.budgets import BudgetLedger, Spent, budget_gate
+from nodeagent.model.budgets import BudgetLedger, Spent, budget_gate, to_wake
 
 
 def pod(labels: dict[str, str] | None = None, ready: bool = True) -> dict[str, Any]:
@@ -105,3 +105,57 @@ def _room(ledger: BudgetLedger, pdb: dict[str, Any]) -> int:
     gate = ledger.gate(pod(), [pdb])
     assert gate is not None
     return gate.room
+
+
+def labelled(app: str, namespace: str = "ns") -> dict[str, Any]:
+    p = pod({"app": app})
+    p["metadata"]["namespace"] = namespace
+    return p
+
+
+def test_an_eviction_in_flight_takes_no_wake_up() -> None:
+    """The budget allows one more while `a`'s call is in flight: `b` is woken, not `a` (the
+    first by key), or `b` would wait for its fallback."""
+    waiting = [("ns/a", 0, labelled("web")), ("ns/b", 0, labelled("web"))]
+    assert to_wake(budget(allowed=1), waiting, in_flight={"ns/a"}) == ["ns/b"]
+    assert to_wake(budget(allowed=1), waiting, in_flight=()) == ["ns/a"]
+
+
+def test_only_pods_the_budget_selects_in_its_namespace_are_woken() -> None:
+    waiting = [
+        ("ns/a", 0, labelled("db")),
+        ("other/b", 0, labelled("web", "other")),
+        ("ns/c", 0, None),  # its pod not in the cache
+        ("ns/d", 0, labelled("web")),
+    ]
+    assert to_wake(budget(allowed=3), waiting, ()) == ["ns/d"]
+    assert to_wake(budget(allowed=0), waiting, ()) == []
+    assert to_wake(budget(allowed=None), waiting, ()) == []
+
+
+@given(
+    allowed=st.integers(-1, 6),
+    waiting=st.dictionaries(
+        st.text("abcdef", min_size=1, max_size=3), st.tuples(st.integers(0, 4), st.booleans())
+    ),
+    in_flight=st.sets(st.text("abcdef", min_size=1, max_size=3)),
+)
+def test_the_budget_wakes_as_many_as_it_allows_those_refused_most_first(
+    allowed: int, waiting: dict[str, tuple[int, bool]], in_flight: set[str]
+) -> None:
+    entries = [
+        (f"ns/{k}", retries, labelled("web" if selected else "db"))
+        for k, (retries, selected) in waiting.items()
+    ]
+    flying = {f"ns/{k}" for k in in_flight}
+    woken = to_wake(budget(allowed=allowed), entries, flying)
+    eligible = {
+        key: r
+        for key, r, p in entries
+        if key not in flying and p["metadata"]["labels"]["app"] == "web"
+    }
+    assert set(woken) <= set(eligible)
+    assert len(woken) == min(max(allowed, 0), len(eligible))
+    passed_over = set(eligible) - set(woken)
+    # none left waiting was refused more often than one woken
+    assert all(eligible[w] >= eligible[p] for w in woken for p in passed_over)
