@@ -189,7 +189,11 @@ def analyse(
     timeline: list[tuple[float, str, dict[str, Any] | None, str]] = [
         (stamp, event, pod, pod["metadata"]["uid"]) for stamp, event, pod in log
     ]
-    timeline += [(at, "SIGTERM", None, uid) for uid, at in (sigterm_at or {}).items()]
+    deleted_seen = _deletions_seen(log, t1)
+    timeline += [
+        (max(at, deleted_seen.get(uid, at)), "SIGTERM", None, uid)
+        for uid, at in (sigterm_at or {}).items()
+    ]
     timeline.sort(key=lambda e: e[0])
     for stamp, event, maybe_pod, uid in timeline:
         if maybe_pod is None:
@@ -266,6 +270,32 @@ def analyse(
         "deployment_pods": sum(1 for p in on_node.values() if owner(p) is not None),
         "replaced_elsewhere_before_reboot": replaced,
     }
+
+
+def _deletions_seen(log: list[tuple[float, str, dict[str, Any]]], t1: float) -> dict[str, float]:
+    """Deployment pod uid -> when the watch first showed it deleted through the API (evicted or
+    deleted: a DisruptionTarget other than the kubelet's own termination, a deletionTimestamp),
+    before the node went down at `t1`.
+
+    The kubelet sends SIGTERM to such a pod only after the deletion, but the watch shows the
+    deletion later than the kubelet's log shows the SIGTERM (the watch's lag). So a SIGTERM is
+    put no earlier than the deletion's sighting, and keeps the server's order against the other
+    changes the watch shows: on the kubelet's clock, the eviction the budget allowed once the
+    replacement of the pod before was Ready came out as a SIGTERM before that replacement was
+    seen, two pods down at once where the server had let one go. Static and DaemonSet pods are
+    not counted by the budgets and the kubelet terminates them before their mirror or API
+    object goes: left as they are."""
+    out: dict[str, float] = {}
+    for stamp, event, pod in log:
+        uid = pod["metadata"]["uid"]
+        if uid in out or stamp > t1 or owner(pod) is None:
+            continue
+        reason = disruption(pod)
+        if reason == "TerminationByKubelet":
+            out[uid] = math.inf  # the kubelet's own: never moved
+        elif event == "DELETED" or pod["metadata"].get("deletionTimestamp") or reason is not None:
+            out[uid] = stamp
+    return {uid: at for uid, at in out.items() if at != math.inf}
 
 
 KILLING = re.compile(r'"Killing container with a grace period" pod="[^"]+" podUID="([^"]+)"')
