@@ -595,6 +595,13 @@ def gns_rows(g: dict[str, Any]) -> list[Row]:
             lambda r: ",".join(str(b["max_down_from_sigterm"]) for b in r["budgets"].values()),
         ),
         both(
+            "SIGTERMs logged before the watch showed their pod's deletion (most by, s)",
+            lambda r: (
+                f"{r.get('sigterms_before_their_deletion_was_seen')} "
+                f"({r.get('watch_lag_behind_sigterm_max_seconds')})"
+            ),
+        ),
+        both(
             "Deployment pods replaced elsewhere (Running) before the reboot",
             lambda r: f"{r['replaced_elsewhere_before_reboot']}/{r['deployment_pods']}",
         ),

@@ -194,6 +194,8 @@ def analyse(
         (max(at, deleted_seen.get(uid, at)), "SIGTERM", None, uid)
         for uid, at in (sigterm_at or {}).items()
     ]
+    # how far the watch showed deletions behind the kubelet's SIGTERMs (what was reordered)
+    lags = [deleted_seen[u] - at for u, at in (sigterm_at or {}).items() if u in deleted_seen]
     timeline.sort(key=lambda e: e[0])
     for stamp, event, maybe_pod, uid in timeline:
         if maybe_pod is None:
@@ -267,6 +269,8 @@ def analyse(
         if sigterm_at
         else None,
         "sigterms_seen": len(sigterm_at or {}),
+        "sigterms_before_their_deletion_was_seen": sum(1 for lag in lags if lag > 0),
+        "watch_lag_behind_sigterm_max_seconds": round(max(lags), 3) if lags else None,
         "deployment_pods": sum(1 for p in on_node.values() if owner(p) is not None),
         "replaced_elsewhere_before_reboot": replaced,
     }
