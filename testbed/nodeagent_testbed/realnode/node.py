@@ -182,12 +182,17 @@ def cni(network: NodeNetwork | None) -> dict[str, Any]:
     (its /proc/sys/net is writable), which reach the other nodes' pods by the routes of
     NodeNetwork, unmasqueraded."""
     subnet = network.pod_subnet if network else POD_SUBNET
+    ipam: dict[str, Any] = {"type": "host-local", "ranges": [[{"subnet": subnet}]]}
+    if network is not None:
+        # isGateway only puts the gateway's address on the bridge: without this route a pod
+        # has none beyond its subnet, and its answers to anything else are dropped
+        ipam["routes"] = [{"dst": "0.0.0.0/0"}]
     bridge = {
         "type": "bridge",
         "bridge": BRIDGE,
         "isGateway": network is not None,
         "ipMasq": False,
-        "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]]},
+        "ipam": ipam,
     }
     return {"cniVersion": "0.4.0", "name": "nodeagent-test", "plugins": [bridge]}
 
