@@ -456,3 +456,45 @@ async def test_a_shutdown_held_by_the_limit_still_lets_go_at_its_budget(limited:
         reason = await task
     assert reason == "the shutdown budget is nearly spent"
     assert 4.5 <= loop.time() - t0 < 6.5
+
+
+HOLD = "test.nodeagent.io/hold"  # keeps an evicted pod Terminating until the test lets go
+
+
+def imperative_message(env: Env) -> str:
+    return " ".join(
+        str(e.get("message"))
+        for r in env.requests()
+        for e in (r.get("status") or {}).get("interceptors") or []
+    )
+
+
+async def test_an_evicted_pod_is_not_said_refused_while_it_terminates(evicting: Env) -> None:
+    """The budget refused web-1, then allowed it: from its eviction on, for its whole
+    termination (a finalizer keeps it), neither its EvictionRequest nor the maintenance's
+    Blocked By says the budget refuses or holds it."""
+    env = evicting
+    await env.kube.create(PDBS, pdb("web", "web", 2), "default")
+    await env.bare_pod("web-1", "node-1", labels={"app": "web"})
+    await env.bare_pod("web-2", "node-2", labels={"app": "web"})
+    await env.kube.patch(PODS, "web-1", {"metadata": {"finalizers": [HOLD]}}, "default")
+    await env.maintenance("kernel", ["node-1"])
+    await env.until(lambda: "PodDisruptionBudget web" in blocked_by(env, "kernel"), timeout=30)
+    await env.kube.patch(PDBS, "web", {"spec": {"minAvailable": 1}}, "default")
+    try:
+        await env.until(
+            lambda: bool(((env.pod("default", "web-1") or {}).get("metadata") or {}).get(
+                "deletionTimestamp")),
+            timeout=30,
+        )  # fmt: skip
+        await env.until(lambda: "Evicted the pod" in imperative_message(env), timeout=30)
+        (request,) = env.requests()
+        messages = [e.get("message", "") for e in request["status"]["interceptors"]]
+        assert not [m for m in messages if "disruption budget" in m.lower()], messages
+        await env.until(lambda: "refused" not in blocked_by(env, "kernel"), timeout=30)
+        said = blocked_by(env, "kernel")
+        assert "PodDisruptionBudget" not in said, said
+        assert env.pod("default", "web-1") is not None  # still terminating
+    finally:
+        await env.kube.patch(PODS, "web-1", {"metadata": {"finalizers": []}}, "default")
+    await env.until(lambda: is_true(env, "kernel", "Drained"), timeout=30)
