@@ -258,3 +258,28 @@ def evictor_message(env: Env, pod: Obj) -> str:
         if r["name"] == IMPERATIVE_RESPONDER:
             return str(r.get("message", ""))
     return ""
+
+
+HOLD = "test.nodeagent.io/hold"  # keeps an evicted pod Terminating until the test lets go
+
+
+async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates(
+    env: Env,
+) -> None:
+    """The budget held web-0 back, then let it go: for its whole termination (a finalizer
+    keeps it) the evictor's entry says it evicted the pod, not that the budget holds it."""
+    pod = await env.pod("web-0", app="web")
+    await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": [HOLD]}}, "default")
+    await budget(env.admin, "web", min_available=1)
+    await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
+    await env.request(pod, "drain-web-0")
+    await env.until(lambda: "budget" in evictor_message(env, pod).lower())
+    await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
+    try:
+        await env.until(lambda: "Evicted the pod" in evictor_message(env, pod))
+        terminating = env.view.get(PODS, "web-0", "default") or {}
+        assert terminating["metadata"].get("deletionTimestamp"), terminating
+        assert "budget" not in evictor_message(env, pod).lower()
+    finally:
+        await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": []}}, "default")
+    await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
