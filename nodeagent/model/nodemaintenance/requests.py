@@ -66,6 +66,8 @@ class NodeRequests:
     refused: _Refused | None
     """The first (by namespace and name) whose eviction the imperative interceptor reports
     refused."""
+    terminating: tuple[str, str] | None = None
+    """The first (namespace, name) that is terminating (evicted or deleted, still there)."""
 
 
 def eviction_request_body(
@@ -123,6 +125,7 @@ def node_requests(
     deletes: list[EvictionRequestDelete] = []
     patches: list[RequesterPatch] = []
     refused: list[_Refused] = []
+    terminating: list[tuple[str, str]] = []
     for ref in refs:
         er = views.get(ref.uid)
         if er is not None and (cause := refusal(er)) is not None:
@@ -130,6 +133,8 @@ def node_requests(
         pod = on.by_uid.get(ref.uid)
         if pod is None:
             continue
+        if deleting(pod):
+            terminating.append((ref.namespace, ref.name))
         if er is None:
             # A terminating pod is leaving already; its request (if it had one) may be
             # gone with it before the pod informer shows the pod gone.
@@ -166,6 +171,7 @@ def node_requests(
         tuple(deletes),
         tuple(patches),
         min(refused, default=None),
+        min(terminating, default=None),
     )
 
 

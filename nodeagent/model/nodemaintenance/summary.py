@@ -5,7 +5,8 @@ nodeStatuses), and the drainMessage notes.
 current drain plan ``entry`` (``Default<=1000000000 (1 of 3)``) and ``blockedBy``, one line on
 what holds the maintenance now: the Valid=False reason, a targeted pod whose eviction the
 imperative interceptor saw refused (named with the refusal's cause, without the retry count),
-or the first undrained node that waits for other nodes or is limited by another maintenance.
+the first undrained node that waits for other nodes or is limited by another maintenance, or
+else the first targeted pod that is terminating.
 Only podsLeft changes with every pod that leaves (the shell writes such progress at a limited
 rate); the other fields change when what they show changes."""
 
@@ -63,6 +64,16 @@ def _refused_pod(drain: MaintenanceDrain, requests: RequestReader) -> str | None
     return f"pod {namespace}/{name}: eviction refused by {cause}"
 
 
+def _terminating_pod(drain: MaintenanceDrain, requests: RequestReader) -> str | None:
+    """The first targeted pod (by namespace and name) that is terminating: evicted or deleted,
+    its containers still stopping (or a finalizer keeping it)."""
+    found = [t for ns in drain.nodes if (t := requests.on(ns).terminating) is not None]
+    if not found:
+        return None
+    namespace, name = min(found)
+    return f"pod {namespace}/{name}: terminating"
+
+
 def _waiting_node(drain: MaintenanceDrain) -> str | None:
     """The first undrained node that waits for other nodes or another maintenance, or whose
     shutdown maintenance is ignored."""
@@ -86,7 +97,11 @@ def drain_summary(
         "entry": f"{drain.current_entry.describe()} ({drain.entry_index + 1} of {plan_length})",
     }
     if not drain.drained:
-        blocked = _refused_pod(drain, requests) or _waiting_node(drain)
+        blocked = (
+            _refused_pod(drain, requests)
+            or _waiting_node(drain)
+            or _terminating_pod(drain, requests)
+        )
         if blocked is not None:
             summary["blockedBy"] = one_line(blocked)
     return summary

@@ -128,3 +128,21 @@ def test_only_pods_left_is_progress() -> None:
     assert progress_only(old, {"summary": {**old["summary"], "podsLeft": 2}})
     assert not progress_only(old, {"summary": {**old["summary"], "nodes": "1/1 drained"}})
     assert not progress_only(old, {"summary": {"nodes": "0/1 drained", "podsLeft": 2}})
+
+
+def test_blocked_by_a_terminating_pod_once_nothing_else_holds() -> None:
+    """An evicted pod still stopping (or kept by a finalizer) is what the drain waits for."""
+    w = World()
+    w.pod("web-1", "one")
+    w.pod("web-2", "one")
+    w.maintenance("m", ["one"])
+    w.settle()
+    for uid, pod in list(w.pods.items()):
+        if pod["metadata"]["name"] == "web-2":
+            leaving = {**pod["metadata"], "deletionTimestamp": "2024-05-01T10:00:00Z"}
+            w.pods[uid] = {**pod, "metadata": leaving}
+    w.settle()
+    assert summary(w, "m")["blockedBy"] == "pod default/web-2: terminating"
+    w.remove_pod("web-2")
+    w.settle()
+    assert "blockedBy" not in summary(w, "m")
