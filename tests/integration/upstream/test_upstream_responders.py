@@ -70,7 +70,8 @@ def tainted(env: Env, node: str) -> bool:
 
 
 def states(eviction: Obj) -> dict[str, str]:
-    return {t["name"]: t["state"] for t in eviction["status"]["targetResponders"]}
+    responders = (eviction.get("status") or {}).get("targetResponders") or []
+    return {t["name"]: t["state"] for t in responders}
 
 
 async def test_a_maintenance_drains_daemonset_and_annotated_pods_upstream(env: Env) -> None:
@@ -154,13 +155,17 @@ async def test_a_withdrawn_request_takes_the_annotation_back(env: Env) -> None:
     def eviction() -> Any:
         return env.view.get(EVICTIONS, db["metadata"]["uid"], "default") or {}
 
-    assert states(eviction())[MOVER_RESPONDER] == "Active"
+    # the Eviction and the pod come through two watches: wait for the view to show both
+    await env.until(lambda: states(eviction()).get(MOVER_RESPONDER) == "Active")
     await env.admin.patch(
         UPSTREAM_EVICTIONREQUESTS, "rebalance", {"spec": {"intent": "Withdrawn"}}, "default"
     )
     await env.until(lambda: not annotated(env.view.get(PODS, "db-0", "default")))
-    failed = condition(eviction()["status"], "Failed") or {}
-    assert failed.get("reason") == "CanceledDueToNoRequesters"
+    def failed() -> Obj:
+        return condition(eviction().get("status") or {}, "Failed") or {}
+
+    await env.until(lambda: failed().get("status") == "True")
+    assert failed().get("reason") == "CanceledDueToNoRequesters"
     kept = env.view.get(PODS, "db-0", "default")
     assert kept is not None and kept["metadata"]["uid"] == db["metadata"]["uid"]
     assert UPSTREAM_REQUESTER not in str(eviction()["status"]["requesters"])
