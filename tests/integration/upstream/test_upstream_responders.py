@@ -6,6 +6,7 @@ upstream API; a withdrawn request of someone else's takes the annotation back.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -161,7 +162,7 @@ async def test_a_withdrawn_request_takes_the_annotation_back(env: Env) -> None:
         UPSTREAM_EVICTIONREQUESTS, "rebalance", {"spec": {"intent": "Withdrawn"}}, "default"
     )
     await env.until(lambda: not annotated(env.view.get(PODS, "db-0", "default")))
-    def failed() -> Obj:
+    def failed() -> Mapping[str, Any]:
         return condition(eviction().get("status") or {}, "Failed") or {}
 
     await env.until(lambda: failed().get("status") == "True")
