@@ -47,7 +47,6 @@ from nodeagent.model.tolerations import tolerates
 __all__ = [
     "DEPARTED_FOR",
     "DRY_RUN",
-    "RETRY_AFTER",
     "BridgeSettings",
     "Departed",
     "EvictionAttempt",
@@ -59,9 +58,6 @@ __all__ = [
     "opted_out",
 ]
 
-RETRY_AFTER = 5
-"""Seconds a client is told to wait before it tries again (``kubectl drain`` waits 5 s
-whatever it is told)."""
 DEPARTED_FOR = timedelta(minutes=5)
 """How long a name-only eviction of a pod whose predecessor the bridge asked to evict is
 answered 404. A client retries every few seconds, so it learns within this. A new drain of the
@@ -103,7 +99,6 @@ class BridgeSettings:
     """Wait for ``daemonset.apps.k8s.io`` too. It acts only within a NodeMaintenance, so by
     default the bridge does not wait for it (nor for ``kubelet.k8s.io``)."""
     static_pods: bool = False
-    retry_after: int = RETRY_AFTER
     departed_for: timedelta = DEPARTED_FOR
     responders: ResponderNames | None = None
     """On the upstream API (`upstream`): the pod's own ``spec.evictionResponders`` are waited
@@ -149,7 +144,6 @@ class Verdict:
     """Briefly, for metrics and logs."""
     message: str = ""
     code: int = 200
-    retry_after: int | None = None
     write: Write | None = None
 
     @property
@@ -304,13 +298,12 @@ def _by_request(
     namespace = str(metadata_of(pod).get("namespace") or "")
     if request is None:
         return _wait(
-            settings,
             f"nodeagent asked for the eviction of pod {ref} with an EvictionRequest; "
             f"interceptor {first} goes first",
             EvictionRequestCreate(namespace, _body(pod)),
         )
     if request.deleting:
-        return _wait(settings, f"the last EvictionRequest of pod {ref} is being deleted")
+        return _wait(f"the last EvictionRequest of pod {ref} is being deleted")
     if request.evicted:
         return Verdict(True, "leaving")
     if request.canceled:
@@ -320,7 +313,6 @@ def _by_request(
             # eviction's turn, the eviction goes ahead and the disruption budgets decide.
             return Verdict(True, "turn")
         return _wait(
-            settings,
             f"nodeagent asked again for the eviction of pod {ref} (its last EvictionRequest "
             f"was canceled); interceptor {first} goes first",
             RecreateRequest(
@@ -354,27 +346,26 @@ def _by_turn(
         )
     if active is None:
         return _wait(
-            settings,
             f"the EvictionRequest of pod {ref} waits for its first interceptor ({first}) "
             "to be given its turn",
             add,
         )
     said = request.entry(active).message
     return _wait(
-        settings,
         f"interceptor {active} is handling the eviction of pod {ref}"
         + (f": {said}" if said else ""),
         add,
     )
 
 
-def _wait(settings: BridgeSettings, why: str, write: Write | None = None) -> Verdict:
+def _wait(why: str, write: Write | None = None) -> Verdict:
+    """A 429 without Retry-After: client-go retries a 429 that carries one by itself, up to ten
+    times and past ``kubectl drain --timeout``, and prints nothing; without it the caller sees
+    each answer (kubectl: "will retry after 5s" and this message) and keeps its own pace."""
     return Verdict(
         False,
         "waiting",
-        f"{why}; the eviction is allowed when its turn reaches {IMPERATIVE_INTERCEPTOR}, "
-        f"retry in {settings.retry_after}s",
+        f"{why}; the eviction is allowed when its turn reaches {IMPERATIVE_INTERCEPTOR}",
         code=429,
-        retry_after=settings.retry_after,
         write=write,
     )

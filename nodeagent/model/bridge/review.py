@@ -87,8 +87,8 @@ def allowed_review(uid: str, warning: str | None = None) -> dict[str, Any]:
 
 def review(uid: str, verdict: Verdict) -> dict[str, Any]:
     """The AdmissionReview answering with ``verdict`` (an allowed one's message as a warning).
-    A denial's status carries its code,
-    reason and ``retryAfterSeconds`` (the API server turns the latter into Retry-After)."""
+    A denial's status carries its code and reason, and no ``retryAfterSeconds`` (see
+    :func:`nodeagent.model.bridge.decision._wait`)."""
     if verdict.allowed:
         return allowed_review(uid, verdict.message or None)
     status: dict[str, Any] = {
@@ -97,6 +97,4 @@ def review(uid: str, verdict: Verdict) -> dict[str, Any]:
         "reason": verdict.reason,
         "message": verdict.message,
     }
-    if verdict.retry_after is not None:
-        status["details"] = {"retryAfterSeconds": verdict.retry_after}
     return _envelope({"uid": uid, "allowed": False, "status": status})

@@ -1,7 +1,7 @@
 """The eviction bridge on the real control plane with the real `kubectl drain` (issue 28):
 kube-apiserver calls the bridge's webhook (realbridge.py), the whole leader runs as the
 controllers' ServiceAccount with its annotate-and-wait interceptors, and a test operator moves
-the pod it is asked to move. The drain waits (429s with Retry-After) until the pod has moved
+the pod it is asked to move. The drain waits (429s, each printed by kubectl) until the pod has moved
 under its name, then gets 404 for the pod it meant; a pod without interceptors is evicted at
 once, untouched; a Strimzi-style rolling update (the operator deletes the pod, its StatefulSet
 makes it again elsewhere) is waited for the same way; with the bridge down or hanging
@@ -114,8 +114,8 @@ async def test_kubectl_drain_waits_for_the_operator_to_move_the_pod(
         moving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await moving
-    # kubectl's eviction was answered 429 with Retry-After (its client, client-go, waits that
-    # long and asks again by itself, so kubectl prints nothing of it) while the bridge asked
+    # kubectl's eviction was answered 429 (no Retry-After: kubectl prints it and retries at
+    # its own pace, 5 s) while the bridge asked
     # for the eviction with an EvictionRequest and the mover had the operator move the pod;
     # then 404: the pod it meant is gone
     answered = bridge.server.bridge.metrics.answered()
@@ -242,3 +242,22 @@ async def test_a_bridge_that_hangs_costs_an_eviction_the_timeout_and_no_more(
     assert 4 < took < 30, took
     await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)
     assert str(db["metadata"]["uid"]) not in requests.seen
+
+
+async def test_kubectl_drain_keeps_its_timeout_and_prints_why_it_waits(
+    env: Env, bridge: RealBridge, kubectl: Kubectl
+) -> None:
+    # nobody moves the pod: the drain must end at its own timeout, having said each time why
+    db = await pinned_pod(env.admin, "db-0", "node-1", app="db")
+    await cached(env, bridge, db)
+    started = time.monotonic()
+    result = await kubectl.run("drain", "node-1", "--ignore-daemonsets", "--force", "--timeout=12s")
+    took = time.monotonic() - started
+    assert result.code != 0 and "global timeout reached: 12s" in result.err, result.err
+    # kubectl checks its timeout between retries 5 s apart: with a Retry-After in the 429,
+    # client-go retried each eviction ten times by itself first (55 s, nothing printed)
+    assert took < 25, took
+    retries = [line for line in result.err.splitlines() if "will retry after 5s" in line]
+    assert 2 <= len(retries) <= 4, result.err
+    assert all(f"interceptor {MOVER.name}" in line for line in retries), result.err
+    assert bridge.server.bridge.metrics.answered()["waiting"] == len(retries)
