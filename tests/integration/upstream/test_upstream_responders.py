@@ -162,6 +162,7 @@ async def test_a_withdrawn_request_takes_the_annotation_back(env: Env) -> None:
         UPSTREAM_EVICTIONREQUESTS, "rebalance", {"spec": {"intent": "Withdrawn"}}, "default"
     )
     await env.until(lambda: not annotated(env.view.get(PODS, "db-0", "default")))
+
     def failed() -> Mapping[str, Any]:
         return condition(eviction().get("status") or {}, "Failed") or {}
 
