@@ -137,10 +137,11 @@ def decide(
         # nobody reads what would be made or written (on the real server mostly a 404 anyway)
         return EvictionPlan(invalid=invalid)
     if ours is None:
-        wanted = "Eviction" in intents.values()
-        create = None
-        if wanted:
-            create = _new_eviction(target, requests, intents, _pod_state(target, pod, responders))
+        if "Eviction" not in intents.values():
+            return EvictionPlan(invalid=invalid)
+        if (why := _invalid_target(target, pod)) is not None:
+            return EvictionPlan(invalid=invalid, requests=_refused_requests(requests, why, now))
+        create = _new_eviction(target, requests, intents, _pod_state(target, pod, responders))
         return EvictionPlan(create=create, invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
@@ -186,7 +187,14 @@ def _intents(requests: Sequence[Mapping[str, Any]]) -> dict[str, Intent]:
 def _adopt(evictions: Sequence[Mapping[str, Any]]) -> tuple[Obj | None, list[Mapping[str, Any]]]:
     """The target's Eviction (the oldest one not refused) and the duplicates to refuse."""
     live = [e for e in evictions if not deleting(e) and not _refused(mapping(e, "status"))]
-    live.sort(key=lambda e: (str(metadata_of(e).get("creationTimestamp", "")), _name(e)))
+    # creation times have whole seconds: within one, the one under way (with responders) wins
+    live.sort(
+        key=lambda e: (
+            str(metadata_of(e).get("creationTimestamp", "")),
+            not items(mapping(e, "status"), "targetResponders"),
+            _name(e),
+        )
+    )
     if not live:
         return None, []
     duplicates = [e for e in live[1:] if not _final(mapping(e, "status"))]
@@ -194,17 +202,23 @@ def _adopt(evictions: Sequence[Mapping[str, Any]]) -> tuple[Obj | None, list[Map
 
 
 def _invalid(eviction: Mapping[str, Any], now: datetime) -> StatusWrite:
-    message = "another Eviction of this target came first; one target has one Eviction"
-    conditions = set_condition(
-        items(mapping(eviction, "status"), "conditions"),
-        FAILED,
-        "True",
-        "EvictionInvalid",
-        message,
-        now,
-    )
+    """Refused with the pair, as upstream refuses a duplicate."""
+    message = "Active Eviction already exists for the same target."
+    conditions = items(mapping(eviction, "status"), "conditions")
+    conditions = set_condition(conditions, FAILED, "True", "EvictionInvalid", message, now)
+    conditions = set_condition(conditions, TARGET_EVICTED, "False", "EvictionFailed", "", now)
     md = metadata_of(eviction)
-    status = {**mapping(eviction, "status"), "conditions": conditions}
+    # the server refuses a final condition beside an Active responder
+    responders = [
+        {**t, "state": "Canceled"} if t.get("state") == "Active" else dict(t)
+        for t in items(mapping(eviction, "status"), "targetResponders")
+    ]
+    status = {
+        **mapping(eviction, "status"),
+        **({"targetResponders": responders} if responders else {}),
+        "conditions": conditions,
+        "observedGeneration": generation(eviction) or 1,
+    }
     return StatusWrite(_name(eviction), str(md.get("resourceVersion", "")), status)
 
 
@@ -238,6 +252,36 @@ def _new_eviction(
         },
         "spec": {"target": {"pod": {"name": target.name, "uid": target.uid}}},
     }
+
+
+def _invalid_target(target: Target, pod: Mapping[str, Any] | None) -> str | None:
+    """Why no Eviction is made for the requests of `target`: its pod is not there (before any
+    Eviction of it; once one exists, the pod gone is its end: PodDeleted)."""
+    if pod is None:
+        return "Target pod not found."
+    uid = metadata_of(pod).get("uid")
+    if uid != target.uid:
+        return f"Target pod UID mismatch: expected {target.uid}, got {uid}."
+    return None
+
+
+def _refused_requests(
+    requests: Sequence[Mapping[str, Any]], why: str, now: datetime
+) -> tuple[RequestStatus, ...]:
+    """Each live request refused as upstream refuses it (`Failed=True/EvictionInvalid` with
+    `TargetEvicted=False/EvictionFailed`), on the request alone: no Eviction is made."""
+    out = []
+    for r in requests:
+        if deleting(r):
+            continue
+        status = mapping(r, "status")
+        conditions = items(status, "conditions")
+        conditions = set_condition(conditions, FAILED, "True", "EvictionInvalid", why, now)
+        conditions = set_condition(conditions, TARGET_EVICTED, "False", "EvictionFailed", "", now)
+        want = {"conditions": conditions, "observedGeneration": generation(r) or 1}
+        if _differs(want, status):
+            out.append(RequestStatus(_name(r), want))
+    return tuple(out)
 
 
 def _request_statuses(

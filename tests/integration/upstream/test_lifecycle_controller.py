@@ -243,14 +243,33 @@ async def test_a_new_leader_carries_on_where_the_last_stopped(env: Env) -> None:
     assert found is not None and int(found.group(1) or found.group(2)) >= 3, said
 
 
-async def test_a_request_for_a_pod_already_gone_ends_evicted(env: Env) -> None:
+async def test_a_request_for_a_pod_that_is_not_there_is_refused(env: Env) -> None:
+    # as upstream's controller answers it: Failed=True/EvictionInvalid with
+    # TargetEvicted=False/EvictionFailed on the request, and no Eviction (it once said the pod
+    # was evicted: TargetEvicted=True/PodDeleted)
     pod = await env.pod("gone-0")
     await env.admin.delete(PODS, "gone-0", "default", grace_period_seconds=0)
     await env.until(lambda: env.view.get(PODS, "gone-0", "default") is None)
     await env.request(pod, "late")
-    await env.until(lambda: env.reason(env.eviction(pod), "TargetEvicted") == "True/PodDeleted")
-    # the first status already ends it: no responder was ever Active
-    assert env.state(pod, IMPERATIVE_RESPONDER) == "Inactive"
+    other = {"metadata": {"name": "web-0", "uid": "4a1d6c8e-0000-4000-8000-000000000000"}}
+    await env.pod("web-0")
+    await env.request(other, "wrong-uid")
+
+    def request(name: str) -> Obj:
+        return env.view.get(UPSTREAM_EVICTIONREQUESTS, name, "default") or {}
+
+    for name, said in (
+        ("late", "Target pod not found."),
+        ("wrong-uid", "Target pod UID mismatch: expected 4a1d6c8e-0000-4000-8000-000000000000"),
+    ):
+        await env.until(lambda n=name: env.reason(request(n), "Failed") == "True/EvictionInvalid")
+        assert env.reason(request(name), "TargetEvicted") == "False/EvictionFailed"
+        failed = condition(request(name)["status"], "Failed") or {}
+        assert str(failed.get("message", "")).startswith(said), failed
+        assert request(name)["status"]["observedGeneration"] == 1
+    assert env.view.list(EVICTIONS) == []
+    web = env.view.get(PODS, "web-0", "default")
+    assert web is not None and web["metadata"].get("deletionTimestamp") is None
 
 
 def evictor_message(env: Env, pod: Obj) -> str:
@@ -283,3 +302,28 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     finally:
         await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": []}}, "default")
     await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
+
+
+async def test_a_second_eviction_of_the_target_is_refused_with_the_pair(env: Env) -> None:
+    pod = await env.pod("web-0", (KEEPER, 10000))
+    await env.request(pod, "drain")
+    await env.until(lambda: env.state(pod, KEEPER) == "Active")
+    md = pod["metadata"]
+    await env.admin.create(
+        EVICTIONS,
+        {
+            "apiVersion": "lifecycle.k8s.io/v1alpha1",
+            "kind": "Eviction",
+            "metadata": {"name": "by-hand", "namespace": "default"},
+            "spec": {"target": {"pod": {"name": md["name"], "uid": md["uid"]}}},
+        },
+    )
+
+    def by_hand() -> Obj:
+        return env.view.get(EVICTIONS, "by-hand", "default") or {}
+
+    await env.until(lambda: env.reason(by_hand(), "Failed") == "True/EvictionInvalid")
+    # as upstream writes it: the pair and the generation seen
+    assert env.reason(by_hand(), "TargetEvicted") == "False/EvictionFailed"
+    assert by_hand()["status"]["observedGeneration"] == 1
+    assert env.state(pod, KEEPER) == "Active"  # the first one goes on

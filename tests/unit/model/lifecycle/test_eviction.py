@@ -306,6 +306,34 @@ def test_a_pod_of_the_same_name_with_another_uid_is_not_the_target() -> None:
     assert w.reason("TargetEvicted") == "True/PodDeleted"
 
 
+def request_reasons(r: Obj) -> dict[str, str]:
+    return {c["type"]: f"{c['status']}/{c['reason']}" for c in r["status"]["conditions"]}
+
+
+def test_a_request_for_a_pod_that_is_not_there_is_refused_with_no_eviction() -> None:
+    w = World(pod=None, requests=[request("drain", "acme.io/drainer")])
+    plan = w.step()
+    assert plan.create is None and w.eviction is None
+    assert request_reasons(w.requests[0]) == {
+        "Failed": "True/EvictionInvalid",
+        "TargetEvicted": "False/EvictionFailed",
+    }
+    assert w.requests[0]["status"]["conditions"][0]["message"] == "Target pod not found."
+    w.now += timedelta(minutes=1)
+    assert w.step() == EvictionPlan()  # said once
+
+
+def test_a_request_for_another_uid_of_the_name_is_refused() -> None:
+    other = pod()
+    other["metadata"]["uid"] = "another"
+    w = World(pod=other, requests=[request("drain", "acme.io/drainer")])
+    w.step()
+    assert w.eviction is None
+    assert request_reasons(w.requests[0])["Failed"] == "True/EvictionInvalid"
+    message = w.requests[0]["status"]["conditions"][0]["message"]
+    assert message == f"Target pod UID mismatch: expected {UID}, got another."
+
+
 def test_a_terminal_pod_ends_it_evicted() -> None:
     w = started()
     assert w.pod is not None
@@ -370,8 +398,14 @@ def test_a_second_eviction_of_the_target_is_refused_the_first_adopted() -> None:
     }
     plan = decide(TARGET, w.requests, [other, w.eviction], w.pod, w.now)
     assert [s.name for s in plan.invalid] == ["by-hand"]
-    failed = condition(plan.invalid[0].status, "Failed")
-    assert failed is not None and failed["reason"] == "EvictionInvalid"
+    refused = plan.invalid[0].status
+    pair = {c["type"]: (c["status"], c["reason"]) for c in refused["conditions"]}
+    # the pair and the generation seen, as upstream writes them
+    assert pair == {
+        "Failed": ("True", "EvictionInvalid"),
+        "TargetEvicted": ("False", "EvictionFailed"),
+    }
+    assert refused["observedGeneration"] == 1
     assert plan.create is None and plan.status is None
 
 
@@ -477,3 +511,20 @@ def _happen(w: World, event: str) -> None:
     elif event == "new-requester":
         n = len(w.requests)
         w.requests.append(request(f"r{n}", f"acme.io/r{n}"))
+
+
+def test_within_one_second_the_eviction_under_way_is_kept() -> None:
+    w = started()
+    assert w.eviction is not None
+    other: Obj = {
+        "metadata": {
+            "name": "0-by-hand",  # sorts first by name
+            "namespace": "default",
+            "uid": "other",
+            "resourceVersion": "7",
+            "creationTimestamp": w.eviction["metadata"]["creationTimestamp"],
+        },
+        "spec": {"target": {"pod": {"name": "web-0", "uid": UID}}},
+    }
+    plan = decide(TARGET, w.requests, [other, w.eviction], w.pod, w.now)
+    assert [s.name for s in plan.invalid] == ["0-by-hand"]
