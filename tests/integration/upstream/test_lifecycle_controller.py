@@ -296,8 +296,12 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
     try:
         await env.until(lambda: "Evicted the pod" in evictor_message(env, pod))
-        terminating = env.view.get(PODS, "web-0", "default") or {}
-        assert terminating["metadata"].get("deletionTimestamp"), terminating
+        # the pod comes through another watch than the Eviction: wait for it to show
+        await env.until(
+            lambda: ((env.view.get(PODS, "web-0", "default") or {}).get("metadata") or {}).get(
+                "deletionTimestamp"
+            )
+        )
         assert "budget" not in evictor_message(env, pod).lower()
     finally:
         await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": []}}, "default")
