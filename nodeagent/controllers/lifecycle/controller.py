@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from nodeagent.kube.controller import Controller, Result, SharedInformers
@@ -74,11 +74,19 @@ class LifecycleEvictionController(Controller):
         self.enqueue_on(self.requests, target_index)
         self.enqueue_on(self.evictions, target_index)
         self.enqueue_on(self.pods, self._keys_for_pod)
+        # when each target was seen deleted: its Active responder gets upstream's delay after
+        # that to report its completion (keys of targets with requests only; dropped with them)
+        self._gone_at: dict[str, datetime] = {}
+        self.pods.add_handler(None, None, self._seen_gone)
 
     def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
         md = metadata_of(pod)
         key = f"{md.get('namespace')}/{md.get('uid')}"
         return [key] if self.requests.store.index_keys("target", key) else []
+
+    def _seen_gone(self, pod: Obj) -> None:
+        for key in self._keys_for_pod(pod):
+            self._gone_at.setdefault(key, self._clock())
 
     async def reconcile(self, key: str) -> Result | None:
         namespace, _, uid = key.partition("/")
@@ -86,6 +94,7 @@ class LifecycleEvictionController(Controller):
         evictions = self.evictions.store.by_index("target", key)
         named = next((_target(o).get("name") for o in (*requests, *evictions)), None)
         if not isinstance(named, str):
+            self._gone_at.pop(key, None)
             return None  # nothing of this pod is left
         pod = self.pods.store.get(f"{namespace}/{named}")
         plan = decide(
@@ -96,6 +105,7 @@ class LifecycleEvictionController(Controller):
             self._clock(),
             self._deadline,
             our_responders(pod, self._names),
+            self._gone_at.get(key),
         )
         await self._apply(namespace, plan)
         return Result(plan.requeue_after) if plan.requeue_after is not None else None

@@ -4,7 +4,8 @@ Every EvictionRequest names a target pod (by name and UID) and a requester with 
 requests of one target share one Eviction, which the controller makes, owns through the
 requests (the garbage collector removes it with the last of them) and moves on: its
 responders, highest priority first, get the Active state one at a time; each ends Completed
-(it reported `completionTime`), Interrupted (its heartbeat lapsed) or Canceled (every
+(it reported `completionTime`), Interrupted (its heartbeat lapsed, or the pod ended and
+`GRACEFUL_COMPLETION_DELAY` passed before it reported) or Canceled (every
 requester withdrew). The Eviction ends when the pod is gone or terminal (`TargetEvicted`), or
 with `Failed` when no responder is left or no requester wants the eviction any more. Each
 request gets the Eviction's two conditions copied into its status.
@@ -44,6 +45,7 @@ __all__ = [
     "COMPLETION_GRACE",
     "EVICTIONS_API_VERSION",
     "FAILED",
+    "GRACEFUL_COMPLETION_DELAY",
     "SERVER_HEARTBEAT_DEADLINE",
     "TARGET_EVICTED",
     "EvictionPlan",
@@ -61,6 +63,15 @@ SERVER_HEARTBEAT_DEADLINE = timedelta(minutes=20)
 COMPLETION_GRACE = timedelta(seconds=10)
 """How long the last responder's completion waits for the pod to be seen terminating or gone
 before the Eviction fails with no responder left."""
+
+GRACEFUL_COMPLETION_DELAY = timedelta(seconds=5)
+"""Upstream's GracefulCompletionDelay: the pod gone or terminal while the Active responder has
+not reported `completionTime`, the Eviction waits this long after the pod's deletion for it
+to; then the responder is Interrupted and the Eviction ends."""
+_ENDED = {
+    "PodDeleted": "Target pod has been deleted.",
+    "PodTerminal": "Pod has reached terminal state.",
+}
 
 Intent = Literal["Eviction", "Withdrawn"]
 Obj = dict[str, Any]
@@ -114,6 +125,7 @@ class _Pod:
     gone: str | None  # PodDeleted or PodTerminal, once it is
     terminating: bool
     obj: Mapping[str, Any] | None = field(default=None, compare=False)
+    deleted_at: datetime | None = None  # its deletionTimestamp, or when it was seen gone
     ours: Sequence[Responder] = ()
 
 
@@ -125,10 +137,12 @@ def decide(
     now: datetime,
     heartbeat_deadline: timedelta = SERVER_HEARTBEAT_DEADLINE,
     responders: Sequence[Responder] = (),
+    gone_at: datetime | None = None,
 ) -> EvictionPlan:
     """The writes that move `target`'s Eviction on. `requests` and `evictions` are those of the
     target's UID; `pod` the pod of its name, whatever its UID; `responders` nodeagent's
-    responders of the pod, which a new Eviction lists with the pod's own."""
+    responders of the pod, which a new Eviction lists with the pod's own; `gone_at` when the
+    target was seen deleted, if it was."""
     intents = _intents(requests)
     ours, duplicates = _adopt(evictions)
     invalid = tuple(_invalid(e, now) for e in duplicates)
@@ -141,7 +155,9 @@ def decide(
             return EvictionPlan(invalid=invalid)
         if (why := _invalid_target(target, pod)) is not None:
             return EvictionPlan(invalid=invalid, requests=_refused_requests(requests, why, now))
-        create = _new_eviction(target, requests, intents, _pod_state(target, pod, responders))
+        create = _new_eviction(
+            target, requests, intents, _pod_state(target, pod, responders, gone_at)
+        )
         return EvictionPlan(create=create, invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
@@ -149,7 +165,7 @@ def decide(
         return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
     new_status, requeue = _next_status(
-        status, intents, _pod_state(target, pod, responders), now, deadline
+        status, intents, _pod_state(target, pod, responders, gone_at), now, deadline
     )
     new_status["observedGeneration"] = generation(ours) or 1
     write = None
@@ -307,11 +323,19 @@ def _request_statuses(
 # -- the Eviction's status ---------------------------------------------------------------------
 
 
-def _pod_state(target: Target, pod: Mapping[str, Any] | None, ours: Sequence[Responder]) -> _Pod:
+def _pod_state(
+    target: Target,
+    pod: Mapping[str, Any] | None,
+    ours: Sequence[Responder],
+    gone_at: datetime | None,
+) -> _Pod:
     if pod is None or metadata_of(pod).get("uid") != target.uid:
-        return _Pod(gone="PodDeleted", terminating=False)
+        return _Pod(gone="PodDeleted", terminating=False, deleted_at=gone_at)
     if mapping(pod, "status").get("phase") in ("Succeeded", "Failed"):
-        return _Pod(gone="PodTerminal", terminating=False, obj=pod, ours=ours)
+        deleted_at = parse_time(metadata_of(pod).get("deletionTimestamp"))
+        return _Pod(
+            gone="PodTerminal", terminating=False, obj=pod, ours=ours, deleted_at=deleted_at
+        )
     return _Pod(gone=None, terminating=deleting(pod), obj=pod, ours=ours)
 
 
@@ -335,15 +359,34 @@ def _next_status(
         # the server wants all Inactive when the first status already ends it
         _first_responders(out, pod, activate=pod.gone is None and wanted, now=now)
     if pod.gone is not None:
-        _end(out, "Canceled", TARGET_EVICTED, pod.gone, "the pod is gone", now)
+        if (wait := _completion_wait(out, pod, now)) is not None:
+            _awaiting(out, now)  # the Active responder may still say it is done
+            return out, wait
+        _end(out, "Interrupted", TARGET_EVICTED, pod.gone, _ENDED[pod.gone], now)
         return out, None
     if not wanted:
         why = "every requester withdrew its eviction request"
         _end(out, "Canceled", FAILED, "CanceledDueToNoRequesters", why, now)
         return out, None
+    _awaiting(out, now)
+    return _advance(out, pod, now, deadline)
+
+
+def _awaiting(out: Obj, now: datetime) -> None:
     _set(out, TARGET_EVICTED, "False", "AwaitingEviction", "the pod is running", now)
     _set(out, FAILED, "False", "AwaitingEviction", "a responder is evicting the pod", now)
-    return _advance(out, pod, now, deadline)
+
+
+def _completion_wait(out: Obj, pod: _Pod, now: datetime) -> float | None:
+    """Seconds the end of a gone or terminal pod waits for its Active responder's completion
+    (upstream's shouldDeferCompletion), or None: there is none, it completed, or time is up."""
+    active = next((t for t in out["targetResponders"] if t.get("state") == "Active"), None)
+    if active is None or pod.deleted_at is None:
+        return None
+    if _responder(out, str(active.get("name"))).get("completionTime"):
+        return None
+    left = (pod.deleted_at + GRACEFUL_COMPLETION_DELAY - now).total_seconds()
+    return left if left > 0 else None
 
 
 def _requesters(status: Mapping[str, Any], intents: Mapping[str, Intent]) -> list[Obj]:
@@ -424,15 +467,15 @@ def _fail_no_responder(out: Obj, now: datetime) -> None:
 
 def _end(out: Obj, active_state: str, type_: str, reason: str, message: str, now: datetime) -> None:
     """A final condition, and the active responder stopped with it: Completed if it said it
-    was done, else Canceled (what it was doing is moot: the pod is gone, or no requester wants
-    it gone)."""
+    was done, else `active_state` (Interrupted: the pod ended before it said so; Canceled: no
+    requester wants the pod gone)."""
     for t in out["targetResponders"]:
         if t.get("state") == "Active":
             done = _responder(out, str(t.get("name"))).get("completionTime")
             t["state"] = "Completed" if done else active_state
     if type_ == TARGET_EVICTED:
         _set(out, TARGET_EVICTED, "True", reason, message, now)
-        _set(out, FAILED, "False", "Succeeded", "the pod is evicted", now)
+        _set(out, FAILED, "False", "Succeeded", "", now)
     else:
         _set(out, FAILED, "True", reason, message, now)
         _set(out, TARGET_EVICTED, "False", "EvictionFailed", "the eviction was canceled", now)

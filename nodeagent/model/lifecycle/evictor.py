@@ -5,8 +5,9 @@ As the CRD's imperative interceptor (`controllers.evictionrequest.imperative`): 
 budget-aware (held back while the cached budget allows nothing, at most HELD_AT_MOST), a
 refusal is retried after a backoff doubling up to `eviction.backoffCap` and counted in the
 message, and DaemonSet and mirror pods are not evicted (the API cannot keep them off the node):
-the evictor completes at once saying so. It completes as the server accepts the eviction; the
-controller waits for the pod's end (`COMPLETION_GRACE`) before it calls the Eviction failed."""
+the evictor completes at once saying so. It completes as the server accepts the eviction (the
+controller waits for the pod's end, `COMPLETION_GRACE`, before it calls the Eviction failed),
+or as the pod is gone or terminal, whoever ended it."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from nodeagent.model.interceptors.imperative import (
 )
 from nodeagent.model.lifecycle.eviction import SERVER_HEARTBEAT_DEADLINE
 from nodeagent.model.names import IMPERATIVE_RESPONDER
-from nodeagent.model.podstate import pod_terminating
+from nodeagent.model.podstate import pod_phase, pod_terminal, pod_terminating
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = ["EvictorTurn", "active_evictor", "evictor_turn", "requesters_of"]
@@ -123,12 +124,18 @@ def _turn(ask: _Ask) -> EvictorTurn:
     )
     if state is None:
         state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
-    if pod is None or metadata_of(pod).get("uid") != ask.target_uid or entry.get("completionTime"):
-        return EvictorTurn(state=state)  # the controller ends it
+    if entry.get("completionTime"):
+        return EvictorTurn(state=state)  # the controller moves it on
     if state.evicted:
         # its completion was not written (a 409 against the controller's write): say it again
-        # while it is still the Active responder, or the controller ends it Canceled
+        # while it is still the Active responder, or the controller ends it Interrupted
         return EvictorTurn(entry=_report(entry, state.message, now, done=True), state=state)
+    # as upstream's evictor: done once the pod is, whoever ended it
+    if pod is None or metadata_of(pod).get("uid") != ask.target_uid:
+        return EvictorTurn(entry=_report(entry, "The pod is gone.", now, done=True), state=state)
+    if pod_terminal(pod):
+        ended = f"The pod reached phase {pod_phase(pod)}."
+        return EvictorTurn(entry=_report(entry, ended, now, done=True), state=state)
     if (why := _not_evicted(pod)) is not None:
         return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
     if pod_terminating(pod):

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from nodeagent.model.bodies import condition
 from nodeagent.model.lifecycle.eviction import (
     COMPLETION_GRACE,
+    GRACEFUL_COMPLETION_DELAY,
     SERVER_HEARTBEAT_DEADLINE,
     EvictionPlan,
     Target,
@@ -63,10 +64,19 @@ class World:
     version: int = 1
     refused: list[str] = field(default_factory=list)
     ours: tuple[Responder, ...] = ()
+    gone_at: datetime | None = None
 
     def step(self) -> EvictionPlan:
         evictions = [self.eviction] if self.eviction is not None else []
-        plan = decide(TARGET, self.requests, evictions, self.pod, self.now, responders=self.ours)
+        plan = decide(
+            TARGET,
+            self.requests,
+            evictions,
+            self.pod,
+            self.now,
+            responders=self.ours,
+            gone_at=self.gone_at,
+        )
         if plan.start_over is not None:
             self.eviction = None
         if plan.create is not None:
@@ -263,8 +273,48 @@ def test_the_pod_gone_ends_it_evicted() -> None:
     w.step()
     assert w.reason("TargetEvicted") == "True/PodDeleted"
     assert w.reason("Failed") == "False/Succeeded"
-    assert w.states()["zeta.io/keeper"] == "Canceled"
+    assert w.states()["zeta.io/keeper"] == "Interrupted"  # it never said it was done
     assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
+    assert w.refused == []
+
+
+def test_the_pod_gone_waits_for_the_active_responder_to_report_then_interrupts_it() -> None:
+    """Upstream's GracefulCompletionDelay: 5 s after the pod was seen gone."""
+    w = started()
+    w.pod, w.gone_at = None, w.now
+    plan = w.step()
+    assert plan.requeue_after == GRACEFUL_COMPLETION_DELAY.total_seconds()
+    assert w.active() == "zeta.io/keeper" and w.reason("TargetEvicted") == "False/AwaitingEviction"
+    w.now += GRACEFUL_COMPLETION_DELAY
+    plan = w.step()
+    assert plan.requeue_after is None and w.states()["zeta.io/keeper"] == "Interrupted"
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+    assert w.refused == []
+
+
+def test_the_pod_gone_completes_a_responder_that_reports_within_the_delay() -> None:
+    w = started()
+    w.pod, w.gone_at = None, w.now
+    w.step()
+    w.now += timedelta(seconds=2)
+    w.respond(completionTime=w.now)
+    w.step()
+    assert w.states()["zeta.io/keeper"] == "Completed"
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+    assert w.refused == []
+
+
+def test_a_terminal_pod_being_deleted_waits_from_its_deletion_timestamp() -> None:
+    w = started()
+    assert w.pod is not None
+    w.pod["metadata"]["deletionTimestamp"] = format_time(w.now + timedelta(seconds=30))
+    w.pod["status"]["phase"] = "Failed"
+    plan = w.step()
+    assert plan.requeue_after == 35 and w.active() == "zeta.io/keeper"
+    w.now += timedelta(seconds=35)
+    w.step()
+    assert w.states()["zeta.io/keeper"] == "Interrupted"
+    assert w.reason("TargetEvicted") == "True/PodTerminal"
     assert w.refused == []
 
 
@@ -480,11 +530,15 @@ def test_every_write_is_one_the_server_accepts(
         interrupted = [
             n for n, s in w.states().items() if s == "Interrupted" and before.get(n) == "Active"
         ]
-        if interrupted:  # only the one that was active, and only once its heartbeat lapsed
+        ended = w.pod is None or w.pod["status"]["phase"] == "Failed"
+        waited = w.gone_at is None or w.now >= w.gone_at + GRACEFUL_COMPLETION_DELAY
+        if interrupted:  # only the one that was active, once its heartbeat lapsed or the pod
+            # ended and it did not report within upstream's delay
             assert interrupted == [active]
             assert beat is not None
-            assert w.now >= datetime.fromisoformat(beat) + SERVER_HEARTBEAT_DEADLINE
-        if w.pod is None and not (w.reason("Failed") or "").startswith("True"):
+            lapsed = w.now >= datetime.fromisoformat(beat) + SERVER_HEARTBEAT_DEADLINE
+            assert lapsed or (ended and waited)
+        if w.pod is None and waited and not (w.reason("Failed") or "").startswith("True"):
             assert (w.reason("TargetEvicted") or "").startswith("True/")
 
 
@@ -502,6 +556,7 @@ def _happen(w: World, event: str) -> None:
         w.pod["metadata"]["deletionTimestamp"] = format_time(w.now)
     elif event == "gone":
         w.pod = None
+        w.gone_at = w.gone_at or w.now
     elif event == "terminal" and w.pod is not None:
         w.pod["status"]["phase"] = "Failed"
     elif event == "withdraw" and w.requests:

@@ -115,12 +115,29 @@ def test_heartbeats_are_spaced_while_a_terminating_pod_ends() -> None:
     assert beat.entry["heartbeatTime"] == format_time(due)
 
 
-def test_nothing_for_a_gone_or_replaced_pod_or_after_completion() -> None:
-    assert evictor_turn(ENTRY, None, UID, None, None, None, BACKOFF, T0).entry is None
-    other = pod(uid="another")
-    assert not turn(p=other).call
+def test_done_once_the_pod_is_gone_replaced_or_terminal_and_nothing_after_completion() -> None:
+    """As upstream's evictor: it completes when the pod ends, whoever ended it (the controller
+    then marks it Completed rather than Interrupted)."""
+    gone = evictor_turn(ENTRY, None, UID, None, None, None, BACKOFF, T0)
+    assert not gone.call and gone.entry is not None
+    assert gone.entry["completionTime"] == format_time(T0)
+    assert gone.entry["message"] == "The pod is gone."
+    other = turn(p=pod(uid="another"))
+    assert not other.call and other.entry is not None and other.entry["completionTime"]
+    terminal = turn(p={**pod(), "status": {"phase": "Succeeded"}})
+    assert not terminal.call and terminal.entry is not None
+    assert terminal.entry["message"] == "The pod reached phase Succeeded."
     done = {**ENTRY, "completionTime": format_time(T0)}
     assert turn(done, state=ImperativeState()).entry is None
+    assert evictor_turn(done, None, UID, ImperativeState(), None, None, BACKOFF, T0).entry is None
+
+
+def test_an_unwritten_completion_is_written_even_once_the_pod_is_gone() -> None:
+    """Its first write lost to the controller's (a 409), the pod then ended: it still says it
+    evicted the pod, not that it found the pod gone."""
+    evicted = turn(outcome=EvictionOutcome("evicted", ""))
+    again = evictor_turn(ENTRY, None, UID, evicted.state, None, None, BACKOFF, T0)
+    assert again.entry is not None and again.entry["message"].startswith("Evicted the pod")
 
 
 def test_heartbeats_go_on_while_a_long_backoff_runs() -> None:
