@@ -198,7 +198,7 @@ async def test_the_controllers_keep_the_bridges_ca_bundle(env: Env) -> None:
     await put_ca_bundle(controllers, place, bundle)
     ca = encode_secret(bundle)[CA_CRT]
     got = await env.admin.get(WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION)
-    assert [w["clientConfig"].get("caBundle") for w in got["webhooks"]] == [ca]
+    assert [w["clientConfig"].get("caBundle") for w in got["webhooks"]] == [ca, ca]
 
     unbound = env.backend.client(env.controllers["bound to nothing"])
     other = base64.b64encode(b"another CA").decode()
@@ -210,7 +210,7 @@ async def test_the_controllers_keep_the_bridges_ca_bundle(env: Env) -> None:
         patch_type="json",
     )
     got = await env.admin.get(WEBHOOK_CONFIGURATIONS, WEBHOOK_CONFIGURATION)
-    assert [w["clientConfig"].get("caBundle") for w in got["webhooks"]] == [other]
+    assert [w["clientConfig"].get("caBundle") for w in got["webhooks"]] == [other, ca]
 
 
 async def test_a_wider_role_still_creates_deletes_and_changes_no_webhook_configuration(

@@ -1,6 +1,7 @@
 """The eviction bridge as every controllers replica runs it, leader or not: informers of its
 own, its certificates kept current (:class:`.certstore.CertKeeper`), and the webhook served
-over HTTPS once both the caches and a certificate are there. Until then the port is closed and
+over HTTPS once both the caches and a certificate are there, with KEP-4212's NodeMaintenance
+warning beside it (:mod:`.maintenances`). Until then the port is closed and
 the API server applies the webhook's failurePolicy (Ignore): an eviction is never answered from
 an empty cache."""
 
@@ -24,6 +25,8 @@ from nodeagent.config import Config
 from nodeagent.controllers.bridge.certs import Bundle
 from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
 from nodeagent.controllers.bridge.listener import IDLE_TIMEOUT, LimitedListener
+from nodeagent.controllers.bridge.maintenances import PATH as MAINTENANCES_PATH
+from nodeagent.controllers.bridge.maintenances import MaintenanceAdmission
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
@@ -119,6 +122,7 @@ class BridgeServer:
             write_timeout=write_timeout,
             metrics=metrics,
         )
+        self.admission = MaintenanceAdmission(self.bridge.nodes)
         self.keeper = CertKeeper(client, self.informers, place, self._load, clock=clock)
         self.listen = listen
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -164,7 +168,9 @@ class BridgeServer:
             ):
                 self.bridge.use_upstream(ResponderNames(self.bridge.settings.configured))
                 log.info("eviction bridge: asking for evictions on lifecycle.k8s.io/v1alpha1")
-        runner = web.AppRunner(self.bridge.app(), access_log=None)
+        app = self.bridge.app()
+        app.router.add_post(MAINTENANCES_PATH, self.admission.handle)
+        runner = web.AppRunner(app, access_log=None)
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informers.run(), name="bridge informers")

@@ -1,5 +1,6 @@
 """The eviction bridge's side of ``admission.k8s.io/v1`` AdmissionReview: what it reads of a
-request for ``pods/eviction`` CREATE, and the review it answers with.
+request for ``pods/eviction`` CREATE (and of a NodeMaintenance's CREATE or UPDATE, for
+KEP-4212's warning served beside it), and the review it answers with.
 
 A review that cannot be answered (not JSON, no ``request.uid``) is a :class:`BadReview`, which
 the server answers with HTTP 400: the API server then applies the webhook's failurePolicy
@@ -16,7 +17,15 @@ from typing import Any
 from nodeagent.model.bodies import as_map, items, mapping, metadata_of
 from nodeagent.model.bridge.decision import EvictionAttempt, Verdict
 
-__all__ = ["API_VERSION", "BadReview", "Unsupported", "allowed_review", "read_review", "review"]
+__all__ = [
+    "API_VERSION",
+    "BadReview",
+    "Unsupported",
+    "allowed_review",
+    "read_maintenance_review",
+    "read_review",
+    "review",
+]
 
 API_VERSION = "admission.k8s.io/v1"
 _WARNING = "nodeagent eviction bridge"
@@ -35,18 +44,41 @@ class Unsupported(ValueError):
         self.uid = uid
 
 
-def read_review(body: object) -> tuple[str, EvictionAttempt]:
-    """The request's UID and the eviction it asks about. Raises :class:`BadReview` or
-    :class:`Unsupported`."""
+def _request(body: object) -> tuple[str, Mapping[str, Any]]:
+    """The review's UID and request; :class:`BadReview` when it has none."""
     if not isinstance(body, Mapping):
         raise BadReview("the body is not a JSON object")
     if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
         raise BadReview(f"expected an AdmissionReview of {API_VERSION}")
     request = body.get("request")
     uid = request.get("uid") if isinstance(request, Mapping) else None
-    if not isinstance(uid, str) or not uid:
+    if not isinstance(uid, str) or not uid or not isinstance(request, Mapping):
         raise BadReview("the AdmissionReview has no request.uid")
-    assert isinstance(request, Mapping)
+    return uid, request
+
+
+def read_maintenance_review(body: object) -> tuple[str, Mapping[str, Any]]:
+    """The request's UID and the NodeMaintenance it would store (CREATE or UPDATE). Raises
+    :class:`BadReview` or :class:`Unsupported`."""
+    uid, request = _request(body)
+    resource = mapping(request, "resource")
+    if (
+        resource.get("group") != "nodeagent.io"
+        or resource.get("resource") != "nodemaintenances"
+        or request.get("subResource")
+        or request.get("operation") not in ("CREATE", "UPDATE")
+    ):
+        raise Unsupported(uid, "answers nodemaintenances CREATE and UPDATE only")
+    nm = request.get("object")
+    if not isinstance(nm, Mapping):
+        raise Unsupported(uid, "the request carries no NodeMaintenance")
+    return uid, nm
+
+
+def read_review(body: object) -> tuple[str, EvictionAttempt]:
+    """The request's UID and the eviction it asks about. Raises :class:`BadReview` or
+    :class:`Unsupported`."""
+    uid, request = _request(body)
     resource = mapping(request, "resource")
     if (
         resource.get("group", "") != ""
@@ -77,11 +109,12 @@ def _envelope(response: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
-def allowed_review(uid: str, warning: str | None = None) -> dict[str, Any]:
-    """Allowed, with a warning for the client (``kubectl`` prints it) when there is one."""
+def allowed_review(uid: str, warning: str | None = None, source: str = _WARNING) -> dict[str, Any]:
+    """Allowed, with a warning for the client (``kubectl`` prints it) when there is one,
+    prefixed with what says it (`source`)."""
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     if warning:
-        response["warnings"] = [f"{_WARNING}: {warning}"]
+        response["warnings"] = [f"{source}: {warning}"]
     return _envelope(response)
 
 

@@ -79,3 +79,13 @@ def selects_every_node(
             "have nowhere to go until nodes come back"
         )
     return None
+
+
+def admission_warning(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The warning a NodeMaintenance gets as it is created or its selector changed (KEP-4212:
+    it selects every node), naming it; None when it has none."""
+    warning = selects_every_node(selected_nodes(nm, nodes), nodes)
+    if warning is None:
+        return None
+    md = mapping(nm, "metadata")
+    return f"NodeMaintenance {md.get('name') or md.get('generateName')}: {warning}"

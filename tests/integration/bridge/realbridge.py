@@ -27,7 +27,6 @@ from nodeagent.controllers.bridge.server import (
     bridge_settings,
     service_account_user,
 )
-from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import NotFound
@@ -43,6 +42,7 @@ __all__ = [
     "MOVER",
     "ROLLER",
     "RealBridge",
+    "hanging",
     "register",
     "served",
     "served_certificate",
@@ -143,14 +143,40 @@ async def served_certificate(port: int, trust: ssl.SSLContext, name: str) -> byt
     return der
 
 
+class Hang:
+    """Connections taken on a port and never answered (nor TLS): a peer that hangs."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def take(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.calls += 1
+        try:
+            await reader.read()  # until the caller gives up and closes
+        finally:
+            writer.close()
+
+
+@contextlib.asynccontextmanager
+async def hanging(port: int) -> AsyncIterator[Hang]:
+    """A peer that hangs on loopback ``port`` (the bridge's, once it stopped)."""
+    hang = Hang()
+    server = await asyncio.start_server(hang.take, "127.0.0.1", port)
+    try:
+        yield hang
+    finally:
+        server.close()
+
+
 def webhook_configuration(bridge: RealBridge) -> Obj:
     """The shipped configuration, calling the bridge on loopback and trusting its CA."""
     (shipped,) = [d for d in yaml.safe_load_all((BRIDGE_DIR / "webhook.yaml").read_text()) if d]
     config: Obj = copy.deepcopy(shipped)
     bundle = bridge.server.keeper.bundle
     assert bundle is not None and bridge.server.port is not None
-    url = f"https://{HOST}:{bridge.server.port}{PATH}"
     for webhook in config["webhooks"]:
+        path = webhook["clientConfig"]["service"]["path"]
+        url = f"https://{HOST}:{bridge.server.port}{path}"
         webhook["clientConfig"] = {"url": url, "caBundle": encode_secret(bundle)[CA_CRT]}
     return config
 

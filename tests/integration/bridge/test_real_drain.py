@@ -25,6 +25,7 @@ from tests.integration.bridge.realbridge import (
     MOVER,
     ROLLER,
     RealBridge,
+    hanging,
     register,
     served,
 )
@@ -220,24 +221,11 @@ async def test_a_bridge_that_hangs_costs_an_eviction_the_timeout_and_no_more(
     assert port is not None
     db = await db_on_node_1(env, bridge)
     # on the bridge's port, a peer that takes connections and never answers (nor does TLS)
-    calls = 0
-
-    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal calls
-        calls += 1
-        try:
-            await reader.read()  # until the API server gives up and closes
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(hang, "127.0.0.1", port)
-    try:
+    async with hanging(port) as hang:
         started = time.monotonic()
         await drained(kubectl)
         took = time.monotonic() - started
-    finally:
-        server.close()
-    assert calls >= 1  # the API server did call it
+    assert hang.calls >= 1  # the API server did call it
     # its timeoutSeconds (5) and failurePolicy Ignore: the eviction went ahead
     assert 4 < took < 30, took
     await env.until(lambda: env.view.get(PODS, "db-0", "default") is None)

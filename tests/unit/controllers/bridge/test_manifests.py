@@ -14,9 +14,12 @@ from nodeagent.controllers.bridge.certstore import (
     WEBHOOK_CONFIGURATION,
     TLSPlace,
 )
+from nodeagent.controllers.bridge.maintenances import PATH as MAINTENANCES_PATH
 from nodeagent.controllers.bridge.server import Listen
 from nodeagent.controllers.bridge.webhook import PATH, WRITE_TIMEOUT
 
+EVICTIONS_HOOK = "eviction-bridge.nodeagent.io"
+MAINTENANCES_HOOK = "nodemaintenance-warning.nodeagent.io"
 BRIDGE = Path(__file__).resolve().parents[4] / "packaging" / "kubernetes" / "eviction-bridge"
 NAMESPACE = "nodeagent-system"
 
@@ -37,12 +40,22 @@ def one(kind: str) -> dict[str, Any]:
     return found
 
 
-def test_the_webhook_calls_the_bridge_where_it_listens() -> None:
+def webhook(name: str) -> dict[str, Any]:
+    hooks: list[dict[str, Any]] = one("ValidatingWebhookConfiguration")["webhooks"]
+    (found,) = [w for w in hooks if w["name"] == name]
+    return found
+
+
+def test_the_webhooks_call_the_bridge_where_it_listens() -> None:
     config = one("ValidatingWebhookConfiguration")
     assert config["metadata"]["name"] == WEBHOOK_CONFIGURATION
-    (webhook,) = config["webhooks"]
-    service = webhook["clientConfig"]["service"]
-    assert (service["name"], service["namespace"], service["path"]) == (SERVICE, NAMESPACE, PATH)
+    paths = {w["name"]: w["clientConfig"]["service"]["path"] for w in config["webhooks"]}
+    assert paths == {EVICTIONS_HOOK: PATH, MAINTENANCES_HOOK: MAINTENANCES_PATH}
+    service = webhook(EVICTIONS_HOOK)["clientConfig"]["service"]
+    assert (service["name"], service["namespace"]) == (SERVICE, NAMESPACE)
+    assert webhook(MAINTENANCES_HOOK)["clientConfig"]["service"] == service | {
+        "path": MAINTENANCES_PATH
+    }
     svc = one("Service")
     assert svc["metadata"]["name"] == SERVICE
     (port,) = svc["spec"]["ports"]
@@ -53,13 +66,34 @@ def test_the_webhook_calls_the_bridge_where_it_listens() -> None:
 
 
 def test_the_webhook_never_blocks_a_drain_and_writes_nothing_on_a_dry_run() -> None:
-    (webhook,) = one("ValidatingWebhookConfiguration")["webhooks"]
-    assert webhook["failurePolicy"] == "Ignore"
-    assert webhook["sideEffects"] == "NoneOnDryRun"
-    assert WRITE_TIMEOUT < webhook["timeoutSeconds"] <= 10
-    (rule,) = webhook["rules"]
+    hook = webhook(EVICTIONS_HOOK)
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["sideEffects"] == "NoneOnDryRun"
+    assert WRITE_TIMEOUT < hook["timeoutSeconds"] <= 10
+    (rule,) = hook["rules"]
     assert (rule["resources"], rule["operations"]) == (["pods/eviction"], ["CREATE"])
-    assert "objectSelector" not in webhook  # matched against the Eviction's labels: none
+    assert "objectSelector" not in hook  # matched against the Eviction's labels: none
+
+
+def test_the_maintenance_warning_never_holds_a_maintenance_nor_a_shutdown() -> None:
+    """Ignore: it only warns (authorization is the base's policy, failing closed); the node
+    agents' shutdown maintenances are not sent to it at all."""
+    hook = webhook(MAINTENANCES_HOOK)
+    assert (hook["failurePolicy"], hook["sideEffects"]) == ("Ignore", "None")
+    assert hook["timeoutSeconds"] <= 2
+    (rule,) = hook["rules"]
+    assert (rule["apiGroups"], rule["resources"]) == (["nodeagent.io"], ["nodemaintenances"])
+    assert rule["operations"] == ["CREATE", "UPDATE"]
+    conditions = {c["name"]: c["expression"] for c in hook["matchConditions"]}
+    policy = next(
+        d
+        for d in yaml.safe_load_all((BRIDGE.parent / "nodemaintenance-policy.yaml").read_text())
+        if d and d["kind"] == "ValidatingAdmissionPolicy"
+    )
+    base = {c["name"]: c["expression"] for c in policy["spec"]["matchConditions"]}
+    # the same users left out as the authorization policy leaves out
+    assert " ".join(conditions["not-nodeagent"].split()) == " ".join(base["not-nodeagent"].split())
+    assert conditions["selects-anew"] == base["selects-anew"]
 
 
 def test_rbac_names_the_secret_and_the_configuration() -> None:

@@ -11,6 +11,7 @@ from nodeagent.model.bridge.review import (
     BadReview,
     Unsupported,
     allowed_review,
+    read_maintenance_review,
     read_review,
     review,
 )
@@ -94,3 +95,51 @@ def test_allowed_answers_with_a_warning_only_when_there_is_one() -> None:
     assert review("r1", Verdict(True, "own"))["response"] == {"uid": "r1", "allowed": True}
     warned = allowed_review("r1", "not an eviction")["response"]
     assert warned["warnings"] == ["nodeagent eviction bridge: not an eviction"]
+
+
+def maintenance_review(**request: Any) -> dict[str, Any]:
+    body = admission(
+        kind={"group": "nodeagent.io", "version": "v1alpha1", "kind": "NodeMaintenance"},
+        resource={"group": "nodeagent.io", "version": "v1alpha1", "resource": "nodemaintenances"},
+        subResource=None,
+        name="m1",
+        namespace=None,
+        object={"metadata": {"name": "m1"}, "spec": {}},
+    )
+    body["request"].update(request)
+    return body
+
+
+def test_a_maintenance_review_is_read_for_create_and_update() -> None:
+    assert read_maintenance_review(maintenance_review()) == (
+        "r1",
+        {"metadata": {"name": "m1"}, "spec": {}},
+    )
+    assert read_maintenance_review(maintenance_review(operation="UPDATE"))[0] == "r1"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"operation": "DELETE"},
+        {"subResource": "status"},
+        {"resource": {"group": "", "version": "v1", "resource": "pods"}},
+        {"object": None},
+        {"object": ["not", "an", "object"]},
+    ],
+)
+def test_other_maintenance_requests_are_unsupported_with_their_uid(change: dict[str, Any]) -> None:
+    with pytest.raises(Unsupported) as raised:
+        read_maintenance_review(maintenance_review(**change))
+    assert raised.value.uid == "r1"
+
+
+def test_an_unreadable_maintenance_review_is_a_bad_review() -> None:
+    bodies: list[object] = [
+        [],
+        {"apiVersion": "v1"},
+        {**maintenance_review(), "request": {"uid": ""}},
+    ]
+    for body in bodies:
+        with pytest.raises(BadReview):
+            read_maintenance_review(body)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from nodeagent.model.maintenance import cordoned_by, involves, maintenance_nodes
-from nodeagent.model.nodemaintenance.selection import connected, selects_every_node
+from nodeagent.model.nodemaintenance.selection import (
+    admission_warning,
+    connected,
+    selects_every_node,
+)
 from tests.unit.model.nodemaintenance.helpers import maintenance, node
 
 
@@ -38,3 +42,20 @@ def test_selecting_every_node_is_worth_a_warning_only_with_more_than_one() -> No
     assert selects_every_node(frozenset("ab"), nodes) is not None
     assert selects_every_node(frozenset("a"), nodes) is None
     assert selects_every_node(frozenset("a"), {"a": node("a")}) is None
+
+
+def test_the_admission_warning_names_a_maintenance_that_selects_every_node() -> None:
+    nodes = {n: node(n) for n in "ab"}
+    warning = admission_warning(maintenance("m1", ["a", "b"]), nodes)
+    assert warning is not None and warning.startswith("NodeMaintenance m1: ")
+    assert "every node of the cluster (2)" in warning
+    assert admission_warning(maintenance("m1", ["a"]), nodes) is None
+    named = {
+        "metadata": {"generateName": "reboot-"},
+        "spec": dict(maintenance("x", ["a", "b"])["spec"]),
+    }
+    assert (admission_warning(named, nodes) or "").startswith("NodeMaintenance reboot-: ")
+    # a selector the API would refuse selects nothing: no warning, not an error
+    bad = {"metadata": {"name": "m2"}, "spec": {"nodeSelector": {"nodeSelectorTerms": "x"}}}
+    assert admission_warning(bad, nodes) is None
+    assert admission_warning({"metadata": {"name": "m3"}}, nodes) is None
