@@ -20,7 +20,7 @@ from nodeagent.config.schema import (
     RebootConfig,
     ShutdownConfig,
 )
-from nodeagent.model.evictionapi import EVICTION_APIS
+from nodeagent.model.evictionapi import EVICTION_APIS, LIFECYCLE_CONTROLLERS
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, heartbeat_interval
 from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
@@ -188,6 +188,11 @@ def _check_eviction(ev: EvictionConfig) -> None:
     if ev.api not in EVICTION_APIS:
         raise ConfigError(
             f"eviction.api: must be one of {', '.join(EVICTION_APIS)}, got {ev.api!r}"
+        )
+    if ev.lifecycle_controller not in LIFECYCLE_CONTROLLERS:
+        raise ConfigError(
+            f"eviction.lifecycleController: must be one of {', '.join(LIFECYCLE_CONTROLLERS)}, "
+            f"got {ev.lifecycle_controller!r}"
         )
     _check_heartbeat_deadline(ev.heartbeat_deadline)
     if not 0 < ev.backoff_base <= ev.backoff_cap:

@@ -395,6 +395,16 @@ class EvictionConfig:
             ([upstream-api.md](upstream-api.md))"""
         ),
     )
+    lifecycle_controller: str = field(
+        default="auto",
+        metadata=_doc(
+            """on the upstream API, who runs its evictionrequest controller and imperative
+            evictor: `nodeagent`, or `kubernetes` (kube-controller-manager; nodeagent then
+            requests and responds only); `auto` Kubernetes where the ServiceAccount
+            `kube-system/evictionrequest-controller` exists, else nodeagent
+            ([upstream-api.md](upstream-api.md#two-controllers))"""
+        ),
+    )
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
 
 

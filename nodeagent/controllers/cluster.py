@@ -14,6 +14,7 @@ from nodeagent.controllers.finalphase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.lifecycle.controller import LifecycleEvictionController
+from nodeagent.controllers.lifecycle.detect import runs_lifecycle_here
 from nodeagent.controllers.lifecycle.evictor import ImperativeEvictor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
 from nodeagent.controllers.settings import EvictionSettings
@@ -57,6 +58,7 @@ class ClusterControllers:
         self.recorder = EventRecorder(client, component="nodeagent-controllers")
         self.gate_metrics = GateMetrics(registry)
         self.eviction_api = config.eviction.api
+        self.lifecycle_controller = config.eviction.lifecycle_controller
 
     async def upstream_api(self) -> bool:
         """Whether this term serves the upstream EvictionRequest API (`eviction.api`: auto
@@ -79,11 +81,19 @@ class ClusterControllers:
         # fresh informers each term: a new leader must not act on an old term's cache
         informers = SharedInformers(self.client)
         upstream = await self.upstream_api()
-        parts = self._controllers(informers, upstream)
-        log.info(
-            "leading: running the cluster controllers%s",
-            " and those of lifecycle.k8s.io/v1alpha1" if upstream else "",
-        )
+        ours = upstream and await runs_lifecycle_here(self.client, self.lifecycle_controller)
+        parts = self._controllers(informers, upstream, lifecycle=ours)
+        if not upstream:
+            log.info("leading: running the cluster controllers")
+        elif ours:
+            log.info("leading: running the cluster controllers and those of lifecycle.k8s.io")
+        else:
+            log.info(
+                "leading: running the cluster controllers; kube-controller-manager runs those "
+                "of lifecycle.k8s.io (eviction.lifecycleController %s): requesting and "
+                "responding only",
+                self.lifecycle_controller,
+            )
         if self.operator is not None:
             self.operator.leader.set(1)
             self.operator.maintenances = informers.informer(NODEMAINTENANCES).store.list
@@ -97,10 +107,20 @@ class ClusterControllers:
                 self.operator.leader.set(0)
                 self.operator.maintenances = None
 
-    def _controllers(self, informers: SharedInformers, upstream: bool) -> list[Controller]:
+    def _controllers(
+        self, informers: SharedInformers, upstream: bool, *, lifecycle: bool
+    ) -> list[Controller]:
         """This term's controllers and interceptors, on its informers; with `upstream`, the
-        interceptors respond to upstream Evictions too."""
+        interceptors respond to upstream Evictions too, and with `lifecycle` the upstream
+        API's own controllers run."""
         names = ResponderNames(self.settings.configured) if upstream else None
+        # which pods a maintenance asks for upstream: those whose interceptors all take turns
+        # there, which Kubernetes' own controller gives none of ours (it lists the pod's own)
+        routing = (
+            names
+            if names is None or lifecycle
+            else ResponderNames.listed_by_kubernetes(self.settings.configured)
+        )
         parts: list[Controller] = [
             NodeMaintenanceController(
                 self.client,
@@ -110,7 +130,7 @@ class ClusterControllers:
                 drain_duration=self.operator.drain_duration if self.operator else None,
                 settings=self.maintenance_settings,
                 # pods whose interceptors all respond upstream go to the upstream API
-                upstream=partial(upstream_evicts, names=names) if names is not None else None,
+                upstream=partial(upstream_evicts, names=routing) if routing is not None else None,
                 gate_metrics=self.gate_metrics,
             ),
             EvictionRequestController(
@@ -152,7 +172,7 @@ class ClusterControllers:
                     upstream=names,
                 )
             )
-        if names is not None:
+        if names is not None and lifecycle:
             parts += self._upstream_controllers(informers, names)
         return parts
 

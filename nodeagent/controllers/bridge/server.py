@@ -28,6 +28,7 @@ from nodeagent.controllers.bridge.listener import IDLE_TIMEOUT, LimitedListener
 from nodeagent.controllers.bridge.maintenances import PATH as MAINTENANCES_PATH
 from nodeagent.controllers.bridge.maintenances import MaintenanceAdmission
 from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
+from nodeagent.controllers.lifecycle.detect import runs_lifecycle_here
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.discovery import ask_served
@@ -104,6 +105,7 @@ class BridgeServer:
         write_timeout: float = WRITE_TIMEOUT,
         informers: SharedInformers | None = None,
         eviction_api: str = "nodeagent",
+        lifecycle_controller: str = "auto",
         metrics: BridgeMetrics | None = None,
         client_ca: bytes | None = None,
     ) -> None:
@@ -113,6 +115,7 @@ class BridgeServer:
         for. Raises ValueError when it holds no certificate."""
         self._client = client
         self._eviction_api = eviction_api
+        self._lifecycle_controller = lifecycle_controller
         self.informers = informers if informers is not None else SharedInformers(client)
         self.bridge = EvictionBridge(
             client,
@@ -166,7 +169,13 @@ class BridgeServer:
             if await ask_served(
                 self._client, UPSTREAM_EVICTIONREQUESTS, required=required if insist else None
             ):
-                self.bridge.use_upstream(ResponderNames(self.bridge.settings.configured))
+                ours = await runs_lifecycle_here(self._client, self._lifecycle_controller)
+                names = (
+                    ResponderNames(self.bridge.settings.configured)
+                    if ours
+                    else ResponderNames.listed_by_kubernetes(self.bridge.settings.configured)
+                )
+                self.bridge.use_upstream(names)
                 log.info("eviction bridge: asking for evictions on lifecycle.k8s.io/v1alpha1")
         app = self.bridge.app()
         app.router.add_post(MAINTENANCES_PATH, self.admission.handle)
@@ -222,6 +231,7 @@ def bridge_from_config(
         place,
         Listen(port=bridge.port),
         eviction_api=cfg.eviction.api,
+        lifecycle_controller=cfg.eviction.lifecycle_controller,
         metrics=metrics,
         client_ca=_client_ca(bridge.client_ca_file),
     )

@@ -67,6 +67,16 @@ class ResponderNames:
         self._to = to
         self._back = {v: k for k, v in to.items()}
 
+    @classmethod
+    def listed_by_kubernetes(cls, configured: Sequence[SelectorInterceptor]) -> ResponderNames:
+        """The names as Kubernetes' own controller lists responders (the pod's own and the
+        imperative evictor, none of ours): where it runs, a pod with one of our interceptors
+        (`configured` too) is asked for on our CRD, where that interceptor gets its turn."""
+        names = cls(configured)
+        names._to = {IMPERATIVE_INTERCEPTOR: IMPERATIVE_RESPONDER}
+        names._back = {IMPERATIVE_RESPONDER: IMPERATIVE_INTERCEPTOR}
+        return names
+
     def responder(self, interceptor: str) -> str | None:
         """`interceptor`'s responder name upstream; None when it takes no turn there."""
         return self._to.get(interceptor)

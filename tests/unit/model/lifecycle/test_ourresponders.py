@@ -70,6 +70,20 @@ def test_pods_whose_interceptors_all_respond_upstream_go_there() -> None:
     assert not upstream_evicts(pod(labels={"app": "db"}), ResponderNames([LONG]))
 
 
+def test_where_kubernetes_runs_the_controller_only_pods_without_our_interceptors_go_upstream() -> (
+    None
+):
+    """Kubernetes' own controller lists the pod's responders and the evictor, none of ours: a
+    pod one of ours must take its turn for is asked for on our CRD."""
+    names = ResponderNames.listed_by_kubernetes([MOVER])
+    assert upstream_evicts(pod(labels={"app": "web"}), names)
+    assert not upstream_evicts(pod(labels={"app": "db"}), names)  # the mover's
+    assert not upstream_evicts(pod(ownerReferences=DAEMON), names)
+    assert not upstream_evicts(pod(annotations={MIRROR_ANNOTATION: "x"}), names)
+    assert names.responder(IMPERATIVE_INTERCEPTOR) == IMPERATIVE_RESPONDER
+    assert names.responder(DAEMONSET_INTERCEPTOR) is None
+
+
 def test_our_responders_keep_their_crd_order_by_priority() -> None:
     both = pod(labels={"app": "db"}, ownerReferences=DAEMON)
     assert our_responders(both, NAMES) == (
