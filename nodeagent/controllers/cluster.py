@@ -117,9 +117,7 @@ class ClusterControllers:
         # which pods a maintenance asks for upstream: those whose interceptors all take turns
         # there, which Kubernetes' own controller gives none of ours (it lists the pod's own)
         routing = (
-            names
-            if names is None or lifecycle
-            else ResponderNames.listed_by_kubernetes(self.settings.configured)
+            ResponderNames(self.settings.configured, listed_by_us=lifecycle) if upstream else None
         )
         parts: list[Controller] = [
             NodeMaintenanceController(

@@ -170,12 +170,9 @@ class BridgeServer:
                 self._client, UPSTREAM_EVICTIONREQUESTS, required=required if insist else None
             ):
                 ours = await runs_lifecycle_here(self._client, self._lifecycle_controller)
-                names = (
-                    ResponderNames(self.bridge.settings.configured)
-                    if ours
-                    else ResponderNames.listed_by_kubernetes(self.bridge.settings.configured)
+                self.bridge.use_upstream(
+                    ResponderNames(self.bridge.settings.configured, listed_by_us=ours)
                 )
-                self.bridge.use_upstream(names)
                 log.info("eviction bridge: asking for evictions on lifecycle.k8s.io/v1alpha1")
         app = self.bridge.app()
         app.router.add_post(MAINTENANCES_PATH, self.admission.handle)

@@ -57,25 +57,20 @@ _FIXED = {
 class ResponderNames:
     """Our interceptors' names and their responder names upstream, both ways."""
 
-    def __init__(self, configured: Sequence[SelectorInterceptor]) -> None:
+    def __init__(
+        self, configured: Sequence[SelectorInterceptor], *, listed_by_us: bool = True
+    ) -> None:
+        """`listed_by_us` False: the names as Kubernetes' own controller lists responders (the
+        pod's own and the imperative evictor, none of ours); where it runs, a pod with one of
+        our interceptors is asked for on our CRD, where that interceptor gets its turn."""
         self.configured = tuple(configured)
-        to = dict(_FIXED)
-        for c in configured:
+        to = dict(_FIXED) if listed_by_us else {IMPERATIVE_INTERCEPTOR: IMPERATIVE_RESPONDER}
+        for c in configured if listed_by_us else ():
             name = f"{ANNOTATE_RESPONDER_DOMAIN}/{c.name}"
             if validate_label_key(name) is None:
                 to[c.name] = name
         self._to = to
         self._back = {v: k for k, v in to.items()}
-
-    @classmethod
-    def listed_by_kubernetes(cls, configured: Sequence[SelectorInterceptor]) -> ResponderNames:
-        """The names as Kubernetes' own controller lists responders (the pod's own and the
-        imperative evictor, none of ours): where it runs, a pod with one of our interceptors
-        (`configured` too) is asked for on our CRD, where that interceptor gets its turn."""
-        names = cls(configured)
-        names._to = {IMPERATIVE_INTERCEPTOR: IMPERATIVE_RESPONDER}
-        names._back = {IMPERATIVE_RESPONDER: IMPERATIVE_INTERCEPTOR}
-        return names
 
     def responder(self, interceptor: str) -> str | None:
         """`interceptor`'s responder name upstream; None when it takes no turn there."""

@@ -75,7 +75,7 @@ def test_where_kubernetes_runs_the_controller_only_pods_without_our_interceptors
 ):
     """Kubernetes' own controller lists the pod's responders and the evictor, none of ours: a
     pod one of ours must take its turn for is asked for on our CRD."""
-    names = ResponderNames.listed_by_kubernetes([MOVER])
+    names = ResponderNames([MOVER], listed_by_us=False)
     assert upstream_evicts(pod(labels={"app": "web"}), names)
     assert not upstream_evicts(pod(labels={"app": "db"}), names)  # the mover's
     assert not upstream_evicts(pod(ownerReferences=DAEMON), names)
