@@ -482,7 +482,11 @@ async def upstream_eviction(admin: KubeClient, pod: Obj, node: str, now: str) ->
     body = {
         "apiVersion": "lifecycle.k8s.io/v1alpha1",
         "kind": "Eviction",
-        "metadata": {"name": m["uid"], "namespace": "default", "labels": {names.NODE_LABEL: node}},
+        "metadata": {
+            "name": f"pod-1-{m['name']}",
+            "namespace": "default",
+            "labels": {names.NODE_LABEL: node},
+        },
         "spec": {"target": {"pod": {"name": m["name"], "uid": m["uid"]}}},
     }
     await admin.create(EVICTIONS, body, "default")
@@ -496,7 +500,7 @@ async def upstream_eviction(admin: KubeClient, pod: Obj, node: str, now: str) ->
             {"name": names.IMPERATIVE_RESPONDER},
         ],
     }
-    return await admin.patch_status(EVICTIONS, m["uid"], {"status": status}, "default")
+    return await admin.patch_status(EVICTIONS, f"pod-1-{m['name']}", {"status": status}, "default")
 
 
 def with_responders(eviction: Obj, *entries: Obj) -> Obj:

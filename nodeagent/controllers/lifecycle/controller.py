@@ -5,14 +5,13 @@ pod, moved on by :func:`nodeagent.model.lifecycle.eviction.decide`. Keys are
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
-from nodeagent.kube.protocols import Creator, Deleter, Patcher, StatusPatcher
+from nodeagent.kube.protocols import Creator, Patcher, StatusPatcher
 from nodeagent.kube.resources import EVICTIONS, PODS, UPSTREAM_EVICTIONREQUESTS, Obj
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import mapping, metadata_of
@@ -24,14 +23,17 @@ from nodeagent.model.lifecycle.eviction import (
     target_index,
 )
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, our_responders
+from nodeagent.model.lifecycle.succession import pod_name_index
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = ["EvictionClient", "LifecycleEvictionController"]
 
-log = logging.getLogger(__name__)
+NAME_TAKEN_RETRY = 1.0
+"""Seconds before a turn whose new Eviction's name was taken by one the informer has not
+brought yet (ours, made by the turn before, or another's) is taken again."""
 
 
-class EvictionClient(Creator, Patcher, StatusPatcher, Deleter, Protocol):
+class EvictionClient(Creator, Patcher, StatusPatcher, Protocol):
     """The part of `KubeClient` the controller needs."""
 
 
@@ -59,7 +61,9 @@ class LifecycleEvictionController(Controller):
         self.requests = informers.informer(
             UPSTREAM_EVICTIONREQUESTS, indexers={"target": target_index}
         )
-        self.evictions = informers.informer(EVICTIONS, indexers={"target": target_index})
+        self.evictions = informers.informer(
+            EVICTIONS, indexers={"target": target_index, "pod-name": pod_name_index}
+        )
         self.pods = informers.informer(PODS)
         super().__init__(
             name,
@@ -106,24 +110,21 @@ class LifecycleEvictionController(Controller):
             self._deadline,
             our_responders(pod, self._names),
             self._gone_at.get(key),
+            self.evictions.store.by_index("pod-name", f"{namespace}/{named}"),
         )
-        await self._apply(namespace, plan)
+        if not await self._apply(namespace, plan):
+            return Result(NAME_TAKEN_RETRY)
         return Result(plan.requeue_after) if plan.requeue_after is not None else None
 
-    async def _apply(self, namespace: str, plan: EvictionPlan) -> None:
+    async def _apply(self, namespace: str, plan: EvictionPlan) -> bool:
+        """Carries `plan` out; False if its new Eviction's name was taken."""
         for bad in plan.invalid:
             await self._write_status(namespace, bad.name, bad.resource_version, bad.status)
-        if plan.start_over is not None:
-            name, uid = plan.start_over
-            log.info(
-                "Eviction %s/%s was canceled and is wanted again: starting over", namespace, name
-            )
-            with contextlib.suppress(NotFound):
-                await self._client.delete(EVICTIONS, name, namespace, uid=uid)
         if plan.create is not None:
-            # made already: the informer brings it, and its next turn moves it on
-            with contextlib.suppress(AlreadyExists):
+            try:
                 await self._client.create(EVICTIONS, plan.create, namespace)
+            except AlreadyExists:
+                return False
         if plan.status is not None:
             s = plan.status
             await self._write_status(namespace, s.name, s.resource_version, s.status)
@@ -135,6 +136,7 @@ class LifecycleEvictionController(Controller):
                 await self._client.patch_status(
                     UPSTREAM_EVICTIONREQUESTS, r.name, {"status": r.status}, namespace
                 )
+        return True
 
     async def _write_status(
         self, namespace: str, name: str, resource_version: str, status: Obj

@@ -16,9 +16,9 @@ from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.informer import Informer
 from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, UPSTREAM_EVICTIONREQUESTS, Obj
 from nodeagent.kube.store import Store
-from nodeagent.model.bodies import deleting, metadata_of
 from nodeagent.model.lifecycle.eviction import target_index
 from nodeagent.model.lifecycle.mirror import as_crd_request, is_ours
+from nodeagent.model.lifecycle.succession import current
 
 __all__ = ["RequestSource", "RequestStore"]
 
@@ -102,10 +102,7 @@ class RequestSource:
                     self.mirror.delete(key)
                     self._fire(old, None)
                 continue
-            evictions = list(self._evictions.store.by_index("target", key))
-            live = [e for e in evictions if not deleting(e)] or evictions
-            live.sort(key=lambda e: str(metadata_of(e).get("creationTimestamp", "")))
-            new = as_crd_request(ours[0], live[0] if live else None)
+            new = as_crd_request(ours[0], current(self._evictions.store.by_index("target", key)))
             if old == new:
                 continue
             self.mirror.upsert(new)

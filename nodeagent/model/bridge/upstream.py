@@ -17,6 +17,7 @@ from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.lifecycle.mirror import upstream_body
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, view_of_eviction
 from nodeagent.model.lifecycle.responders import pod_responders
+from nodeagent.model.lifecycle.succession import current
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_RESPONDER, UPSTREAM_BRIDGE_REQUESTER
 from nodeagent.model.nodemaintenance.requests import eviction_request_body
 from nodeagent.model.times import parse_time
@@ -39,17 +40,14 @@ def bridge_view(
     evictions: Sequence[Mapping[str, Any]],
     names: ResponderNames,
 ) -> EvictionRequestView | None:
-    """The pod's Eviction (the live one made first) as a request of our CRD, the bridge's
+    """The pod's Eviction (the one its requests mirror) as a request of our CRD, the bridge's
     requester under its CRD name (also before the controller took in the bridge's request);
     before there is an Eviction, the bridge's own request as one no interceptor had a turn at
     yet; None when neither is there."""
-    live = sorted(
-        (e for e in evictions if not deleting(e)),
-        key=lambda e: str(metadata_of(e).get("creationTimestamp", "")),
-    )
+    eviction = current(evictions)
     asked = parse_time(metadata_of(ours).get("creationTimestamp")) if ours else None
-    if live:
-        view = view_of_eviction(live[0], names)
+    if eviction is not None:
+        view = view_of_eviction(eviction, names)
         requesters = [
             BRIDGE_REQUESTER if r == UPSTREAM_BRIDGE_REQUESTER else r for r in view.requesters
         ]

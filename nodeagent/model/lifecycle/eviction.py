@@ -12,8 +12,9 @@ request gets the Eviction's two conditions copied into its status.
 
 The server's validation holds the same state machine (tests/integration/upstream pins it): it
 refuses a responder moved before the one ahead of it is done, an Active responder interrupted
-within 20 minutes of its last heartbeat, a final condition reverted. So a canceled Eviction
-cannot start over: a new Eviction intent after it gets a new Eviction."""
+within 20 minutes of its last heartbeat, a final condition reverted. So an Eviction that ended
+unsuccessfully (canceled, or no responder evicted the pod) cannot start over: a new Eviction
+intent after it gets the next Eviction (:mod:`.succession`), and the first stays beside it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ from nodeagent.model.lifecycle.ownership import (
     role_labels,
 )
 from nodeagent.model.lifecycle.responders import Responder, pod_responders, sort_responders
+from nodeagent.model.lifecycle.succession import (
+    FAILED,
+    TARGET_EVICTED,
+    adopt,
+    final,
+    new_intent,
+    next_name,
+)
 from nodeagent.model.times import format_time, parse_time
 
 __all__ = [
@@ -56,8 +65,6 @@ __all__ = [
     "target_index",
 ]
 
-TARGET_EVICTED = "TargetEvicted"
-FAILED = "Failed"
 SERVER_HEARTBEAT_DEADLINE = timedelta(minutes=20)
 """The server refuses to move an Active responder on sooner (less 30 s of clock skew)."""
 COMPLETION_GRACE = timedelta(seconds=10)
@@ -113,7 +120,6 @@ class EvictionPlan:
     metadata: tuple[str, Obj] | None = None  # (Eviction name, merge patch of labels and owners)
     status: StatusWrite | None = None
     invalid: tuple[StatusWrite, ...] = ()  # duplicates of another's Eviction of the target
-    start_over: tuple[str, str] | None = None  # (name, UID) of a canceled Eviction to delete
     requests: tuple[RequestStatus, ...] = ()
     requeue_after: float | None = None  # when the active responder's heartbeat lapses
 
@@ -138,31 +144,32 @@ def decide(
     heartbeat_deadline: timedelta = SERVER_HEARTBEAT_DEADLINE,
     responders: Sequence[Responder] = (),
     gone_at: datetime | None = None,
+    siblings: Sequence[Mapping[str, Any]] = (),
 ) -> EvictionPlan:
     """The writes that move `target`'s Eviction on. `requests` and `evictions` are those of the
     target's UID; `pod` the pod of its name, whatever its UID; `responders` nodeagent's
     responders of the pod, which a new Eviction lists with the pod's own; `gone_at` when the
-    target was seen deleted, if it was."""
+    target was seen deleted, if it was; `siblings` the namespace's Evictions of the pod's name
+    (whatever their UID: the next one's name counts on from theirs)."""
     intents = _intents(requests)
-    ours, duplicates = _adopt(evictions)
+    ours, duplicates = adopt(evictions)
     invalid = tuple(_invalid(e, now) for e in duplicates)
     if collected_with_pod(target.uid, requests, pod):
         # as for our CRD: the garbage collector deletes the requests and the Eviction now, and
         # nobody reads what would be made or written (on the real server mostly a 404 anyway)
         return EvictionPlan(invalid=invalid)
-    if ours is None:
+    if ours is None or _succeeded_by_next(mapping(ours, "status"), intents):
         if "Eviction" not in intents.values():
             return EvictionPlan(invalid=invalid)
         if (why := _invalid_target(target, pod)) is not None:
             return EvictionPlan(invalid=invalid, requests=_refused_requests(requests, why, now))
+        name = next_name(target.name, (*siblings, *evictions))
         create = _new_eviction(
-            target, requests, intents, _pod_state(target, pod, responders, gone_at)
+            target, name, requests, intents, _pod_state(target, pod, responders, gone_at)
         )
         return EvictionPlan(create=create, invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
-    if _canceled(status) and "Eviction" in intents.values():
-        return EvictionPlan(invalid=invalid, start_over=(str(md["name"]), str(md.get("uid"))))
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)
     new_status, requeue = _next_status(
         status, intents, _pod_state(target, pod, responders, gone_at), now, deadline
@@ -200,21 +207,12 @@ def _intents(requests: Sequence[Mapping[str, Any]]) -> dict[str, Intent]:
     return out
 
 
-def _adopt(evictions: Sequence[Mapping[str, Any]]) -> tuple[Obj | None, list[Mapping[str, Any]]]:
-    """The target's Eviction (the oldest one not refused) and the duplicates to refuse."""
-    live = [e for e in evictions if not deleting(e) and not _refused(mapping(e, "status"))]
-    # creation times have whole seconds: within one, the one under way (with responders) wins
-    live.sort(
-        key=lambda e: (
-            str(metadata_of(e).get("creationTimestamp", "")),
-            not items(mapping(e, "status"), "targetResponders"),
-            _name(e),
-        )
-    )
-    if not live:
-        return None, []
-    duplicates = [e for e in live[1:] if not _final(mapping(e, "status"))]
-    return dict(live[0]), duplicates
+def _succeeded_by_next(status: Mapping[str, Any], intents: Mapping[str, Intent]) -> bool:
+    """Whether the target's Eviction ended without evicting the pod and a requester asked
+    again since (the conditions a new Eviction intent resets, in the API's words)."""
+    evicted = condition(status, TARGET_EVICTED)
+    succeeded = evicted is not None and evicted.get("status") == "True"
+    return final(status) and not succeeded and new_intent(status, intents)
 
 
 def _invalid(eviction: Mapping[str, Any], now: datetime) -> StatusWrite:
@@ -248,6 +246,7 @@ def _node(target: Target, pod: Mapping[str, Any] | None) -> str | None:
 
 def _new_eviction(
     target: Target,
+    name: str,
     requests: Sequence[Mapping[str, Any]],
     intents: Mapping[str, Intent],
     pod: _Pod,
@@ -260,8 +259,9 @@ def _new_eviction(
         "apiVersion": EVICTIONS_API_VERSION,
         "kind": "Eviction",
         "metadata": {
-            # purely informative upstream; the pod's UID makes a second create a conflict
-            "name": target.uid,
+            # purely informative upstream; its number makes a second create of the same
+            # Eviction a conflict
+            "name": name,
             "namespace": target.namespace,
             "labels": role_labels(intents, responders, node),
             "ownerReferences": owners((), requests),
@@ -352,7 +352,7 @@ def _next_status(
         "targetResponders": [dict(t) for t in items(status, "targetResponders")],
         "responders": [dict(r) for r in items(status, "responders")],
     }
-    if _final(status):
+    if final(status):
         return out, None
     wanted = "Eviction" in intents.values()
     if not out["targetResponders"]:
@@ -503,27 +503,6 @@ def _set(
 
 
 # -- reading ------------------------------------------------------------------------------------
-
-
-def _final(status: Mapping[str, Any]) -> bool:
-    return any(
-        (c := condition(status, t)) is not None and c.get("status") == "True"
-        for t in (TARGET_EVICTED, FAILED)
-    )
-
-
-def _refused(status: Mapping[str, Any]) -> bool:
-    c = condition(status, FAILED)
-    return c is not None and c.get("status") == "True" and c.get("reason") == "EvictionInvalid"
-
-
-def _canceled(status: Mapping[str, Any]) -> bool:
-    c = condition(status, FAILED)
-    return (
-        c is not None
-        and c.get("status") == "True"
-        and c.get("reason") == "CanceledDueToNoRequesters"
-    )
 
 
 def _differs(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:

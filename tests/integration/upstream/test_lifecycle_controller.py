@@ -29,10 +29,10 @@ from nodeagent.kube.resources import (
     Obj,
 )
 from nodeagent.model.bodies import condition
-from nodeagent.model.names import IMPERATIVE_RESPONDER, NODE_LABEL
+from nodeagent.model.names import IMPERATIVE_RESPONDER, INTERCEPTORS_ANNOTATION, NODE_LABEL
 from nodeagent.model.times import format_time, utcnow
 from tests.clusters import CONTROLLERS_ACCOUNT, ClusterView, TestCluster
-from tests.integration.upstream.common import budget, pinned_pod
+from tests.integration.upstream.common import budget, eviction_of, evictions_of, pinned_pod
 from tests.tasks import cancel_and_wait
 
 # the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
@@ -55,7 +55,9 @@ class Env:
         await self.until(lambda: ready(self.view.get(PODS, name, "default")))
         return created
 
-    async def request(self, pod: Obj, name: str, intent: str = "Eviction") -> Obj:
+    async def request(
+        self, pod: Obj, name: str, intent: str = "Eviction", requester: str = REQUESTER
+    ) -> Obj:
         md = pod["metadata"]
         return await self.admin.create(
             UPSTREAM_EVICTIONREQUESTS,
@@ -65,15 +67,15 @@ class Env:
                 "metadata": {"name": name, "namespace": "default"},
                 "spec": {
                     "target": {"pod": {"name": md["name"], "uid": md["uid"]}},
-                    "requester": REQUESTER,
+                    "requester": requester,
                     "intent": intent,
                 },
             },
         )
 
     def eviction(self, pod: Obj) -> Obj:
-        """The Eviction of `pod` (named after its UID by the controller), or {}."""
-        return self.view.get(EVICTIONS, pod["metadata"]["uid"], "default") or {}
+        """The Eviction of `pod` its requests mirror, or {}."""
+        return eviction_of(self.view, pod["metadata"]["uid"])
 
     def state(self, pod: Obj, responder: str) -> str | None:
         for t in (self.eviction(pod).get("status") or {}).get("targetResponders") or []:
@@ -88,7 +90,7 @@ class Env:
     async def respond(self, pod: Obj, responder: str, done: bool = False) -> None:
         """As `responder`: a heartbeat (and its completion) in its entry of the Eviction, at
         the version read (again if the controller wrote meanwhile)."""
-        name = pod["metadata"]["uid"]
+        name = self.eviction(pod)["metadata"]["name"]
         async with asyncio.timeout(10):
             while True:
                 eviction = await self.admin.get(EVICTIONS, name, "default")
@@ -343,3 +345,69 @@ async def test_a_second_eviction_of_the_target_is_refused_with_the_pair(env: Env
     assert env.reason(by_hand(), "TargetEvicted") == "False/EvictionFailed"
     assert by_hand()["status"]["observedGeneration"] == 1
     assert env.state(pod, KEEPER) == "Active"  # the first one goes on
+
+
+async def test_after_no_responder_left_a_new_intent_makes_the_next_eviction(env: Env) -> None:
+    """As upstream: an Eviction that no responder carried out stands while its requester still
+    wants the pod gone; withdrawing and asking again, or a new requester, makes the next one
+    (`pod-<N>-<pod name>`), the failed one kept beside it, the requests mirroring the new one.
+    The imperative evictor does not evict a DaemonSet's pod (its DaemonSet would make it
+    again): with no other responder, it completes and no responder is left."""
+    template = {
+        "metadata": {
+            "labels": {"app": "agent"},
+            # none of nodeagent's interceptors: the evictor alone
+            "annotations": {INTERCEPTORS_ANNOTATION: "example.com/none"},
+        },
+        "spec": {"containers": [{"name": "agent", "image": "agent"}]},
+    }
+    await env.admin.create(
+        DAEMONSETS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template},
+        },
+    )
+    await env.until(lambda: env.view.list(PODS, app="agent"))
+    pod = env.view.list(PODS, app="agent")[0]
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+
+    def failed(n: int) -> bool:
+        e = env.view.get(EVICTIONS, f"pod-{n}-{name}", "default") or {}
+        return env.reason(e, "Failed") == "True/NoFurtherResponder"
+
+    def mirrored(request: str) -> bool:
+        r = env.view.get(UPSTREAM_EVICTIONREQUESTS, request, "default") or {}
+        want = (env.eviction(pod).get("status") or {}).get("conditions")
+        return bool(want) and (r.get("status") or {}).get("conditions") == want
+
+    await env.request(pod, "drain")
+    await env.until(lambda: failed(1))
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Completed"
+    await env.until(lambda: mirrored("drain"))
+
+    withdraw, again = ({"spec": {"intent": i}} for i in ("Withdrawn", "Eviction"))
+    await env.admin.patch(UPSTREAM_EVICTIONREQUESTS, "drain", withdraw, "default")
+    await env.until(
+        lambda: (
+            env.eviction(pod)["status"]["requesters"]
+            == [{"name": REQUESTER, "intent": "Withdrawn"}]
+        )
+    )
+    assert [e["metadata"]["name"] for e in evictions_of(env.view, uid)] == [f"pod-1-{name}"]
+    await env.admin.patch(UPSTREAM_EVICTIONREQUESTS, "drain", again, "default")
+    await env.until(lambda: failed(2))
+    await env.until(lambda: mirrored("drain"))
+    assert env.eviction(pod)["metadata"]["name"] == f"pod-2-{name}"
+
+    await env.request(pod, "rebalance", requester="zeta.io/balancer")
+    await env.until(lambda: failed(3))
+    await env.until(lambda: mirrored("drain") and mirrored("rebalance"))
+    # every one kept, each still failed; the pod untouched
+    assert sorted(e["metadata"]["name"] for e in evictions_of(env.view, uid)) == [
+        f"pod-{n}-{name}" for n in (1, 2, 3)
+    ]
+    assert all(failed(n) for n in (1, 2, 3))
+    assert (env.view.get(PODS, name, "default") or {}).get("metadata", {}).get("uid") == uid

@@ -20,7 +20,7 @@ from nodeagent.kube.resources import (
 )
 from nodeagent.model.bodies import condition
 from nodeagent.model.names import UPSTREAM_REQUESTER
-from tests.integration.upstream.common import budget
+from tests.integration.upstream.common import budget, eviction_of
 from tests.integration.upstream.drainenv import Env, env
 
 # the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
@@ -57,19 +57,13 @@ async def test_completing_a_maintenance_withdraws_its_upstream_requests(env: Env
     ended: list[str] = []  # the Eviction's Failed reasons, as each of its events showed them
 
     def watch(_event: str, resource: Any, obj: Obj) -> None:
-        if resource == EVICTIONS and obj["metadata"]["name"] == uid:
+        if resource == EVICTIONS and obj["spec"]["target"]["pod"]["uid"] == uid:
             ended.append(str((condition(obj.get("status") or {}, "Failed") or {}).get("reason")))
 
     env.view.listen(watch)
     await env.lead("auto")
     await env.maintenance("upgrade", "node-1")
-    await env.until(
-        lambda: (
-            (env.view.get(EVICTIONS, uid, "default") or {})
-            .get("status", {})
-            .get("targetResponders")
-        )
-    )
+    await env.until(lambda: eviction_of(env.view, uid).get("status", {}).get("targetResponders"))
     await env.admin.patch(NODEMAINTENANCES, "upgrade", {"spec": {"stage": "Complete"}})
     # withdrawn, the Eviction is canceled; seen canceled, our request goes, and the Eviction
     # with it (the garbage collector): the canceled state may last no longer than one event

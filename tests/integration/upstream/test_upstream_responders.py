@@ -29,7 +29,7 @@ from nodeagent.model.names import (
     MAINTENANCE_TAINT,
     UPSTREAM_REQUESTER,
 )
-from tests.integration.upstream.common import pinned_pod
+from tests.integration.upstream.common import eviction_of, pinned_pod
 from tests.integration.upstream.drainenv import Env, env
 
 # the simulated cluster serves lifecycle.k8s.io for these (the real control plane always does)
@@ -154,7 +154,7 @@ async def test_a_withdrawn_request_takes_the_annotation_back(env: Env) -> None:
     await env.until(lambda: annotated(env.view.get(PODS, "db-0", "default")))
 
     def eviction() -> Any:
-        return env.view.get(EVICTIONS, db["metadata"]["uid"], "default") or {}
+        return eviction_of(env.view, db["metadata"]["uid"])
 
     # the Eviction and the pod come through two watches: wait for the view to show both
     await env.until(lambda: states(eviction()).get(MOVER_RESPONDER) == "Active")

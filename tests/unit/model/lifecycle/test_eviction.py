@@ -24,6 +24,7 @@ from nodeagent.model.lifecycle.eviction import (
     decide,
 )
 from nodeagent.model.lifecycle.responders import Responder, order_key, sort_responders
+from nodeagent.model.lifecycle.succession import next_name, pod_name_index
 from nodeagent.model.names import DAEMONSET_RESPONDER, IMPERATIVE_RESPONDER, NODE_LABEL
 from nodeagent.model.times import format_time
 from nodeagent_testbed.sim.lifecycle_rules import refusals
@@ -65,9 +66,10 @@ class World:
     refused: list[str] = field(default_factory=list)
     ours: tuple[Responder, ...] = ()
     gone_at: datetime | None = None
+    ended: list[Obj] = field(default_factory=list)  # Evictions the current one succeeded
 
     def step(self) -> EvictionPlan:
-        evictions = [self.eviction] if self.eviction is not None else []
+        evictions = [*self.ended, *([self.eviction] if self.eviction is not None else [])]
         plan = decide(
             TARGET,
             self.requests,
@@ -77,14 +79,16 @@ class World:
             responders=self.ours,
             gone_at=self.gone_at,
         )
-        if plan.start_over is not None:
-            self.eviction = None
         if plan.create is not None:
+            if self.eviction is not None:
+                self.ended.append(self.eviction)
             self.eviction = {**copy.deepcopy(plan.create), "status": {}}
-            self.eviction["metadata"].update(uid="ev-uid", creationTimestamp=format_time(self.now))
+            uid = f"ev-uid-{len(self.ended)}"
+            self.eviction["metadata"].update(uid=uid, creationTimestamp=format_time(self.now))
             self._bump()
         if plan.status is not None:
             assert self.eviction is not None
+            assert plan.status.name == self.eviction["metadata"]["name"]
             old = self.eviction.get("status") or {}
             self.refused += refusals(old, plan.status.status, self.now)
             self.eviction["status"] = copy.deepcopy(plan.status.status)
@@ -148,7 +152,7 @@ def test_a_request_gets_one_eviction_owned_by_it_and_labelled_by_role() -> None:
     plan = w.step()
     assert plan.create is not None
     md = plan.create["metadata"]
-    assert md["name"] == UID and md["namespace"] == "default"
+    assert md["name"] == "pod-1-web-0" and md["namespace"] == "default"
     # labelled with the responders its first status lists: no metadata patch for them later
     assert md["labels"] == {
         "nodeagent.io/node-maintenance": "requester",
@@ -409,10 +413,16 @@ def test_every_requester_withdrawn_cancels_and_a_new_intent_starts_over() -> Non
     ]
     w.requests[0]["spec"]["intent"] = "Eviction"
     plan = w.step()
-    assert plan.start_over == (UID, "ev-uid") and w.eviction is None
-    w.step()
+    # the next one, the canceled one kept beside it as upstream keeps it
+    assert plan.create is not None and plan.create["metadata"]["name"] == "pod-2-web-0"
     w.step()
     assert w.active() == "zeta.io/keeper" and w.reason("Failed") == "False/AwaitingEviction"
+    [canceled] = w.ended
+    assert (condition(canceled["status"], "Failed") or {}).get(
+        "reason"
+    ) == "CanceledDueToNoRequesters"
+    # the requests mirror the one under way
+    assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
     assert w.refused == []
 
 
@@ -431,6 +441,78 @@ def test_no_responder_left_fails_it() -> None:
     assert w.reason("TargetEvicted") == "False/EvictionFailed"
     assert set(w.states().values()) == {"Completed"}
     assert w.refused == []
+
+
+def no_responder_left() -> World:
+    w = started()
+    for _ in range(3):
+        w.now += timedelta(minutes=1)
+        w.respond(heartbeatTime=w.now, completionTime=w.now)
+        w.step()
+    w.now += COMPLETION_GRACE
+    w.step()
+    assert w.reason("Failed") == "True/NoFurtherResponder"
+    return w
+
+
+def test_after_no_responder_left_a_new_intent_makes_the_next_eviction() -> None:
+    """As upstream: the failed Eviction stands while its requester still wants the pod gone
+    (no new Eviction each turn); withdrawing and asking again makes the next one."""
+    w = no_responder_left()
+    assert w.step().create is None
+    w.now += timedelta(minutes=30)
+    assert w.step().create is None and w.reason("Failed") == "True/NoFurtherResponder"
+    w.requests[0]["spec"]["intent"] = "Withdrawn"
+    w.step()  # the ended Eviction records the withdrawal
+    assert w.status["requesters"][0]["intent"] == "Withdrawn"
+    w.requests[0]["spec"]["intent"] = "Eviction"
+    plan = w.step()
+    assert plan.create is not None and plan.create["metadata"]["name"] == "pod-2-web-0"
+    w.step()
+    assert w.active() == "zeta.io/keeper" and w.reason("Failed") == "False/AwaitingEviction"
+    assert w.requests[0]["status"]["conditions"] == w.status["conditions"]
+    assert len(w.ended) == 1 and w.refused == []
+
+
+def test_after_no_responder_left_a_new_requester_makes_the_next_eviction() -> None:
+    w = no_responder_left()
+    w.requests.append(request("other", "acme.io/drainer"))
+    plan = w.step()
+    assert plan.create is not None and plan.create["metadata"]["name"] == "pod-2-web-0"
+    assert {o["name"] for o in plan.create["metadata"]["ownerReferences"]} == {"drain", "other"}
+
+
+def test_an_evicted_target_gets_no_next_eviction() -> None:
+    w = started()
+    w.pod = None
+    w.gone_at = w.now
+    w.now += GRACEFUL_COMPLETION_DELAY
+    w.step()
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
+    w.requests.append(request("other", "acme.io/drainer"))
+    assert w.step().create is None
+
+
+def test_the_next_name_counts_on_from_the_pod_names_evictions() -> None:
+    def named(name: str, target: str = "web-0") -> Obj:
+        return {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"target": {"pod": {"name": target, "uid": "x"}}},
+        }
+
+    assert next_name("web-0", []) == "pod-1-web-0"
+    # of another UID of the name (a StatefulSet's pod made again), and made by hand
+    assert next_name("web-0", [named("pod-3-web-0"), named("pod-7-web-0", "other")]) == (
+        "pod-8-web-0"
+    )
+    # names of another pod or of no such form count nothing
+    assert next_name("web-0", [named("pod-9-web-00"), named(UID), named("pod-x-web-0")]) == (
+        "pod-1-web-0"
+    )
+    assert pod_name_index(named("pod-7-web-0", "other")) == ["default/other", "default/web-0"]
+    long = "a" * 253
+    first = next_name(long, [])
+    assert len(first) == 253 and next_name(long, [named(first, long)]) == f"pod-2-{long}"[:253]
 
 
 def test_a_second_eviction_of_the_target_is_refused_the_first_adopted() -> None:
@@ -518,9 +600,9 @@ def test_every_write_is_one_the_server_accepts(
             entry = w.responder(active)
             beat = entry.get("heartbeatTime") or entry.get("startTime")
         _happen(w, event)
-        for _ in range(4):  # start over, create, first status, and a look that changes nothing
+        for _ in range(3):  # create, first status, and a look that changes nothing
             plan = w.step()
-        assert plan.status is None and plan.create is None and plan.start_over is None
+        assert plan.status is None and plan.create is None
         assert w.refused == []
         if w.eviction is None:
             continue
