@@ -5,9 +5,9 @@ As the CRD's imperative interceptor (`controllers.evictionrequest.imperative`): 
 budget-aware (held back while the cached budget allows nothing, at most HELD_AT_MOST), a
 refusal is retried after a backoff doubling up to `eviction.backoffCap` and counted in the
 message, and DaemonSet and mirror pods are not evicted (the API cannot keep them off the node):
-the evictor completes at once saying so. It completes as the server accepts the eviction (the
-controller waits for the pod's end, `COMPLETION_GRACE`, before it calls the Eviction failed),
-or as the pod is gone or terminal, whoever ended it."""
+the evictor completes at once saying so. Once the server accepted the eviction it stays Active
+while the pod terminates, as upstream's: heartbeats, `expectedCompletionTime` the pod's
+`deletionTimestamp`, and it completes as the pod is gone or terminal, whoever ended it."""
 
 from __future__ import annotations
 
@@ -126,20 +126,22 @@ def _turn(ask: _Ask) -> EvictorTurn:
         state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
     if entry.get("completionTime"):
         return EvictorTurn(state=state)  # the controller moves it on
-    if state.evicted:
-        # its completion was not written (a 409 against the controller's write): say it again
-        # while it is still the Active responder, or the controller ends it Interrupted
-        return EvictorTurn(entry=_report(entry, state.message, now, done=True), state=state)
-    # as upstream's evictor: done once the pod is, whoever ended it
+    # as upstream's evictor: done once the pod is, whoever ended it (said again while a
+    # completion lost to a 409 against the controller's write leaves it Active)
     if pod is None or metadata_of(pod).get("uid") != ask.target_uid:
-        return EvictorTurn(entry=_report(entry, "The pod is gone.", now, done=True), state=state)
+        gone = _evicted(state.retries, "the pod is gone") if state.evicted else "The pod is gone."
+        return EvictorTurn(entry=_report(entry, gone, now, done=True), state=state)
     if pod_terminal(pod):
-        ended = f"The pod reached phase {pod_phase(pod)}."
+        phase = f"reached phase {pod_phase(pod)}"
+        ended = _evicted(state.retries, f"it {phase}") if state.evicted else f"The pod {phase}."
         return EvictorTurn(entry=_report(entry, ended, now, done=True), state=state)
+    if state.evicted or pod_terminating(pod):
+        # the pod terminates: Active until it is gone, as upstream's (its message says who
+        # ended it: this eviction, or someone else's deletion)
+        said = state.message if state.evicted else "The pod is terminating."
+        return _keep_alive(entry, replace(state, message=said), now, _deleted_at(pod, now))
     if (why := _not_evicted(pod)) is not None:
         return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
-    if pod_terminating(pod):
-        return _keep_alive(entry, replace(state, message="The pod is terminating."), now)
     if outcome is not None:
         return _after_the_call(entry, state, outcome, ask.backoff, now)
     if caller_evicts(ask.requesters):
@@ -183,13 +185,12 @@ def _after_the_call(
     now: datetime,
 ) -> EvictorTurn:
     if outcome.kind == "evicted":
-        after = f" after {state.retries} refused attempts" if state.retries else ""
-        message = f"Evicted the pod through the Eviction API{after}."
+        message = _evicted(state.retries, "waiting for it to terminate")
         state = ImperativeState(state.retries, message=message, evicted=True)
-        return EvictorTurn(entry=_report(entry, message, now, done=True), state=state)
+        return EvictorTurn(entry=_report(entry, message, now), state=state)
     if outcome.kind == "gone":
         message = "The pod was gone when the Eviction API was called."
-        state = ImperativeState(state.retries, message=message, evicted=True)
+        state = ImperativeState(state.retries, message=message)
         return EvictorTurn(entry=_report(entry, message, now, done=True), state=state)
     retries = state.retries + 1
     delay = eviction_backoff(retries, *backoff)
@@ -198,12 +199,38 @@ def _after_the_call(
     return EvictorTurn(entry=_report(entry, message, now), state=state, requeue_after=delay)
 
 
-def _keep_alive(entry: Mapping[str, Any], state: ImperativeState, now: datetime) -> EvictorTurn:
-    """Say `state.message` with a heartbeat, or when one is due; look again then."""
+def _evicted(retries: int, then: str) -> str:
+    after = f" after {retries} refused attempts" if retries else ""
+    return f"Evicted the pod through the Eviction API{after}; {then}."
+
+
+def _keep_alive(
+    entry: Mapping[str, Any],
+    state: ImperativeState,
+    now: datetime,
+    expected: datetime | None = None,
+) -> EvictorTurn:
+    """Say `state.message` (and `expected` as `expectedCompletionTime`) with a heartbeat, or
+    when one is due; look again then."""
     wait = _until_heartbeat(entry, now)
-    if wait > 0 and entry.get("message") == state.message:
+    said = entry.get("message") == state.message
+    if wait > 0 and said and (expected is None or _expected(entry) is not None):
         return EvictorTurn(state=state, requeue_after=wait)
-    return EvictorTurn(entry=_report(entry, state.message, now), state=state)
+    out = _report(entry, state.message, now)
+    if expected is not None and _expected(entry) is None:
+        out["expectedCompletionTime"] = format_time(expected)
+    return EvictorTurn(entry=out, state=state, requeue_after=wait if wait > 0 else None)
+
+
+def _deleted_at(pod: Mapping[str, Any], now: datetime) -> datetime | None:
+    """When the terminating pod's grace period ends, if it is still ahead (the server refuses
+    an `expectedCompletionTime` in the past)."""
+    at = parse_time(metadata_of(pod).get("deletionTimestamp"))
+    return at if at is not None and at > now else None
+
+
+def _expected(entry: Mapping[str, Any]) -> datetime | None:
+    return parse_time(entry.get("expectedCompletionTime"))
 
 
 def _report(entry: Mapping[str, Any], message: str, now: datetime, done: bool = False) -> Obj:

@@ -286,11 +286,15 @@ async def test_a_request_for_a_pod_that_is_not_there_is_refused(env: Env) -> Non
     assert web is not None and web["metadata"].get("deletionTimestamp") is None
 
 
-def evictor_message(env: Env, pod: Obj) -> str:
+def evictor_entry(env: Env, pod: Obj) -> Obj:
     for r in (env.eviction(pod).get("status") or {}).get("responders") or []:
         if r["name"] == IMPERATIVE_RESPONDER:
-            return str(r.get("message", ""))
-    return ""
+            return dict(r)
+    return {}
+
+
+def evictor_message(env: Env, pod: Obj) -> str:
+    return str(evictor_entry(env, pod).get("message", ""))
 
 
 HOLD = "test.nodeagent.io/hold"  # keeps an evicted pod Terminating until the test lets go
@@ -307,6 +311,17 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     await env.until(lambda: (env.view.get(PDBS, "web", "default") or {}).get("status"))
     await env.request(pod, "drain-web-0")
     await env.until(lambda: "budget" in evictor_message(env, pod).lower())
+    entries: list[Obj] = []  # the evictor's entry as each event of the Eviction showed it
+
+    def seen(_event: str, resource: Any, obj: Obj) -> None:
+        if resource == EVICTIONS and obj["spec"]["target"]["pod"]["uid"] == pod["metadata"]["uid"]:
+            entries.extend(
+                r
+                for r in (obj.get("status") or {}).get("responders") or []
+                if r["name"] == IMPERATIVE_RESPONDER and r not in entries[-1:]
+            )
+
+    env.view.listen(seen)
     await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
     try:
         await env.until(lambda: "Evicted the pod" in evictor_message(env, pod))
@@ -320,6 +335,25 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     finally:
         await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": []}}, "default")
     await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
+    await env.until(
+        lambda: (env.reason(env.eviction(pod), "TargetEvicted") or "").startswith("True")
+    )
+    # as upstream's evictor: the server's acceptance is not its end (Active while the pod
+    # terminates, as kwok keeps it Running while the finalizer holds it; the sim's kubelet
+    # makes it terminal at once), the pod's end is
+    assert env.state(pod, IMPERATIVE_RESPONDER) == "Completed"
+    said = [e.get("message", "") for e in entries]
+    assert any("waiting for it to terminate" in m for m in said), said
+    assert not [
+        e
+        for e in entries
+        if "waiting for it to terminate" in e.get("message", "") and e.get("completionTime")
+    ], said
+    assert re.fullmatch(
+        r"Evicted the pod through the Eviction API( after \d+ refused attempts)?; "
+        r"(the pod is gone|it reached phase (Succeeded|Failed))\.",
+        said[-1],
+    ), said
 
 
 async def test_a_second_eviction_of_the_target_is_refused_with_the_pair(env: Env) -> None:

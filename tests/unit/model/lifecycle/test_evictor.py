@@ -46,24 +46,46 @@ def test_its_entry_only_while_it_is_the_active_responder() -> None:
     assert active_evictor({"status": status}) == ENTRY
 
 
-def test_it_calls_then_completes_when_the_server_accepts() -> None:
+def test_it_calls_stays_active_while_the_pod_terminates_and_completes_when_it_is_gone() -> None:
+    """As upstream's evictor: the server's acceptance is not the end; the pod's end is."""
     first = turn()
     assert first.call and first.entry is None
     after = turn(state=first.state, outcome=EvictionOutcome("evicted"))
-    assert after.entry["completionTime"] == format_time(T0)
-    assert after.entry["message"] == "Evicted the pod through the Eviction API."
+    assert "completionTime" not in after.entry
+    assert after.entry["message"] == (
+        "Evicted the pod through the Eviction API; waiting for it to terminate."
+    )
     assert after.state.evicted
+    # never evicted again while it terminates; expected to end with its grace period
+    soon = T0 + timedelta(seconds=1)
+    terminating = pod(deletionTimestamp=format_time(T0 + timedelta(seconds=30)))
+    ends = turn(after.entry, p=terminating, state=after.state, now=soon)
+    assert not ends.call and "completionTime" not in ends.entry
+    assert ends.entry["expectedCompletionTime"] == format_time(T0 + timedelta(seconds=30))
+    assert ends.entry["message"] == after.entry["message"]
+    quiet = turn(ends.entry, p=terminating, state=ends.state, now=soon)
+    assert quiet.entry is None and quiet.requeue_after is not None
+    gone = evictor_turn(ends.entry, None, UID, ends.state, None, None, BACKOFF, soon)
+    assert gone.entry is not None
+    assert gone.entry["completionTime"] == format_time(soon)
+    assert gone.entry["message"] == "Evicted the pod through the Eviction API; the pod is gone."
 
 
-def test_a_completion_whose_write_was_lost_is_written_again() -> None:
+def test_a_terminating_pod_past_its_grace_period_gets_no_expected_time() -> None:
+    """The server refuses an expectedCompletionTime in the past (a finalizer keeps the pod)."""
+    late = pod(deletionTimestamp=format_time(T0 - timedelta(minutes=5)))
+    kept = turn(p=late)
+    assert "expectedCompletionTime" not in kept.entry and "completionTime" not in kept.entry
+
+
+def test_an_eviction_whose_report_was_lost_is_reported_again() -> None:
     after = turn(state=turn().state, outcome=EvictionOutcome("evicted"))
     # the write lost to a 409: the entry is still the old one, the pod terminating
     later = T0 + timedelta(seconds=2)
     terminating = pod(deletionTimestamp=format_time(T0))
     again = turn(ENTRY, p=terminating, state=after.state, now=later)
-    assert not again.call
-    assert again.entry["completionTime"] == format_time(later)
-    assert again.entry["message"] == "Evicted the pod through the Eviction API."
+    assert not again.call and "completionTime" not in again.entry
+    assert again.entry["message"] == after.entry["message"]
 
 
 def test_a_refusal_is_counted_and_retried_after_a_doubling_backoff() -> None:
