@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Protocol
 
 import psutil
-from watchfiles import awatch
 
 from nodeagent.kube.events import EventSink, node_object
 from nodeagent.logind.bus import BusError
@@ -40,6 +39,7 @@ from nodeagent.model.kubelet_shutdown import (
     event_message,
     settings_from_documents,
 )
+from nodeagent.node.dirwatch import watch_directory
 from nodeagent.node.staticpods.locate import (
     KUBEADM_KUBELET_CONFIG,
     KubeletConfigUnreadable,
@@ -185,29 +185,24 @@ class KubeletShutdownWatch:
 
     async def _watch_dropins(self) -> None:
         """The drop-in directory, or its parent until it exists (the kubelet creates it)."""
-        attempt = 0
-        while True:
-            target = self._dropin_dir if self._dropin_dir.is_dir() else self._dropin_dir.parent
-            try:
-                async for changes in awatch(
-                    target,
-                    watch_filter=None,
-                    recursive=False,
-                    debounce=200,
-                    step=100,
-                    rust_timeout=_WATCH_TIMEOUT_MS,
-                    yield_on_timeout=True,
-                ):
-                    attempt = 0
-                    if changes:
-                        self.recheck()
-                        if target != self._dropin_dir and self._dropin_dir.is_dir():
-                            break  # it exists now: watch it
-            except OSError as e:
-                attempt += 1
-                log.warning("cannot watch %s: %s", target, e)
-            # pacing only after a failed or switched watch, never to poll
-            await asyncio.sleep(min(30.0, 0.5 * 2**attempt) if attempt else 0)
+        watched = self._dropin_dir
+
+        def target() -> Path:
+            return self._dropin_dir if self._dropin_dir.is_dir() else self._dropin_dir.parent
+
+        def where() -> Path:
+            nonlocal watched
+            watched = target()
+            return watched
+
+        def changed() -> bool:
+            self.recheck()
+            return target() != watched  # it exists now (or is gone): watch that instead
+
+        def failed(directory: Path, e: OSError) -> None:
+            log.warning("cannot watch %s: %s", directory, e)
+
+        await watch_directory(where, changed=changed, failed=failed, timeout_ms=_WATCH_TIMEOUT_MS)
 
     async def _follow_guard(self, guard: InhibitorSource) -> None:
         """Check again each time the guard takes its lock (a new connection, or after a

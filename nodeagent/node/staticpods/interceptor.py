@@ -50,6 +50,7 @@ from nodeagent.kube.store import key_of
 from nodeagent.model import evictionapi
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
+from nodeagent.node.dirwatch import watch_directory
 from nodeagent.node.staticpods.fsops import DirHandle
 from nodeagent.node.staticpods.journal import Owner
 from nodeagent.node.staticpods.manifests import FileId, Manifest, ScanResult, scan_manifest_dir
@@ -80,7 +81,6 @@ from nodeagent.node.staticpods.policy import (
 )
 from nodeagent.node.staticpods.requests import NodeRequests
 from nodeagent.node.staticpods.stash import Stash
-from nodeagent.node.staticpods.watch import watch_directory
 
 __all__ = ["PRIORITYCLASSES", "StaticPodClient", "StaticPodInterceptor"]
 
@@ -186,8 +186,8 @@ class StaticPodInterceptor(Controller):
             await asyncio.sleep(self._resync)
             self.enqueue(_SWEEP)
 
-    def _watch_failed(self, e: OSError) -> None:
-        self._warn_once("watch", f"cannot watch manifest directory {self._stash.manifest_dir}: {e}")
+    def _watch_failed(self, directory: Path, e: OSError) -> None:
+        self._warn_once("watch", f"cannot watch manifest directory {directory}: {e}")
 
     async def reconcile(self, key: str) -> Result | None:
         try:

@@ -154,6 +154,49 @@ async def test_kubelet_lock_reports_gns_on_and_its_exit_off(
         await view.stop()
 
 
+async def test_a_dropin_directory_made_later_is_watched_once_it_exists(
+    fake: FakeLogind,
+    config: ShutdownConfig,
+    conf_root: Path,
+    tmp_path: Path,
+) -> None:
+    """No logind.conf.d yet (the kubelet makes it as it writes its drop-in): the watch waits in
+    its parent, moves into it once it exists, and sees a drop-in written there afterwards."""
+    kubelet_config = tmp_path / "kubelet-config.yaml"
+    kubelet_config.write_text("kind: KubeletConfiguration\nshutdownGracePeriod: 30s\n")
+    dropins = conf_root / "etc/systemd/logind.conf.d"
+    dropins.parent.mkdir(parents=True)
+    mine: set[int] = set()
+    guard = ShutdownGuard(config, _NoShutdown(), reconnect=FAST_RECONNECT)
+    reports = Reports()
+    watch = KubeletShutdownWatch(
+        guard,
+        None,
+        "node-1",
+        report=reports,
+        dropin_dir=dropins,
+        processes=lambda: [p for p in kubelet_processes() if p.pid in mine],
+        kubelet_config=kubelet_config,
+    )
+    tasks = [asyncio.create_task(guard.run()), asyncio.create_task(watch.run())]
+    try:
+        async with asyncio.timeout(10):
+            await guard.wait_lock()
+        async with kubelet(tmp_path, fake.daemon.address, kubelet_config) as proc:
+            mine.add(proc.pid)
+            dropins.mkdir()
+            dropin = dropins / "99-kubelet.conf"
+            dropin.write_text("[Login]\nInhibitDelayMaxSec=30\n")
+            await reports.until(GnsState.ON)
+            # watched in the directory itself now (the parent's watch is not recursive): a
+            # drop-in written there brings a check
+            checks = watch.checks
+            (dropins / "50-other.conf").write_text("[Login]\nInhibitDelayMaxSec=45\n")
+            await until(lambda: watch.checks > checks, what="a check after the new drop-in")
+    finally:
+        await cancel_and_wait(tasks)
+
+
 async def test_garbage_kubelet_config_is_unknown_with_one_clear_line(
     fake: FakeLogind,
     config: ShutdownConfig,
