@@ -85,6 +85,26 @@ async def kubelet(
             await proc.wait()
 
 
+def gns_watch(
+    guard: ShutdownGuard,
+    reports: Reports,
+    dropins: Path,
+    kubelet_config: Path,
+    mine: set[int],
+    events: EventRecorder | None = None,
+) -> KubeletShutdownWatch:
+    return KubeletShutdownWatch(
+        guard,
+        events,
+        "node-1",
+        report=reports,
+        dropin_dir=dropins,
+        # only the test's kubelets (`mine`): other kubelets may run on this machine
+        processes=lambda: [p for p in kubelet_processes() if p.pid in mine],
+        kubelet_config=kubelet_config,
+    )
+
+
 def node_events(view: ClusterView) -> list[Obj]:
     return [
         e
@@ -111,16 +131,8 @@ async def test_kubelet_lock_reports_gns_on_and_its_exit_off(
     await view.start()
     guard = ShutdownGuard(config, _NoShutdown(), reconnect=FAST_RECONNECT)
     reports = Reports()
-    watch = KubeletShutdownWatch(
-        guard,
-        EventRecorder(c.agent, component="nodeagent", host="node-1"),
-        "node-1",
-        report=reports,
-        dropin_dir=dropins,
-        # only the test's kubelet: other kubelets may run on this machine
-        processes=lambda: [p for p in kubelet_processes() if p.pid in mine],
-        kubelet_config=kubelet_config,
-    )
+    events = EventRecorder(c.agent, component="nodeagent", host="node-1")
+    watch = gns_watch(guard, reports, dropins, kubelet_config, mine, events)
     tasks = [asyncio.create_task(guard.run()), asyncio.create_task(watch.run())]
     try:
         async with asyncio.timeout(10):
@@ -169,15 +181,7 @@ async def test_a_dropin_directory_made_later_is_watched_once_it_exists(
     mine: set[int] = set()
     guard = ShutdownGuard(config, _NoShutdown(), reconnect=FAST_RECONNECT)
     reports = Reports()
-    watch = KubeletShutdownWatch(
-        guard,
-        None,
-        "node-1",
-        report=reports,
-        dropin_dir=dropins,
-        processes=lambda: [p for p in kubelet_processes() if p.pid in mine],
-        kubelet_config=kubelet_config,
-    )
+    watch = gns_watch(guard, reports, dropins, kubelet_config, mine)
     tasks = [asyncio.create_task(guard.run()), asyncio.create_task(watch.run())]
     try:
         async with asyncio.timeout(10):
