@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodeagent.kube.resources import Obj
-from nodeagent.model.bodies import uid_of
+from nodeagent.model.bodies import uid_of, version_of
 
 __all__ = [
     "Delta",
@@ -39,12 +39,6 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return str(namespace) + "/" + str(name) if namespace else str(name)
 
 
-def version_of(obj: Mapping[str, Any]) -> str:
-    """An object's resourceVersion ("" when it has none)."""
-    version = (obj.get("metadata") or {}).get("resourceVersion")
-    return "" if version is None else str(version)
-
-
 def split_key(key: str) -> tuple[str | None, str]:
     """Inverse of `key_of`: (namespace or None, name)."""
     namespace, sep, name = key.partition("/")
@@ -55,10 +49,6 @@ def namespace_index(obj: Obj) -> list[str]:
     """Index objects by namespace; the usual first indexer."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     return [namespace] if namespace else []
-
-
-def _rv(obj: Obj | None) -> str | None:
-    return None if obj is None else (obj.get("metadata") or {}).get("resourceVersion")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +180,7 @@ class Store:
             elif uid_of(old) != uid_of(obj):
                 deltas.append(Delta("Deleted", key, old, None))
                 deltas.append(Delta("Added", key, None, obj))
-            elif _rv(old) != _rv(obj) or _rv(obj) is None:
+            elif version_of(old) != version_of(obj) or not version_of(obj):
                 deltas.append(Delta("Updated", key, old, obj))
         for key in [k for k in self._items if k not in seen]:
             old = self.delete(key)

@@ -51,6 +51,7 @@ __all__ = [
     "set_condition",
     "spec_stage",
     "uid_of",
+    "version_of",
 ]
 
 ConditionStatus = Literal["True", "False", "Unknown"]
@@ -211,6 +212,12 @@ def annotations_of(obj: object) -> Mapping[str, Any]:
 def uid_of(obj: object) -> str:
     """``obj.metadata.uid``, or "" (also for no object)."""
     return str(mapping(obj, "metadata").get("uid") or "")
+
+
+def version_of(obj: object) -> str:
+    """``obj.metadata.resourceVersion``, or "" (also for no object)."""
+    version = mapping(obj, "metadata").get("resourceVersion")
+    return "" if version is None else str(version)
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.model.bodies import condition_true, mapping
+from nodeagent.model.bodies import condition_true, mapping, version_of
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 
 __all__ = [
@@ -141,7 +141,7 @@ def budget_gate(
     if not isinstance(allowed, int) or status.get("observedGeneration") != generation:
         return None
     key = f"{pdb_md.get('namespace')}/{pdb_md.get('name')}"
-    version = str(pdb_md.get("resourceVersion") or "")
+    version = version_of(pdb)
     used = spent.get(key)
     let_through = used.count if used is not None and used.resource_version == version else 0
     return BudgetGate(key, version, max(0, allowed - let_through))

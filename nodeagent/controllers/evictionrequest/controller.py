@@ -245,16 +245,16 @@ class EvictionRequestController(Controller):
         # status change and then see the final version, so their own writes do not collide
         # with ours.
         current = request
-        version = (request.get("metadata") or {}).get("resourceVersion")
-        replaced = [str(version)]  # versions our writes replace: the cache may still show them
+        version = version_of(request)
+        replaced = [version]  # versions our writes replace: the cache may still show them
         try:
             if plan.labels:
                 metadata = {"resourceVersion": version, "labels": dict(plan.labels)}
                 current = await self._client.patch(
                     EVICTIONREQUESTS, view.name, {"metadata": metadata}, view.namespace
                 )
-                version = (current.get("metadata") or {}).get("resourceVersion")
-                replaced.append(str(version))
+                version = version_of(current)
+                replaced.append(version)
             if plan.status is not None:
                 current = await self._client.patch_status(
                     EVICTIONREQUESTS,

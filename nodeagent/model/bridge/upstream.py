@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from nodeagent.model.bodies import deleting, mapping, metadata_of
+from nodeagent.model.bodies import deleting, mapping, metadata_of, version_of
 from nodeagent.model.bridge.writes import EnsureUpstreamRequest
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.lifecycle.mirror import upstream_body
@@ -72,7 +72,7 @@ def bridge_view(
         target_interceptors=None,
         active=None,
         processed=(),
-        resource_version=str(md.get("resourceVersion") or ""),
+        resource_version=version_of(ours),
         deleting=deleting(ours),
     )
 

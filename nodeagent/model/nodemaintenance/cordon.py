@@ -14,6 +14,7 @@ from typing import Any
 from nodeagent.model.bodies import (
     Event,
     mapping,
+    version_of,
 )
 from nodeagent.model.drainslots import Slots
 from nodeagent.model.maintenance import cordoned_by
@@ -38,7 +39,7 @@ def cordons(ctx: Context, waiting: frozenset[str]) -> tuple[list[NodePatch], lis
     for node_name in sorted(ctx.mine.selected - waiting):
         node = ctx.inp.nodes[node_name]
         annotation = cordoned_by(node)
-        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        rv = version_of(node)
         holders = {o.name for o in ctx.others.values() if o.holds(node_name, annotation or ())}
         holders.add(ctx.me)
         if not unschedulable(node):
@@ -59,7 +60,7 @@ def uncordons(ctx: Context, keep: frozenset[str]) -> tuple[list[NodePatch], list
         annotation = cordoned_by(node)
         if annotation is None or ctx.me not in annotation or node_name in keep:
             continue
-        rv = str(mapping(node, "metadata").get("resourceVersion") or "")
+        rv = version_of(node)
         remaining = {
             o.name
             for o in ctx.others.values()

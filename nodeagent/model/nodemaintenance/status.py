@@ -18,6 +18,7 @@ from nodeagent.model.bodies import (
     items,
     mapping,
     set_condition,
+    version_of,
 )
 from nodeagent.model.drainslots import WAITING_FOR_SLOT
 from nodeagent.model.draintargets.results import MaintenanceDrain, Resolution
@@ -155,7 +156,7 @@ def neighbour_statuses(
         )
         status["conditions"] = conditions
         if status != dict(old):
-            rv = str(mapping(o.obj, "metadata").get("resourceVersion") or "")
+            rv = version_of(o.obj)
             out.append(StatusUpdate(name, rv, status, tuple(events)))
     return out
 

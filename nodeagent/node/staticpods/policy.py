@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from nodeagent.model.bodies import items, mapping, name_of
+from nodeagent.model.bodies import items, mapping, name_of, version_of
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
     InvalidPlan,
@@ -273,7 +273,7 @@ def _identity(obj: Mapping[str, Any]) -> _Identity:
     return _Identity(
         str(meta.get("namespace") or ""),
         str(meta.get("name") or ""),
-        str(meta.get("resourceVersion") or ""),
+        version_of(obj),
         str(pod.get("name") or ""),
         str(pod.get("uid") or ""),
     )
