@@ -40,7 +40,12 @@ from nodeagent.model.bodies import (
     name_of,
     spec_stage,
 )
-from nodeagent.model.drainplan import DrainPlanEntry, InvalidPlan, effective_plan
+from nodeagent.model.drainplan import (
+    DrainPlanEntry,
+    InvalidPlan,
+    effective_plan,
+    entries_from_dicts,
+)
 from nodeagent.model.names import CORDONED_BY_ANNOTATION
 from nodeagent.model.nodeselectors import node_selector_matches, validate_node_selector
 from nodeagent.model.shutdown import boot_of, is_ours
@@ -59,6 +64,8 @@ __all__ = [
     "holds_pods_off_this_boot",
     "involves",
     "maintenance_nodes",
+    "node_drain_targets",
+    "node_status",
     "selected_nodes",
     "selects",
     "started_stages",
@@ -241,6 +248,21 @@ def status_nodes(nm: Mapping[str, Any]) -> set[str]:
         if isinstance(name, str) and name:
             out.add(name)
     return out
+
+
+def node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | None:
+    """The maintenance's ``status.nodeStatuses`` entry for node ``node_name``, if any."""
+    for entry in items(mapping(nm, "status"), "nodeStatuses"):
+        if isinstance(entry, Mapping) and mapping(entry, "nodeRef").get("name") == node_name:
+            return entry
+    return None
+
+
+def node_drain_targets(nm: Mapping[str, Any], node_name: str) -> tuple[DrainPlanEntry, ...]:
+    """The drainTargets the maintenance resolved for node ``node_name`` (none without an entry
+    for it). Raises :class:`InvalidPlan` naming the field when they do not parse."""
+    where = f"NodeMaintenance {name_of(nm)} status.nodeStatuses[{node_name}].drainTargets"
+    return tuple(entries_from_dicts((node_status(nm, node_name) or {}).get("drainTargets"), where))
 
 
 def covers(nm: Mapping[str, Any], node_name: str, node: Mapping[str, Any] | None) -> bool:

@@ -16,11 +16,10 @@ from nodeagent.model.drainplan import (
     InvalidPlan,
     PodType,
     classify,
-    entries_from_dicts,
     targets_cover,
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
-from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off
+from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off, node_drain_targets
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.podstate import pod_terminal, pod_terminating
 from nodeagent.model.tolerations import tolerates
@@ -140,15 +139,12 @@ def draining_maintenance(
     for nm in maintenances:
         if effective_stage(nm) != Stage.DRAIN:
             continue
-        for ns in (nm.get("status") or {}).get("nodeStatuses") or ():
-            if not isinstance(ns, Mapping) or (ns.get("nodeRef") or {}).get("name") != node_name:
-                continue
-            try:
-                targets = entries_from_dicts(ns.get("drainTargets"), "drainTargets")
-            except InvalidPlan:
-                continue
-            if targets_cover(targets, pod):
-                return nm
+        try:
+            targets = node_drain_targets(nm, node_name)
+        except InvalidPlan:
+            continue
+        if targets_cover(targets, pod):
+            return nm
     return None
 
 

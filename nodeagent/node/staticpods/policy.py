@@ -27,7 +27,6 @@ from nodeagent.model.bodies import items, mapping, name_of, version_of
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
     InvalidPlan,
-    entries_from_dicts,
     targets_cover,
 )
 from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL
@@ -38,7 +37,7 @@ from nodeagent.model.lifecycle.ourresponders import (
     as_interceptor_entry,
     as_responder_entry,
 )
-from nodeagent.model.maintenance import holds_pods_off_this_boot
+from nodeagent.model.maintenance import holds_pods_off_this_boot, node_drain_targets
 from nodeagent.model.names import (
     BUILTIN_PRIORITIES,
     KUBELET_INTERCEPTOR,
@@ -64,13 +63,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 30
 _NAMES = ResponderNames(())  # ours alone: the node agents run no annotate-and-wait rule
-
-
-def _node_status(nm: Mapping[str, Any], node_name: str) -> Mapping[str, Any] | None:
-    for status in mapping(nm, "status").get("nodeStatuses") or ():
-        if isinstance(status, Mapping) and mapping(status, "nodeRef").get("name") == node_name:
-            return status
-    return None
 
 
 @dataclass(frozen=True)
@@ -122,14 +114,8 @@ def coverage(
     targets: list[tuple[str, tuple[DrainPlanEntry, ...]]] = []
     problems: list[str] = []
     for nm in holding:
-        status = _node_status(nm, node_name) or {}
         try:
-            entries = tuple(
-                entries_from_dicts(
-                    status.get("drainTargets"),
-                    f"NodeMaintenance {name_of(nm)} status.nodeStatuses[{node_name}].drainTargets",
-                )
-            )
+            entries = node_drain_targets(nm, node_name)
         except InvalidPlan as e:
             problems.append(str(e))
             entries = ()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeagent.model.drainplan import InvalidPlan
 from nodeagent.model.maintenance import (
     Stage,
     covers,
@@ -15,6 +17,7 @@ from nodeagent.model.maintenance import (
     holds_pods_off,
     holds_pods_off_this_boot,
     involves,
+    node_drain_targets,
     selects,
 )
 from nodeagent.model.names import CORDONED_BY_ANNOTATION
@@ -84,3 +87,20 @@ def test_the_controller_involves_what_it_selects_or_cordoned(
     if cordoned:
         node["metadata"]["annotations"] = {CORDONED_BY_ANNOTATION: "x, m"}
     assert involves(nm, node) is (selects(nm, node) or cordoned)
+
+
+def test_a_maintenances_drain_targets_for_a_node() -> None:
+    nm = {
+        "metadata": {"name": "kernel"},
+        "status": {
+            "nodeStatuses": [
+                {"nodeRef": {"name": "node-1"}, "drainTargets": [{"podPriority": 1}]},
+                {"nodeRef": {"name": "node-2"}, "drainTargets": [{"podPriority": "high"}]},
+            ]
+        },
+    }
+    [entry] = node_drain_targets(nm, "node-1")
+    assert entry.pod_priority == 1
+    assert node_drain_targets(nm, "node-3") == ()  # no entry for it
+    with pytest.raises(InvalidPlan, match=r"kernel status.nodeStatuses\[node-2\].drainTargets"):
+        node_drain_targets(nm, "node-2")
