@@ -30,7 +30,8 @@ from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model import final_phase as model
-from nodeagent.model.bodies import metadata_of, spec_stage
+from nodeagent.model.bodies import metadata_of
+from nodeagent.model.maintenance import Stage, effective_stage
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
 from nodeagent.model.shutdown import shutdown_node
 from nodeagent.model.shutdown_standing import DEFAULT_MAX_SHUTDOWN, ignored
@@ -114,7 +115,7 @@ class FinalPhaseController(Controller):
 
     async def reconcile(self, key: str) -> Result | None:
         nm = self._maintenances.store.get(key)
-        if nm is None or metadata_of(nm).get("deletionTimestamp") or spec_stage(nm) != "Drain":
+        if nm is None or effective_stage(nm) is not Stage.DRAIN:
             self._asked.pop(key, None)
             self._said.pop(key, None)
             return None

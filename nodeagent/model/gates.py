@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from nodeagent.model.bodies import labels_of, mapping, metadata_of
+from nodeagent.model.bodies import deleting, labels_of, mapping, metadata_of
 from nodeagent.model.podstate import pod_terminal
 from nodeagent.model.selectors import LabelSelector
 
@@ -167,7 +167,7 @@ class PodsReady:
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:
     """Ready, and not on its way out."""
-    if metadata_of(pod).get("deletionTimestamp"):
+    if deleting(pod):
         return False  # on its way out: its workload is short of it
     for cond in mapping(pod, "status").get("conditions") or ():
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":

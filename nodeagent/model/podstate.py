@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.model.bodies import metadata_of
+from nodeagent.model.bodies import deleting
 
 __all__ = ["pod_phase", "pod_terminal", "pod_terminating"]
 
@@ -22,4 +22,4 @@ def pod_terminal(pod: Mapping[str, Any]) -> bool:
 
 
 def pod_terminating(pod: Mapping[str, Any]) -> bool:
-    return metadata_of(pod).get("deletionTimestamp") is not None
+    return deleting(pod)

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from nodeagent.model import shutdown as model
-from nodeagent.model.bodies import metadata_of, spec_stage
+from nodeagent.model.bodies import deleting, spec_stage
 
 __all__ = ["Action", "next_action", "request_of_boot", "requested_reason", "sentinel_counts"]
 
@@ -56,7 +56,7 @@ def next_action(required: bool, request: Mapping[str, Any] | None) -> Action:
     is `required` or not."""
     if request is None:
         return "create" if required else "idle"
-    if metadata_of(request).get("deletionTimestamp"):
+    if deleting(request):
         return "wait"  # the controllers' finalizer completes it first; then it is gone
     if spec_stage(request) == "Complete":
         return "delete"

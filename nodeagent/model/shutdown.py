@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.model.bodies import condition_true, labels_of, mapping, metadata_of, spec_stage
+from nodeagent.model.bodies import (
+    condition_true,
+    deleting,
+    labels_of,
+    mapping,
+    metadata_of,
+    name_of,
+    spec_stage,
+)
 from nodeagent.model.names import (
     AGENT,
     ANNOTATION_SHUTDOWN_TYPE,
@@ -206,13 +214,11 @@ def next_step(
         if is_ours(m, node) and trigger_of(m) == TRIGGER_SHUTDOWN and boot_of(m) == boot_id
     ]
     for m in ours:
-        meta = m.get("metadata") or {}
-        if spec_stage(m) != "Complete" and not meta.get("deletionTimestamp"):
-            return "adopt", str(meta.get("name"))
+        if spec_stage(m) != "Complete" and not deleting(m):
+            return "adopt", name_of(m)
     for m in ours:
-        meta = m.get("metadata") or {}
-        if meta.get("name") == name:
-            return ("wait" if meta.get("deletionTimestamp") else "delete"), name
+        if name_of(m) == name:
+            return ("wait" if deleting(m) else "delete"), name
     return "create", name
 
 

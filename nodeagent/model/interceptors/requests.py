@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodeagent.model.bodies import find_condition, is_true, metadata_of, owned_by, version_of
+from nodeagent.model.bodies import (
+    deleting,
+    find_condition,
+    is_true,
+    metadata_of,
+    owned_by,
+    version_of,
+)
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import NODE_LABEL
 from nodeagent.model.times import parse_time
@@ -91,7 +98,7 @@ class EvictionRequestView:
             conditions=conditions,
             owned_by_target=owned_by(obj, str(pod.get("uid") or "")),
             resource_version=version_of(obj),
-            deleting=bool(md.get("deletionTimestamp")),
+            deleting=deleting(obj),
             node=node if isinstance(node, str) and node else None,
         )
 
