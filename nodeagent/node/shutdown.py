@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ from nodeagent.model import shutdown as model
 from nodeagent.model.backoff import JitteredBackoff
 from nodeagent.model.bodies import name_of, spec_stage
 from nodeagent.model.names import FINAL_PHASE_ANNOTATION
+from nodeagent.model.times import utcnow
 from nodeagent.node.shutdown_record import clear, shutdown_started
 
 T = TypeVar("T")
@@ -63,12 +64,15 @@ class ShutdownFlow:
         clock: Callable[[], float] = time.monotonic,
         record_file: Path | None = None,
         notify: notifications.Notify = notifications.no_notifications,
+        wall_clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`node_name`: None until `set_node_name` (the agent may have to ask the API server,
         and a shutdown must not wait for that); `delay_max`: what logind actually grants
         (InhibitDelayMaxUSec, in seconds), the configured budget when not known;
         `record_file`: where the shutdown's start is kept for a restarted agent; `notify`:
-        told when the drain starts and when the lock may go (it must not wait)."""
+        told when the drain starts and when the lock may go (it must not wait); `clock` times
+        the shutdown, `wall_clock` dates what the controllers read (the final phase's
+        deadline)."""
         self.client = client
         self.node = node_name or ""
         self._node_known = asyncio.Event()
@@ -78,6 +82,7 @@ class ShutdownFlow:
         self.config = config
         self.delay_max = delay_max or (lambda: config.budget)
         self.clock = clock
+        self.wall_clock = wall_clock
         self.record_file = record_file
         self.backoff = JitteredBackoff(base=0.2, cap=5.0)
         self.maintenance: str | None = None  # the name of this boot's shutdown maintenance
@@ -91,6 +96,22 @@ class ShutdownFlow:
     def set_node_name(self, name: str) -> None:
         self.node = name
         self._node_known.set()
+
+    async def node_known(self) -> None:
+        """Until the node's name is known."""
+        await self._node_known.wait()
+
+    def creating(self, name: str) -> None:
+        """This agent asks for maintenance `name` to be created."""
+        self._created.add(name)
+
+    def first_announcement(self, name: str) -> bool:
+        """Whether the drain of maintenance `name` is to be announced now: this agent asked
+        for it, and it was not announced yet."""
+        if name not in self._created or self._announced == name:
+            return False
+        self._announced = name
+        return True
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -227,7 +248,7 @@ class _Shutdown:
     async def _retrying(self, what: str, fn: Callable[[], Awaitable[None]]) -> None:
         """Run `fn` until it returns, once the node is known; a failed API request counts
         towards "unreachable" and is tried again after a pause."""
-        await self.flow._node_known.wait()
+        await self.flow.node_known()
         attempt = 0
         while True:
             try:
@@ -253,7 +274,7 @@ class _Shutdown:
         if phase.grace_period <= 0:
             phase = final.FinalPhase(phase.deadline, 0.0, 0.0)
         left = self.state.deadline - self.flow.clock()
-        return final.annotation(datetime.now(UTC) + timedelta(seconds=left), phase)
+        return final.annotation(self.flow.wall_clock() + timedelta(seconds=left), phase)
 
     async def request(self, what: str, call: Awaitable[T]) -> T:
         """One API call with a deadline: `apiUnreachableReleaseAfter` after the last answer, so
@@ -323,7 +344,7 @@ class _Shutdown:
                     flow.node, flow.boot_id, self.kind, flow.config.drain_plan
                 )
                 body["metadata"]["annotations"][FINAL_PHASE_ANNOTATION] = final_phase
-                flow._created.add(name)
+                flow.creating(name)
                 try:
                     await self.request(
                         "create the maintenance", client.create(NODEMAINTENANCES, body)
@@ -349,8 +370,7 @@ class _Shutdown:
             # until it is deleted (the controllers' finalizer goes first)
             await watch_until(_Answering(self), NODEMAINTENANCES, name, lambda nm: nm is None)
         flow.maintenance = name
-        if name in flow._created and flow._announced != name:
-            flow._announced = name
+        if flow.first_announcement(name):
             reason = model.shutdown_reason(flow.node, self.kind)
             flow.notify(notifications.DRAIN_STARTED, flow.node, name, reason)
         return name
