@@ -2,7 +2,7 @@
 
 The decision is `nodeagent.model.kubelet_shutdown.decide`; this gathers its inputs (logind's
 inhibitors through the shutdown guard, the running kubelet's configuration found as
-`nodeagent.node.staticpods.locate` finds it) and reports a change once: a log line, an Event on
+`nodeagent.node.kubelet` finds it) and reports a change once: a log line, an Event on
 the Node, the `nodeagent_kubelet_graceful_shutdown` gauge and a callback (the agent's status
 line).
 
@@ -40,7 +40,7 @@ from nodeagent.model.kubelet_shutdown import (
     settings_from_documents,
 )
 from nodeagent.node.dirwatch import watch_directory
-from nodeagent.node.staticpods.locate import (
+from nodeagent.node.kubelet import (
     KUBEADM_KUBELET_CONFIG,
     KubeletConfigUnreadable,
     KubeletProcess,

@@ -24,8 +24,8 @@ from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import EVENTS
 from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.model.kubelet_shutdown import EVENT_OFF, EVENT_ON, GnsState, Verdict
+from nodeagent.node.kubelet import kubelet_processes
 from nodeagent.node.kubelet_shutdown import KubeletShutdownWatch
-from nodeagent.node.staticpods.locate import kubelet_processes
 from nodeagent_testbed.fakelogind import FakeLogind
 from tests.clusters import ClusterView
 from tests.integration.logind.conftest import FAST_RECONNECT

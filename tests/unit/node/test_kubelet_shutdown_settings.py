@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from nodeagent.node.kubelet import KubeletProcess
 from nodeagent.node.kubelet_shutdown import read_kubelet_settings
-from nodeagent.node.staticpods.locate import KubeletProcess
 
 
 def procs(*cmdlines: tuple[str, ...]) -> Callable[[], list[KubeletProcess]]:

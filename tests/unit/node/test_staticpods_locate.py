@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.node.kubelet import KubeletProcess, kubelet_processes
 from nodeagent.node.staticpods.locate import (
     DEFAULT_MANIFEST_DIR,
-    KubeletProcess,
     default_stash_dir,
     find_manifest_dir,
-    kubelet_processes,
     manifest_dir_of_kubelet,
     static_pod_paths,
 )
