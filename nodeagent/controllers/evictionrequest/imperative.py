@@ -8,32 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
 from nodeagent.controllers.evictionrequest.plan import PlanBuilder
 from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors.heartbeats import (
     heartbeat_interval,
     next_heartbeat_in,
     report_progress,
 )
 from nodeagent.model.interceptors.imperative import (
-    CALLER_EVICTS,
-    HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
-    caller_evicts,
-    eviction_backoff,
     imperative_refusal_cause,
-    imperative_refusal_message,
     parse_retries,
 )
+from nodeagent.model.interceptors.imperative_turn import (
+    Step,
+    after_the_call,
+    before_the_call,
+    not_evicted,
+)
 from nodeagent.model.interceptors.status import InterceptorStatus
-from nodeagent.model.names import DAEMONSET_INTERCEPTOR, IMPERATIVE_INTERCEPTOR, KUBELET_INTERCEPTOR
+from nodeagent.model.names import IMPERATIVE_INTERCEPTOR
 from nodeagent.model.podstate import pod_terminating
 
 __all__ = ["imperative_turn"]
@@ -53,14 +52,16 @@ def imperative_turn(
         state = ImperativeState(retries=parse_retries(entry.message))
     b.imperative = state
     turn = _Turn(b, entry, settings)
-    # A pod we evicted is terminating now: nothing to say until a heartbeat is due
-    why_not = None if state.evicted and outcome is None else _not_evictable(pod)
-    if why_not is not None:
+    if outcome is not None:
+        backoff = (settings.backoff_base, settings.backoff_cap)
+        _after_the_call(turn, after_the_call(state, outcome, backoff, b.now), outcome)
+    elif state.evicted:
+        # a pod we evicted is terminating now: nothing to say until a heartbeat is due
+        turn.keep_alive(state.message)
+    elif (why_not := _not_evictable(pod)) is not None:
         turn.report(why_not)
-    elif outcome is None:
-        _before_the_call(turn, state, gate)
     else:
-        _after_the_call(turn, state, outcome)
+        _before_the_call(turn, before_the_call(state, b.view.requesters, gate, b.now))
 
 
 @dataclass(frozen=True)
@@ -103,85 +104,42 @@ class _Turn:
 def _not_evictable(pod: Mapping[str, Any]) -> str | None:
     if pod_terminating(pod):
         return "The pod is terminating; it is not evicted again."
-    pod_type = classify(pod).pod_type
-    if pod_type is PodType.STATIC:
-        return (
-            "Not calling the Eviction API: it cannot remove mirror pods (the kubelet runs "
-            f"static pods from their manifests; {KUBELET_INTERCEPTOR} stops them)."
-        )
-    if pod_type is PodType.DAEMONSET:
-        return (
-            "Not calling the Eviction API: it cannot keep DaemonSet pods off the node (their "
-            f"DaemonSet recreates them; {DAEMONSET_INTERCEPTOR} removes them)."
-        )
-    return None
+    return not_evicted(pod, name_who_does=True)
 
 
-def _before_the_call(turn: _Turn, state: ImperativeState, gate: BudgetGate | None) -> None:
-    """Call the Eviction API now, unless the pod is evicted already, its backoff runs, or a
-    budget that allows nothing holds it back."""
-    b, now = turn.b, turn.b.now
-    if state.evicted:
-        turn.keep_alive(state.message)
-        return
-    if caller_evicts(b.view.requesters):
-        _callers_turn(turn, state)
-        return
-    if state.next_attempt is not None and now < state.next_attempt:
-        if state.message:
-            turn.report(state.message)
-        b.wake_in((state.next_attempt - now).total_seconds())
-        return
-    held_since = state.held_since or now
-    if gate is not None and gate.room == 0 and now - held_since < HELD_AT_MOST:
-        # The budget's next change wakes this request; should it not come (or the
-        # server see it otherwise), the Eviction API is asked after HELD_AT_MOST.
-        message = gate.waiting_message()
-        b.imperative = replace(state, held_since=held_since, message=message)
-        if turn.entry.message != message:
-            turn.report(message)
-        b.wake_in((held_since + HELD_AT_MOST - now).total_seconds())
-        return
-    b.evict = True
-
-
-def _callers_turn(turn: _Turn, state: ImperativeState) -> None:
-    """Only the bridge asked: no call; said, and heartbeats until the pod goes (the caller's
-    eviction) or another requester joins (then the eviction is carried out)."""
-    b, s = turn.b, turn.settings
-    b.imperative = replace(state, message=CALLER_EVICTS, held_since=None)
-    turn.report(CALLER_EVICTS)
-    entry = b.entry(IMPERATIVE_INTERCEPTOR)
-    b.wake_in(next_heartbeat_in(entry, b.now, s.heartbeat_deadline, s.heartbeat_min_interval))
-
-
-def _after_the_call(turn: _Turn, state: ImperativeState, outcome: EvictionOutcome) -> None:
+def _before_the_call(turn: _Turn, step: Step) -> None:
     b = turn.b
-    if outcome.kind == "evicted":
-        after = f" after {state.retries} refused attempts" if state.retries else ""
-        message = f"Evicted the pod through the Eviction API{after}; waiting for it to terminate."
-        b.imperative = ImperativeState(state.retries, message=message, evicted=True)
-        turn.keep_alive(message)
-    elif outcome.kind == "gone":
-        # 404, or a 409 for a pod replaced under the same name: no point in calling again.
-        message = "The pod was gone when the Eviction API was called."
-        turn.report(message)
-        b.imperative = ImperativeState(state.retries, message=message, evicted=True)
+    if step.kind == "call":
+        b.evict = True
+        return
+    b.imperative = step.state
+    if step.kind == "caller":
+        # only the bridge asked: said, and heartbeats until the pod goes (the caller's
+        # eviction) or another requester joins (then the eviction is carried out)
+        s = turn.settings
+        turn.report(step.message)
+        entry = b.entry(IMPERATIVE_INTERCEPTOR)
+        b.wake_in(next_heartbeat_in(entry, b.now, s.heartbeat_deadline, s.heartbeat_min_interval))
+        return
+    if step.message and (step.kind == "backoff" or turn.entry.message != step.message):
+        turn.report(step.message)
+    assert step.wait is not None
+    b.wake_in(step.wait)
+
+
+def _after_the_call(turn: _Turn, step: Step, outcome: EvictionOutcome) -> None:
+    b = turn.b
+    b.imperative = step.state
+    if step.kind == "evicted":
+        turn.keep_alive(step.message)
+        return
+    turn.report(step.message)
+    if step.kind == "gone":
         b.wake_in(1.0)
-    else:
-        _refused(turn, state, outcome)
-
-
-def _refused(turn: _Turn, state: ImperativeState, outcome: EvictionOutcome) -> None:
-    """Refused (or failed): try again after a backoff."""
-    b, s = turn.b, turn.settings
-    retries = state.retries + 1
-    delay = eviction_backoff(retries, s.backoff_base, s.backoff_cap)
-    message = imperative_refusal_message(retries, outcome.detail)
-    b.imperative = ImperativeState(retries, b.now + timedelta(seconds=delay), message)
-    turn.report(message)
-    b.wake_in(delay)
-    if state.retries == 0:
+        return
+    assert step.wait is not None
+    b.wake_in(step.wait)
+    if step.state.retries == 1:
         # On the pod: its owner learns what holds it (a budget, say). Said once per request:
         # held back by a budget first, a pod is refused only after waiting a heartbeat interval.
         b.events.append(

@@ -68,7 +68,9 @@ class ImperativeState:
     message: str = ""
     """The last message, written again should its first write have been lost."""
     evicted: bool = False
-    """The Eviction API accepted: the pod is on its way out and is never evicted again."""
+    """The Eviction API accepted (or answered the pod gone): never called again for it."""
+    gone: bool = False
+    """The Eviction API answered that the pod was gone."""
     held_since: datetime | None = None
     """Since when a disruption budget that allows nothing has held the eviction back
     (:mod:`nodeagent.model.budgets`); None while it does not."""

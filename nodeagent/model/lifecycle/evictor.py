@@ -1,13 +1,14 @@
 """The `imperative-eviction.k8s.io/evictor` responder's turn on an upstream Eviction, pure:
 whether to call the policy/v1 Eviction API now, and what its entry in `status.responders` says.
 
-As the CRD's imperative interceptor (`controllers.evictionrequest.imperative`): the call is
-budget-aware (held back while the cached budget allows nothing, at most HELD_AT_MOST), a
-refusal is retried after a backoff doubling up to `eviction.backoffCap` and counted in the
-message, and DaemonSet and mirror pods are not evicted (the API cannot keep them off the node):
-the evictor completes at once saying so. Once the server accepted the eviction it stays Active
-while the pod terminates, as upstream's: heartbeats, `expectedCompletionTime` the pod's
-`deletionTimestamp`, and it completes as the pod is gone or terminal, whoever ended it."""
+The turn itself is the CRD's imperative interceptor's (`model.interceptors.imperative_turn`):
+the call is budget-aware (held back while the cached budget allows nothing, at most
+HELD_AT_MOST), a refusal is retried after a backoff doubling up to `eviction.backoffCap` and
+counted in the message, and DaemonSet and mirror pods are not evicted (the API cannot keep them
+off the node): the evictor completes at once saying so. Once the server accepted the eviction
+it stays Active while the pod terminates, as upstream's: heartbeats, `expectedCompletionTime`
+the pod's `deletionTimestamp`, and it completes as the pod is gone or terminal, whoever ended
+it."""
 
 from __future__ import annotations
 
@@ -18,17 +19,18 @@ from typing import Any, NamedTuple
 
 from nodeagent.model.bodies import items, mapping, metadata_of
 from nodeagent.model.budgets import BudgetGate
-from nodeagent.model.drainplan import PodType, classify
 from nodeagent.model.interceptors.heartbeats import heartbeat_interval
 from nodeagent.model.interceptors.imperative import (
-    CALLER_EVICTS,
-    HELD_AT_MOST,
     EvictionOutcome,
     ImperativeState,
-    caller_evicts,
-    eviction_backoff,
-    imperative_refusal_message,
     parse_retries,
+)
+from nodeagent.model.interceptors.imperative_turn import (
+    Step,
+    after_the_call,
+    before_the_call,
+    evicted_message,
+    not_evicted,
 )
 from nodeagent.model.lifecycle.eviction import SERVER_HEARTBEAT_DEADLINE
 from nodeagent.model.names import IMPERATIVE_RESPONDER
@@ -114,14 +116,7 @@ class _Ask(NamedTuple):
 
 
 def _turn(ask: _Ask) -> EvictorTurn:
-    entry, pod, state, outcome, gate, now = (
-        ask.entry,
-        ask.pod,
-        ask.state,
-        ask.outcome,
-        ask.gate,
-        ask.now,
-    )
+    entry, pod, state, outcome, now = ask.entry, ask.pod, ask.state, ask.outcome, ask.now
     if state is None:
         state = ImperativeState(retries=parse_retries(str(entry.get("message", ""))))
     if entry.get("completionTime"):
@@ -129,79 +124,46 @@ def _turn(ask: _Ask) -> EvictorTurn:
     # as upstream's evictor: done once the pod is, whoever ended it (said again while a
     # completion lost to a 409 against the controller's write leaves it Active)
     if pod is None or metadata_of(pod).get("uid") != ask.target_uid:
-        gone = _evicted(state.retries, "the pod is gone") if state.evicted else "The pod is gone."
+        gone = _ended(state, "the pod is gone")
         return EvictorTurn(entry=_report(entry, gone, now, done=True), state=state)
     if pod_terminal(pod):
-        phase = f"reached phase {pod_phase(pod)}"
-        ended = _evicted(state.retries, f"it {phase}") if state.evicted else f"The pod {phase}."
+        ended = _ended(state, f"the pod reached phase {pod_phase(pod)}")
         return EvictorTurn(entry=_report(entry, ended, now, done=True), state=state)
     if state.evicted or pod_terminating(pod):
         # the pod terminates: Active until it is gone, as upstream's (its message says who
         # ended it: this eviction, or someone else's deletion)
         said = state.message if state.evicted else "The pod is terminating."
         return _keep_alive(entry, replace(state, message=said), now, _deleted_at(pod, now))
-    if (why := _not_evicted(pod)) is not None:
+    if (why := not_evicted(pod)) is not None:
         return EvictorTurn(entry=_report(entry, why, now, done=True), state=state)
     if outcome is not None:
-        return _after_the_call(entry, state, outcome, ask.backoff, now)
-    if caller_evicts(ask.requesters):
-        # only the bridge asked: the caller's retried eviction is the one that goes through
-        return _keep_alive(entry, replace(state, message=CALLER_EVICTS, held_since=None), now)
-    if state.next_attempt is not None and now < state.next_attempt:
-        # waiting out the backoff: heartbeats go on meanwhile (the cap is 15 minutes)
-        wait = (state.next_attempt - now).total_seconds()
-        kept = _keep_alive(entry, state, now)
-        return replace(kept, requeue_after=min(wait, kept.requeue_after or wait))
-    held_since = state.held_since or now
-    if gate is not None and gate.room == 0 and now - held_since < HELD_AT_MOST:
-        # the budget's next change wakes this pod; should it not come, ask after HELD_AT_MOST
-        message = gate.waiting_message()
-        state = replace(state, held_since=held_since, message=message)
-        wait = (held_since + HELD_AT_MOST - now).total_seconds()
-        return EvictorTurn(entry=_report(entry, message, now), state=state, requeue_after=wait)
-    return EvictorTurn(call=True, state=state)
+        return _after_the_call(entry, after_the_call(state, outcome, ask.backoff, now), now)
+    step = before_the_call(state, ask.requesters, ask.gate, now)
+    if step.kind == "call":
+        return EvictorTurn(call=True, state=step.state)
+    if step.kind == "held":
+        entry_ = _report(entry, step.message, now)
+        return EvictorTurn(entry=entry_, state=step.state, requeue_after=step.wait)
+    # the caller's turn, or a backoff: heartbeats go on meanwhile (the cap is 15 minutes)
+    kept = _keep_alive(entry, step.state, now)
+    if step.wait is None:
+        return kept
+    return replace(kept, requeue_after=min(step.wait, kept.requeue_after or step.wait))
 
 
-def _not_evicted(pod: Mapping[str, Any]) -> str | None:
-    pod_type = classify(pod).pod_type
-    if pod_type is PodType.STATIC:
-        return (
-            "Not calling the Eviction API: it cannot remove mirror pods (the kubelet runs "
-            "static pods from their manifests)."
-        )
-    if pod_type is PodType.DAEMONSET:
-        return (
-            "Not calling the Eviction API: it cannot keep DaemonSet pods off the node (their "
-            "DaemonSet recreates them)."
-        )
-    return None
+def _ended(state: ImperativeState, how: str) -> str:
+    """What the evictor says as the pod ends: that it evicted it, if it did."""
+    if state.gone:
+        return state.message
+    if state.evicted:
+        return evicted_message(state.retries, how)
+    return f"{how[0].upper()}{how[1:]}."
 
 
-def _after_the_call(
-    entry: Mapping[str, Any],
-    state: ImperativeState,
-    outcome: EvictionOutcome,
-    backoff: tuple[float, float],
-    now: datetime,
-) -> EvictorTurn:
-    if outcome.kind == "evicted":
-        message = _evicted(state.retries, "waiting for it to terminate")
-        state = ImperativeState(state.retries, message=message, evicted=True)
-        return EvictorTurn(entry=_report(entry, message, now), state=state)
-    if outcome.kind == "gone":
-        message = "The pod was gone when the Eviction API was called."
-        state = ImperativeState(state.retries, message=message)
-        return EvictorTurn(entry=_report(entry, message, now, done=True), state=state)
-    retries = state.retries + 1
-    delay = eviction_backoff(retries, *backoff)
-    message = imperative_refusal_message(retries, outcome.detail)
-    state = ImperativeState(retries, now + timedelta(seconds=delay), message)
-    return EvictorTurn(entry=_report(entry, message, now), state=state, requeue_after=delay)
-
-
-def _evicted(retries: int, then: str) -> str:
-    after = f" after {retries} refused attempts" if retries else ""
-    return f"Evicted the pod through the Eviction API{after}; {then}."
+def _after_the_call(entry: Mapping[str, Any], step: Step, now: datetime) -> EvictorTurn:
+    done = step.kind == "gone"
+    out = _report(entry, step.message, now, done=done)
+    return EvictorTurn(entry=out, state=step.state, requeue_after=step.wait)
 
 
 def _keep_alive(

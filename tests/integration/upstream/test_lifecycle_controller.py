@@ -351,7 +351,7 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     ], said
     assert re.fullmatch(
         r"Evicted the pod through the Eviction API( after \d+ refused attempts)?; "
-        r"(the pod is gone|it reached phase (Succeeded|Failed))\.",
+        r"(the pod is gone|the pod reached phase (Succeeded|Failed))\.",
         said[-1],
     ), said
 
