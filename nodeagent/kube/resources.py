@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
+from nodeagent.model.bodies import Obj
 from nodeagent.model.times import format_micro_time, format_time, parse_time
 
 __all__ = [
@@ -33,9 +33,6 @@ __all__ = [
     "format_time",
     "parse_time",
 ]
-
-# An API object, list or event as decoded JSON. We never build generated model classes.
-Obj = dict[str, Any]
 
 
 def _segment(value: str) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "NodeMaintenanceSpec",
     "NodeMaintenanceStatus",
     "NodeStatus",
+    "Obj",
     "ObjectMeta",
     "StageStatus",
     "annotations_of",
@@ -54,6 +55,8 @@ __all__ = [
     "version_of",
 ]
 
+Obj = dict[str, Any]
+"""An API object, list or event as decoded JSON (no generated model classes): the one alias."""
 ConditionStatus = Literal["True", "False", "Unknown"]
 EventType = Literal["Normal", "Warning"]
 

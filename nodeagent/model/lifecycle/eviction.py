@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodeagent.model.bodies import (
+    Obj,
     condition,
     deleting,
     generation,
@@ -81,7 +82,6 @@ _ENDED = {
 }
 
 Intent = Literal["Eviction", "Withdrawn"]
-Obj = dict[str, Any]
 
 
 def target_index(obj: Mapping[str, Any]) -> list[str]:

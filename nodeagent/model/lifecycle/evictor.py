@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from nodeagent.model.bodies import items, mapping, metadata_of
+from nodeagent.model.bodies import Obj, items, mapping, metadata_of
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors.heartbeats import heartbeat_interval
 from nodeagent.model.interceptors.imperative import (
@@ -42,8 +42,6 @@ __all__ = ["EvictorTurn", "active_evictor", "evictor_turn", "requesters_of"]
 # the server asks responders not to heartbeat more often than every 20 s; a quarter of its
 # deadline, at most 3 minutes, as our interceptors do
 _HEARTBEAT = heartbeat_interval(SERVER_HEARTBEAT_DEADLINE, timedelta(seconds=20))
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeagent.model.bodies import condition, deleting, items, mapping, metadata_of
+from nodeagent.model.bodies import Obj, condition, deleting, items, mapping, metadata_of
 from nodeagent.model.interceptors.requests import CANCELED, EVICTED
 from nodeagent.model.lifecycle.eviction import EVICTIONS_API_VERSION, FAILED, TARGET_EVICTED
 from nodeagent.model.names import (
@@ -33,8 +33,6 @@ __all__ = [
 NAME_PREFIX = "nodemaintenance-"
 """Our request of a pod is `nodemaintenance-<pod UID>`: one per pod for every maintenance
 (they share one requester name), and clear of other requesters' names."""
-
-Obj = dict[str, Any]
 
 
 def upstream_name(pod_uid: str) -> str:

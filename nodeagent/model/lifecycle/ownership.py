@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodeagent.model.bodies import items, mapping, metadata_of, owned_by
+from nodeagent.model.bodies import Obj, items, mapping, metadata_of, owned_by
 from nodeagent.model.names import NODE_LABEL
 
 __all__ = ["EVICTIONS_API_VERSION", "collected_with_pod", "metadata_patch", "owners", "role_labels"]
 
 EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
 """The apiVersion of Evictions and EvictionRequests."""
-Obj = dict[str, Any]
 
 
 def collected_with_pod(
