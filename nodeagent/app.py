@@ -37,10 +37,10 @@ from nodeagent.logind.guard import ShutdownGuard
 from nodeagent.model.kubelet_shutdown import GnsState, Verdict
 from nodeagent.model.names import AGENT
 from nodeagent.node.boot import read_boot_id
-from nodeagent.node.conditions import NodeConditions
 from nodeagent.node.coordinated_reboot import RebootCoordinator
 from nodeagent.node.identity import resolve_node_name
 from nodeagent.node.kubelet_shutdown import KubeletShutdownWatch
+from nodeagent.node.nodeconditions import NodeConditions
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
 from nodeagent.node.staticpods.interceptor import StaticPodInterceptor

@@ -25,7 +25,7 @@ from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL, hear
 from nodeagent.model.leader import JITTER
 from nodeagent.model.maintenance import ESCALATIONS
 from nodeagent.model.selectors import DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX, validate_label_key
-from nodeagent.model.token import MAX_EXPIRATION, MIN_EXPIRATION
+from nodeagent.model.token_renewal import MAX_EXPIRATION, MIN_EXPIRATION
 
 __all__ = [
     "DNS_LABEL",

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
 from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
-from nodeagent.controllers.finalphase import FinalPhaseController
+from nodeagent.controllers.final_phase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.lifecycle.controller import LifecycleEvictionController

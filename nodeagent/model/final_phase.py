@@ -14,7 +14,7 @@ min(theirs, critical_pods_grace_period). No grace reaches past the deadline. Del
 recreated elsewhere by their controllers instead of ending Failed on a dead node. Never
 touched: mirror pods (deleting one does nothing; static pods stay with the kubelet.k8s.io
 interceptor), pods annotated `nodeagent.io/drain: skip` (the agent's own), pods already
-terminating or terminal. Pure; the I/O is `nodeagent.controllers.finalphase`.
+terminating or terminal. Pure; the I/O is `nodeagent.controllers.final_phase`.
 """
 
 from __future__ import annotations

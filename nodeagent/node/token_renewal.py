@@ -28,7 +28,7 @@ from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import KubeError
 from nodeagent.kube.tokenfile import TokenFile, write_token
 from nodeagent.model.backoff import JitteredBackoff
-from nodeagent.model.token import (
+from nodeagent.model.token_renewal import (
     InvalidToken,
     TokenClaims,
     issued_token,

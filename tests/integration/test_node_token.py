@@ -28,7 +28,7 @@ from nodeagent.kube.errors import Forbidden
 from nodeagent.kube.resources import Resource
 from nodeagent.kube.tokenfile import installed
 from nodeagent.kube.transport import Transport
-from nodeagent.model.token import read_claims
+from nodeagent.model.token_renewal import read_claims
 from nodeagent.node.token_renewal import FileStore, TokenRenewer
 from tests.clusters import NAMESPACE, NODE_ACCOUNT, REPO, TestCluster, apply_files
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from nodeagent.config import FinalPhaseConfig, ShutdownConfig
-from nodeagent.controllers.finalphase import FinalPhaseController
+from nodeagent.controllers.final_phase import FinalPhaseController
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import EVENTS, NODEMAINTENANCES, NODES, PDBS, PODS

@@ -13,7 +13,7 @@ import pytest
 
 from nodeagent.kube.errors import Forbidden, ServerError
 from nodeagent.model.backoff import JitteredBackoff
-from nodeagent.model.token import read_claims
+from nodeagent.model.token_renewal import read_claims
 from nodeagent.node.token_renewal import RECHECK, TokenRenewer
 from tests.tokens import sa_token
 from tests.until import until

@@ -1,4 +1,4 @@
-"""When a .deb agent renews its token and what it asks for (nodeagent.model.token)."""
+"""When a .deb agent renews its token and what it asks for (nodeagent.model.token_renewal)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodeagent.model.token import (
+from nodeagent.model.token_renewal import (
     InvalidToken,
     TokenClaims,
     issued_token,
