@@ -33,6 +33,7 @@ from nodeagent.model.bodies import (
     metadata_of,
     set_condition,
 )
+from nodeagent.model.lifecycle.evictionplan import EvictionPlan, RequestStatus, StatusWrite, Target
 from nodeagent.model.lifecycle.ownership import (
     EVICTIONS_API_VERSION,
     collected_with_pod,
@@ -48,6 +49,7 @@ from nodeagent.model.lifecycle.succession import (
     final,
     new_intent,
     next_name,
+    target_index,
 )
 from nodeagent.model.times import format_time, parse_time
 
@@ -82,46 +84,6 @@ _ENDED = {
 }
 
 Intent = Literal["Eviction", "Withdrawn"]
-
-
-def target_index(obj: Mapping[str, Any]) -> list[str]:
-    """``namespace/pod-UID`` of a request's or an Eviction's target pod (an informer index:
-    every request and Eviction of one pod under one key)."""
-    namespace = metadata_of(obj).get("namespace")
-    uid = mapping(mapping(mapping(obj, "spec"), "target"), "pod").get("uid")
-    return [f"{namespace}/{uid}"] if namespace and isinstance(uid, str) and uid else []
-
-
-@dataclass(frozen=True)
-class Target:
-    namespace: str
-    name: str
-    uid: str
-
-
-@dataclass(frozen=True)
-class StatusWrite:
-    """An Eviction's whole status, written at the version it was decided from."""
-
-    name: str
-    resource_version: str
-    status: Obj
-
-
-@dataclass(frozen=True)
-class RequestStatus:
-    name: str
-    status: Obj
-
-
-@dataclass(frozen=True)
-class EvictionPlan:
-    create: Obj | None = None
-    metadata: tuple[str, Obj] | None = None  # (Eviction name, merge patch of labels and owners)
-    status: StatusWrite | None = None
-    invalid: tuple[StatusWrite, ...] = ()  # duplicates of another's Eviction of the target
-    requests: tuple[RequestStatus, ...] = ()
-    requeue_after: float | None = None  # when the active responder's heartbeat lapses
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,13 @@ __all__ = [
     "FIRST",
     "TARGET_EVICTED",
     "adopt",
-    "canceled",
     "current",
     "final",
     "new_intent",
     "next_name",
     "pod_name_index",
     "refused",
+    "target_index",
 ]
 
 TARGET_EVICTED = "TargetEvicted"
@@ -47,10 +47,6 @@ def final(status: Mapping[str, Any]) -> bool:
 def refused(status: Mapping[str, Any]) -> bool:
     """Refused as a duplicate of another Eviction of the target: never the target's."""
     return _failed_with(status) == "EvictionInvalid"
-
-
-def canceled(status: Mapping[str, Any]) -> bool:
-    return _failed_with(status) == "CanceledDueToNoRequesters"
 
 
 def _failed_with(status: Mapping[str, Any]) -> str | None:
@@ -106,6 +102,14 @@ def next_name(pod_name: str, siblings: Iterable[Mapping[str, Any]]) -> str:
 
 def _named(n: int, pod_name: str) -> str:
     return f"pod-{n}-{pod_name}"[:_MAX_NAME]
+
+
+def target_index(obj: Mapping[str, Any]) -> list[str]:
+    """``namespace/pod-UID`` of a request's or an Eviction's target pod (an informer index:
+    every request and Eviction of one pod under one key)."""
+    namespace = metadata_of(obj).get("namespace")
+    uid = mapping(mapping(mapping(obj, "spec"), "target"), "pod").get("uid")
+    return [f"{namespace}/{uid}"] if namespace and isinstance(uid, str) and uid else []
 
 
 def pod_name_index(obj: Mapping[str, Any]) -> list[str]:
