@@ -178,19 +178,19 @@ class ClusterControllers:
         self, informers: SharedInformers, names: ResponderNames
     ) -> list[Controller]:
         """The evictionrequest-controller and the imperative evictor of lifecycle.k8s.io."""
-        return [
-            LifecycleEvictionController(
-                self.client,
-                informers,
-                names=names,
-                heartbeat_deadline=self.settings.heartbeat_deadline.total_seconds(),
-                queue_metrics=self.queue_metrics.for_queue("evictions"),
-            ),
-            ImperativeEvictor(
-                self.client,
-                informers,
-                backoff=(self.settings.backoff_base, self.settings.backoff_cap),
-                queue_metrics=self.queue_metrics.for_queue("imperative-evictor"),
-                workers=self.request_concurrency,
-            ),
-        ]
+        evictor = ImperativeEvictor(
+            self.client,
+            informers,
+            backoff=(self.settings.backoff_base, self.settings.backoff_cap),
+            queue_metrics=self.queue_metrics.for_queue("imperative-evictor"),
+            workers=self.request_concurrency,
+        )
+        controller = LifecycleEvictionController(
+            self.client,
+            informers,
+            names=names,
+            evictor=evictor,
+            heartbeat_deadline=self.settings.heartbeat_deadline.total_seconds(),
+            queue_metrics=self.queue_metrics.for_queue("evictions"),
+        )
+        return [controller, evictor]

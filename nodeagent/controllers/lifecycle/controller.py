@@ -5,7 +5,8 @@ pod, moved on by :func:`nodeagent.model.lifecycle.eviction.decide`. Keys are
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from nodeagent.model.lifecycle.eviction import (
     decide,
     target_index,
 )
+from nodeagent.model.lifecycle.evictor import EvictorTurn, active_evictor, with_entry
 from nodeagent.model.lifecycle.ourresponders import ResponderNames, our_responders
 from nodeagent.model.lifecycle.succession import pod_name_index
 from nodeagent.model.times import Clock, utcnow
@@ -37,6 +39,12 @@ class EvictionClient(Creator, Patcher, StatusPatcher, Protocol):
     """The part of `KubeClient` the controller needs."""
 
 
+class EvictorReports(Protocol):
+    """The imperative evictor, which runs beside this controller (:class:`ImperativeEvictor`)."""
+
+    def report(self, eviction: Mapping[str, Any]) -> EvictorTurn | None: ...
+
+
 def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(mapping(mapping(obj, "spec"), "target"), "pod")
 
@@ -44,7 +52,9 @@ def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 class LifecycleEvictionController(Controller):
     """Reconciles each target pod's Eviction from informers of upstream EvictionRequests,
     Evictions and pods. `names`: our interceptors as responders (a new Eviction lists those
-    of its pod's that have an upstream name)."""
+    of its pod's that have an upstream name); `evictor`: the imperative evictor, whose entry
+    this controller writes with its own where both would write at once (one write, not two:
+    the evictor's first words as it becomes Active, its completion as the pod ends)."""
 
     def __init__(
         self,
@@ -52,6 +62,7 @@ class LifecycleEvictionController(Controller):
         informers: SharedInformers,
         *,
         names: ResponderNames | None = None,
+        evictor: EvictorReports | None = None,
         heartbeat_deadline: float = SERVER_HEARTBEAT_DEADLINE.total_seconds(),
         clock: Clock = utcnow,
         workers: int = 4,
@@ -75,6 +86,7 @@ class LifecycleEvictionController(Controller):
         self._clock = clock
         self._deadline = timedelta(seconds=heartbeat_deadline)
         self._names = names or ResponderNames(())
+        self._evictor = evictor
         self.enqueue_on(self.requests, target_index)
         self.enqueue_on(self.evictions, target_index)
         self.enqueue_on(self.pods, self._keys_for_pod)
@@ -112,9 +124,26 @@ class LifecycleEvictionController(Controller):
             self._gone_at.get(key),
             self.evictions.store.by_index("pod-name", f"{namespace}/{named}"),
         )
+        plan = self._with_evictor_start(plan, evictions)
         if not await self._apply(namespace, plan):
             return Result(NAME_TAKEN_RETRY)
         return Result(plan.requeue_after) if plan.requeue_after is not None else None
+
+    def _with_evictor_start(self, plan: EvictionPlan, evictions: Sequence[Obj]) -> EvictionPlan:
+        """`plan` with the evictor's first words where it makes it Active (held back by a
+        budget, say), which the evictor would write next otherwise."""
+        write = plan.status
+        if self._evictor is None or write is None:
+            return plan
+        was = next((e for e in evictions if metadata_of(e).get("name") == write.name), None)
+        if was is None or active_evictor(was) is not None:
+            return plan
+        planned = {**was, "status": write.status}
+        turn = self._evictor.report(planned)
+        if turn is None or turn.entry is None or turn.entry.get("completionTime"):
+            return plan  # calls at once, or done at once: the evictor's own turn
+        status = mapping(with_entry(planned, turn.entry), "status")
+        return replace(plan, status=replace(write, status=dict(status)))
 
     async def _apply(self, namespace: str, plan: EvictionPlan) -> bool:
         """Carries `plan` out; False if its new Eviction's name was taken."""

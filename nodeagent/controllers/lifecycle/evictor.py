@@ -8,22 +8,28 @@ import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.evict import EvictClient, evict_pod
 from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import StatusPatcher
-from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, Obj
+from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, UPSTREAM_EVICTIONREQUESTS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import items, mapping, metadata_of
-from nodeagent.model.budgets import BudgetLedger, to_wake
-from nodeagent.model.interceptors.imperative import ImperativeState
+from nodeagent.model.bodies import mapping, metadata_of
+from nodeagent.model.budgets import BudgetGate, BudgetLedger, to_wake
+from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.lifecycle.eviction import target_index
-from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn, requesters_of
-from nodeagent.model.names import IMPERATIVE_RESPONDER
+from nodeagent.model.lifecycle.evictor import (
+    EvictorTurn,
+    active_evictor,
+    evictor_turn,
+    requesters_of,
+    with_entry,
+)
+from nodeagent.model.lifecycle.ownership import collected_with_pod, collected_with_requests
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = ["EvictorClient", "ImperativeEvictor"]
@@ -33,6 +39,21 @@ log = logging.getLogger(__name__)
 
 class EvictorClient(EvictClient, StatusPatcher, Protocol):
     """The part of `KubeClient` the evictor needs."""
+
+
+class _Inputs(NamedTuple):
+    """What one turn on an Eviction is decided from."""
+
+    key: str
+    uid: str
+    namespace: str
+    pod_name: str
+    target_uid: str
+    entry: Mapping[str, Any]
+    pod: Mapping[str, Any] | None
+    state: ImperativeState | None
+    gate: BudgetGate | None
+    requesters: tuple[str, ...]
 
 
 class ImperativeEvictor(Controller):
@@ -50,9 +71,12 @@ class ImperativeEvictor(Controller):
         self.evictions = informers.informer(EVICTIONS, indexers={"target": target_index})
         self.pods = informers.informer(PODS)
         self.budgets = informers.informer(PDBS, indexers={"namespace": namespace_index})
+        self.requests = informers.informer(
+            UPSTREAM_EVICTIONREQUESTS, indexers={"target": target_index}
+        )
         super().__init__(
             name,
-            informers=[self.evictions, self.pods, self.budgets],
+            informers=[self.evictions, self.pods, self.budgets, self.requests],
             workers=workers,
             metrics=queue_metrics,
         )
@@ -102,6 +126,48 @@ class ImperativeEvictor(Controller):
             self._state[key] = (uid, replace(state, next_attempt=None, held_since=None))
             self.enqueue(key)
 
+    def _inputs(self, eviction: Mapping[str, Any], entry: Mapping[str, Any]) -> _Inputs:
+        key = key_of(eviction)
+        uid = str(metadata_of(eviction).get("uid"))
+        kept = self._state.get(key)
+        target = mapping(mapping(eviction, "spec"), "target").get("pod") or {}
+        namespace = str(metadata_of(eviction).get("namespace"))
+        pod = self.pods.store.get(f"{namespace}/{target.get('name')}")
+        budgets = self.budgets.store.by_index("namespace", namespace)
+        return _Inputs(
+            key,
+            uid,
+            namespace,
+            str(target.get("name")),
+            str(target.get("uid")),
+            entry,
+            pod,
+            kept[1] if kept is not None and kept[0] == uid else None,
+            self._ledger.gate(pod, budgets) if pod is not None else None,
+            requesters_of(eviction),
+        )
+
+    def _turn(self, i: _Inputs, outcome: EvictionOutcome | None = None) -> EvictorTurn:
+        backoff, now = self._backoff, self._clock()
+        return evictor_turn(
+            i.entry, i.pod, i.target_uid, i.state, outcome, i.gate, backoff, now, i.requesters
+        )
+
+    def report(self, eviction: Mapping[str, Any]) -> EvictorTurn | None:
+        """The evictor's turn on `eviction` short of calling the Eviction API (None where it
+        is not the Active responder, or would call now), for the controller to write its
+        first words with its own as it makes it Active."""
+        entry = active_evictor(eviction)
+        if entry is None:
+            return None
+        i = self._inputs(eviction, entry)
+        turn = self._turn(i)
+        if turn.call:
+            return None
+        if turn.state is not None:
+            self._state[i.key] = (i.uid, turn.state)
+        return turn
+
     async def reconcile(self, key: str) -> Result | None:
         eviction = self.evictions.store.get(key)
         entry = active_evictor(eviction) if eviction is not None else None
@@ -110,61 +176,42 @@ class ImperativeEvictor(Controller):
             return None
         if (unseen := self._written.left(key)) is not None:
             return Result(unseen)  # its informer event comes first, most likely
-        uid = str(metadata_of(eviction).get("uid"))
-        kept = self._state.get(key)
-        state = kept[1] if kept is not None and kept[0] == uid else None
-        target = mapping(mapping(eviction, "spec"), "target").get("pod") or {}
-        namespace = str(metadata_of(eviction).get("namespace"))
-        pod = self.pods.store.get(f"{namespace}/{target.get('name')}")
-        budgets = self.budgets.store.by_index("namespace", namespace)
-        gate = self._ledger.gate(pod, budgets) if pod is not None else None
-        target_uid = str(target.get("uid"))
-        args = (pod, target_uid, state)
-        requesters = requesters_of(eviction)
-        turn = evictor_turn(entry, *args, None, gate, self._backoff, self._clock(), requesters)
+        i = self._inputs(eviction, entry)
+        turn = self._turn(i)
         if turn.call:
-            self._ledger.let_through(gate)
-            self._evicting.add(key)
-            try:
-                outcome = await evict_pod(
-                    self._client, namespace, str(target.get("name")), target_uid
-                )
-            finally:
-                self._evicting.discard(key)
-            if outcome.kind != "evicted":
-                self._ledger.let_through(gate, -1)  # the server let nothing through
-            log.info(
-                "eviction of pod %s/%s: %s %s",
-                namespace,
-                target.get("name"),
-                outcome.kind,
-                outcome.detail,
-            )
-            turn = evictor_turn(
-                entry,
-                pod,
-                target_uid,
-                turn.state,
-                outcome,
-                gate,
-                self._backoff,
-                self._clock(),
-                requesters,
-            )
+            turn = self._turn(i._replace(state=turn.state), await self._evict(i))
         if turn.state is not None:
-            self._state[key] = (uid, turn.state)
-        if turn.entry is not None:
+            self._state[key] = (i.uid, turn.state)
+        if turn.entry is not None and not (turn.ends_with_pod and self._collected(eviction, i)):
             await self._write(eviction, turn.entry)
         return Result(turn.requeue_after) if turn.requeue_after is not None else None
+
+    def _collected(self, eviction: Mapping[str, Any], i: _Inputs) -> bool:
+        """Whether the garbage collector removes `eviction` with its requests now."""
+        requests = self.requests.store.by_index("target", f"{i.namespace}/{i.target_uid}")
+        return collected_with_pod(i.target_uid, requests, i.pod) or collected_with_requests(
+            eviction, requests
+        )
+
+    async def _evict(self, i: _Inputs) -> EvictionOutcome:
+        self._ledger.let_through(i.gate)
+        self._evicting.add(i.key)
+        try:
+            outcome = await evict_pod(self._client, i.namespace, i.pod_name, i.target_uid)
+        finally:
+            self._evicting.discard(i.key)
+        if outcome.kind != "evicted":
+            self._ledger.let_through(i.gate, -1)  # the server let nothing through
+        log.info(
+            "eviction of pod %s/%s: %s %s", i.namespace, i.pod_name, outcome.kind, outcome.detail
+        )
+        return outcome
 
     async def _write(self, eviction: Mapping[str, Any], entry: Obj) -> None:
         """The evictor's entry, at the version decided from (merge patches replace whole
         lists: a write of the controller's meanwhile is a 409 and a new turn)."""
         md = metadata_of(eviction)
-        responders = [
-            entry if r.get("name") == IMPERATIVE_RESPONDER else r
-            for r in items(mapping(eviction, "status"), "responders")
-        ]
+        responders = mapping(with_entry(eviction, entry), "status").get("responders")
         body = {
             "metadata": {"resourceVersion": md.get("resourceVersion")},
             "status": {"responders": responders},

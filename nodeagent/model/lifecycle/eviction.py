@@ -37,6 +37,7 @@ from nodeagent.model.lifecycle.evictionplan import EvictionPlan, RequestStatus, 
 from nodeagent.model.lifecycle.ownership import (
     EVICTIONS_API_VERSION,
     collected_with_pod,
+    collected_with_requests,
     metadata_patch,
     owners,
     role_labels,
@@ -130,6 +131,8 @@ def decide(
             target, name, requests, intents, _pod_state(target, pod, responders, gone_at)
         )
         return EvictionPlan(create=create, invalid=invalid)
+    if collected_with_requests(ours, requests):
+        return EvictionPlan(invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)

@@ -8,7 +8,13 @@ counted in the message, and DaemonSet and mirror pods are not evicted (the API c
 off the node): the evictor completes at once saying so. Once the server accepted the eviction
 it stays Active while the pod terminates, as upstream's: heartbeats, `expectedCompletionTime`
 the pod's `deletionTimestamp`, and it completes as the pod is gone or terminal, whoever ended
-it."""
+it.
+
+Writes are few (each is a status patch of the Eviction): what it says after the call waits for
+the pod's `deletionTimestamp` (one write with `expectedCompletionTime`, not two), and its
+completion as the pod ends (`ends_with_pod`) is not written where the garbage collector removes
+the Eviction with the pod's requests. (It cannot ride on the controller's write of the
+Eviction's end: the server keeps a responder's entry as it was once it is no longer Active.)"""
 
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.podstate import pod_phase, pod_terminal, pod_terminating
 from nodeagent.model.times import format_time, parse_time
 
-__all__ = ["EvictorTurn", "active_evictor", "evictor_turn", "requesters_of"]
+__all__ = ["EvictorTurn", "active_evictor", "evictor_turn", "requesters_of", "with_entry"]
 
 # the server asks responders not to heartbeat more often than every 20 s; a quarter of its
 # deadline, at most 3 minutes, as our interceptors do
@@ -53,6 +59,9 @@ class EvictorTurn:
     """The evictor's whole new `status.responders` entry, or None when it does not change."""
     state: ImperativeState | None = None
     requeue_after: float | None = None
+    ends_with_pod: bool = False
+    """`entry` completes the turn as the pod is gone or terminal: needless where the pod's
+    requests, and the Eviction with them, are collected."""
 
 
 def active_evictor(eviction: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -68,6 +77,16 @@ def active_evictor(eviction: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next(
         (r for r in items(status, "responders") if r.get("name") == IMPERATIVE_RESPONDER), None
     )
+
+
+def with_entry(eviction: Mapping[str, Any], entry: Mapping[str, Any]) -> Obj:
+    """`eviction` with `entry` as the evictor's `status.responders` entry."""
+    status = mapping(eviction, "status")
+    responders = [
+        dict(entry) if r.get("name") == IMPERATIVE_RESPONDER else r
+        for r in items(status, "responders")
+    ]
+    return {**eviction, "status": {**status, "responders": responders}}
 
 
 def requesters_of(eviction: Mapping[str, Any]) -> tuple[str, ...]:
@@ -123,10 +142,14 @@ def _turn(ask: _Ask) -> EvictorTurn:
     # completion lost to a 409 against the controller's write leaves it Active)
     if pod is None or metadata_of(pod).get("uid") != ask.target_uid:
         gone = _ended(state, "the pod is gone")
-        return EvictorTurn(entry=_report(entry, gone, now, done=True), state=state)
+        return _ends_with_pod(entry, gone, state, now)
     if pod_terminal(pod):
         ended = _ended(state, f"the pod reached phase {pod_phase(pod)}")
-        return EvictorTurn(entry=_report(entry, ended, now, done=True), state=state)
+        return _ends_with_pod(entry, ended, state, now)
+    if state.evicted and not pod_terminating(pod):
+        # the pod's update (its deletionTimestamp) is a moment away: said then, with when it
+        # is expected to end, in one write
+        return EvictorTurn(state=state)
     if state.evicted or pod_terminating(pod):
         # the pod terminates: Active until it is gone, as upstream's (its message says who
         # ended it: this eviction, or someone else's deletion)
@@ -158,9 +181,19 @@ def _ended(state: ImperativeState, how: str) -> str:
     return f"{how[0].upper()}{how[1:]}."
 
 
+def _ends_with_pod(
+    entry: Mapping[str, Any], message: str, state: ImperativeState, now: datetime
+) -> EvictorTurn:
+    out = _report(entry, message, now, done=True)
+    return EvictorTurn(entry=out, state=state, ends_with_pod=True)
+
+
 def _after_the_call(entry: Mapping[str, Any], step: Step, now: datetime) -> EvictorTurn:
-    done = step.kind == "gone"
-    out = _report(entry, step.message, now, done=done)
+    if step.kind == "evicted":
+        return EvictorTurn(state=step.state)  # said as the pod shows it terminates (above)
+    if step.kind == "gone":
+        return _ends_with_pod(entry, step.message, step.state, now)
+    out = _report(entry, step.message, now)
     return EvictorTurn(entry=out, state=step.state, requeue_after=step.wait)
 
 

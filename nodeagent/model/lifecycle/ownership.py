@@ -9,7 +9,14 @@ from typing import Any
 from nodeagent.model.bodies import Obj, items, mapping, metadata_of, owned_by
 from nodeagent.model.names import NODE_LABEL
 
-__all__ = ["EVICTIONS_API_VERSION", "collected_with_pod", "metadata_patch", "owners", "role_labels"]
+__all__ = [
+    "EVICTIONS_API_VERSION",
+    "collected_with_pod",
+    "collected_with_requests",
+    "metadata_patch",
+    "owners",
+    "role_labels",
+]
 
 EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
 """The apiVersion of Evictions and EvictionRequests."""
@@ -22,6 +29,15 @@ def collected_with_pod(
     controller's are): the garbage collector deletes them, and with them the Eviction."""
     deleted = pod is None or metadata_of(pod).get("uid") != uid
     return deleted and bool(requests) and all(owned_by(r, uid) for r in requests)
+
+
+def collected_with_requests(
+    eviction: Mapping[str, Any], requests: Sequence[Mapping[str, Any]]
+) -> bool:
+    """Whether every request of the Eviction's target is gone and it had only requests as
+    owners: the garbage collector deletes it (a write now would mostly be a 404)."""
+    refs = [o for o in items(metadata_of(eviction), "ownerReferences") if isinstance(o, Mapping)]
+    return not requests and bool(refs) and all(o.get("kind") == "EvictionRequest" for o in refs)
 
 
 def metadata_patch(

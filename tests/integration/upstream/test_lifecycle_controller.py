@@ -312,8 +312,13 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
     await env.request(pod, "drain-web-0")
     await env.until(lambda: "budget" in evictor_message(env, pod).lower())
     entries: list[Obj] = []  # the evictor's entry as each event of the Eviction showed it
+    terminating: list[Obj] = []  # the pod as it showed deleted but not yet terminal
 
     def seen(_event: str, resource: Any, obj: Obj) -> None:
+        if resource == PODS and obj["metadata"]["uid"] == pod["metadata"]["uid"]:
+            running = (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            if obj["metadata"].get("deletionTimestamp") and running:
+                terminating.append(obj)
         if resource == EVICTIONS and obj["spec"]["target"]["pod"]["uid"] == pod["metadata"]["uid"]:
             entries.extend(
                 r
@@ -339,11 +344,14 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
         lambda: (env.reason(env.eviction(pod), "TargetEvicted") or "").startswith("True")
     )
     # as upstream's evictor: the server's acceptance is not its end (Active while the pod
-    # terminates, as kwok keeps it Running while the finalizer holds it; the sim's kubelet
-    # makes it terminal at once), the pod's end is
+    # terminates, as kwok keeps it Running while the finalizer holds it), the pod's end is;
+    # where the pod is terminal at once (the sim's kubelet), its completion is all it says
     assert env.state(pod, IMPERATIVE_RESPONDER) == "Completed"
     said = [e.get("message", "") for e in entries]
-    assert any("waiting for it to terminate" in m for m in said), said
+    if terminating:
+        assert any("waiting for it to terminate" in m for m in said), said
+    else:
+        assert len(said) == 1, said  # one write: no words before the pod showed its end
     assert not [
         e
         for e in entries
@@ -354,6 +362,51 @@ async def test_an_evicted_pod_is_not_said_held_by_its_budget_while_it_terminates
         r"(the pod is gone|the pod reached phase (Succeeded|Failed))\.",
         said[-1],
     ), said
+
+
+def processed(pdb: Obj | None) -> bool:
+    """The disruption controller has counted the budget's pods (the server evicts nothing
+    through it before: "still being processed")."""
+    status = (pdb or {}).get("status") or {}
+    generation = (pdb or {}).get("metadata", {}).get("generation")
+    return bool(status.get("currentHealthy")) and status.get("observedGeneration") == generation
+
+
+async def test_the_evictors_words_ride_on_the_fewest_writes(env: Env) -> None:
+    """Its first words (a budget holds it) come in the controller's write that makes it Active;
+    after the call, nothing until the pod shows its end is coming, then one write saying when
+    (or, the pod terminal at once, its completion): the Eviction API costs no extra write."""
+    pod = await env.pod("web-0", app="web")
+    await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": [HOLD]}}, "default")
+    await budget(env.admin, "web", min_available=1)
+    await env.until(lambda: processed(env.view.get(PDBS, "web", "default")))
+    versions: list[Obj] = []  # every version of the pod's Eviction, as its watch showed them
+
+    def seen(_event: str, resource: Any, obj: Obj) -> None:
+        if resource == EVICTIONS and obj["spec"]["target"]["pod"]["uid"] == pod["metadata"]["uid"]:
+            versions.append(obj)
+
+    env.view.listen(seen)
+    await env.request(pod, "drain-web-0")
+    await env.until(lambda: "budget" in evictor_message(env, pod).lower())
+    statuses = [v.get("status") or {} for v in versions]
+    first = next(i for i, st in enumerate(statuses) if st.get("targetResponders"))
+    words = [r for r in statuses[first]["responders"] if r["name"] == IMPERATIVE_RESPONDER]
+    assert "budget" in words[0].get("message", "").lower(), statuses
+    held = len(versions)
+    await env.admin.patch(PDBS, "web", {"spec": {"minAvailable": 0}}, "default")
+    try:
+        await env.until(lambda: "Evicted the pod" in evictor_message(env, pod))
+        said = next(
+            r
+            for v in versions[held:]
+            for r in (v.get("status") or {}).get("responders") or []
+            if r["name"] == IMPERATIVE_RESPONDER and "Evicted" in r.get("message", "")
+        )
+        assert said.get("expectedCompletionTime") or said.get("completionTime"), said
+    finally:
+        await env.admin.patch(PODS, "web-0", {"metadata": {"finalizers": []}}, "default")
+    await env.until(lambda: env.view.get(PODS, "web-0", "default") is None)
 
 
 async def test_a_second_eviction_of_the_target_is_refused_with_the_pair(env: Env) -> None:

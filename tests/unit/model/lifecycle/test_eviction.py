@@ -338,6 +338,16 @@ def test_requests_the_pod_owned_are_left_to_the_garbage_collector() -> None:
     assert w.refused == []
 
 
+def test_an_eviction_whose_every_request_is_gone_is_left_to_the_garbage_collector() -> None:
+    w = started()
+    assert w.eviction is not None and w.eviction["metadata"]["ownerReferences"]
+    w.requests.clear()  # deleted: the Eviction, owned by them only, goes next
+    assert w.step() == EvictionPlan()
+    w.eviction["metadata"]["ownerReferences"].append({"kind": "Job", "name": "j", "uid": "u"})
+    w.step()  # another owner keeps it: ended as no requester wants it
+    assert w.reason("Failed") == "True/CanceledDueToNoRequesters"
+
+
 def test_no_eviction_is_made_for_a_deleted_pod_that_owns_the_request() -> None:
     w = World(pod=None, requests=[owned_by_the_pod(request("drain", "acme.io/drainer"))])
     assert w.step() == EvictionPlan() and w.eviction is None

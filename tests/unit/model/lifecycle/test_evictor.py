@@ -12,7 +12,12 @@ from nodeagent.model.interceptors.imperative import (
     EvictionOutcome,
     ImperativeState,
 )
-from nodeagent.model.lifecycle.evictor import active_evictor, evictor_turn, requesters_of
+from nodeagent.model.lifecycle.evictor import (
+    active_evictor,
+    evictor_turn,
+    requesters_of,
+    with_entry,
+)
 from nodeagent.model.names import IMPERATIVE_RESPONDER
 from nodeagent.model.times import format_time
 
@@ -51,24 +56,39 @@ def test_it_calls_stays_active_while_the_pod_terminates_and_completes_when_it_is
     first = turn()
     assert first.call and first.entry is None
     after = turn(state=first.state, outcome=EvictionOutcome("evicted"))
-    assert "completionTime" not in after.entry
-    assert after.entry["message"] == (
-        "Evicted the pod through the Eviction API; waiting for it to terminate."
-    )
-    assert after.state.evicted
+    # nothing written yet: said as the pod shows its deletionTimestamp, in one write
+    assert after.entry is None and after.state.evicted and after.requeue_after is None
+    said = "Evicted the pod through the Eviction API; waiting for it to terminate."
+    assert after.state.message == said
+    assert turn(state=after.state).entry is None  # another event, the pod not yet updated
     # never evicted again while it terminates; expected to end with its grace period
     soon = T0 + timedelta(seconds=1)
     terminating = pod(deletionTimestamp=format_time(T0 + timedelta(seconds=30)))
-    ends = turn(after.entry, p=terminating, state=after.state, now=soon)
+    ends = turn(ENTRY, p=terminating, state=after.state, now=soon)
     assert not ends.call and "completionTime" not in ends.entry
     assert ends.entry["expectedCompletionTime"] == format_time(T0 + timedelta(seconds=30))
-    assert ends.entry["message"] == after.entry["message"]
+    assert ends.entry["message"] == said and not ends.ends_with_pod
     quiet = turn(ends.entry, p=terminating, state=ends.state, now=soon)
     assert quiet.entry is None and quiet.requeue_after is not None
     gone = evictor_turn(ends.entry, None, UID, ends.state, None, None, BACKOFF, soon)
-    assert gone.entry is not None
+    assert gone.entry is not None and gone.ends_with_pod
     assert gone.entry["completionTime"] == format_time(soon)
     assert gone.entry["message"] == "Evicted the pod through the Eviction API; the pod is gone."
+
+
+def test_a_pod_gone_before_the_call_ends_the_turn_with_the_pod() -> None:
+    gone = turn(state=turn().state, outcome=EvictionOutcome("gone"))
+    assert gone.ends_with_pod and gone.entry["completionTime"] == format_time(T0)
+    assert gone.entry["message"] == "The pod was gone when the Eviction API was called."
+
+
+def test_the_evictors_entry_replaces_its_own_only() -> None:
+    other = {"name": "example.com/other", "startTime": format_time(T0)}
+    status = {"responders": [other, ENTRY]}
+    eviction: dict[str, Any] = {"metadata": {"name": "pod-1-web-0"}, "status": status}
+    done = {**ENTRY, "completionTime": format_time(T0)}
+    assert with_entry(eviction, done)["status"]["responders"] == [other, done]
+    assert eviction["status"]["responders"] == [other, ENTRY]  # a copy
 
 
 def test_a_terminating_pod_past_its_grace_period_gets_no_expected_time() -> None:
@@ -85,7 +105,7 @@ def test_an_eviction_whose_report_was_lost_is_reported_again() -> None:
     terminating = pod(deletionTimestamp=format_time(T0))
     again = turn(ENTRY, p=terminating, state=after.state, now=later)
     assert not again.call and "completionTime" not in again.entry
-    assert again.entry["message"] == after.entry["message"]
+    assert again.entry["message"] == after.state.message
 
 
 def test_a_refusal_is_counted_and_retried_after_a_doubling_backoff() -> None:
@@ -160,6 +180,7 @@ def test_an_unwritten_completion_is_written_even_once_the_pod_is_gone() -> None:
     evicted = turn(outcome=EvictionOutcome("evicted", ""))
     again = evictor_turn(ENTRY, None, UID, evicted.state, None, None, BACKOFF, T0)
     assert again.entry is not None and again.entry["message"].startswith("Evicted the pod")
+    assert again.ends_with_pod
 
 
 def test_heartbeats_go_on_while_a_long_backoff_runs() -> None:
