@@ -299,7 +299,7 @@ class Agent:
         if cfg.eviction.bridge.enabled:
             # on every replica, leader or not: the webhook Service may pick any of them
             # (imported here: aiohttp and cryptography only where the bridge runs)
-            from nodeagent.controllers.bridge.server import bridge_from_config
+            from nodeagent.bridge.server import bridge_from_config
 
             bridge = bridge_from_config(client, cfg, BridgeMetrics(self.registry))
             self.health.add("eviction bridge", bridge.serving.is_set)

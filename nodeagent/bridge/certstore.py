@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeagent.controllers.bridge.certs import (
+from nodeagent.bridge.certs import (
     CA_CRT,
     Bundle,
     decode_provided,

@@ -21,17 +21,16 @@ from typing import Protocol
 
 from aiohttp import web
 
+from nodeagent.bridge.certs import Bundle
+from nodeagent.bridge.certstore import CertClient, CertKeeper, TLSPlace
+from nodeagent.bridge.listener import IDLE_TIMEOUT, LimitedListener
+from nodeagent.bridge.maintenances import PATH as MAINTENANCES_PATH
+from nodeagent.bridge.maintenances import MaintenanceAdmission
+from nodeagent.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
 from nodeagent.config import Config
-from nodeagent.controllers.bridge.certs import Bundle
-from nodeagent.controllers.bridge.certstore import CertClient, CertKeeper, TLSPlace
-from nodeagent.controllers.bridge.listener import IDLE_TIMEOUT, LimitedListener
-from nodeagent.controllers.bridge.maintenances import PATH as MAINTENANCES_PATH
-from nodeagent.controllers.bridge.maintenances import MaintenanceAdmission
-from nodeagent.controllers.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
-from nodeagent.controllers.lifecycle.detect import runs_lifecycle_here
-from nodeagent.controllers.settings import EvictionSettings
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.kube.controller import SharedInformers
-from nodeagent.kube.discovery import ask_served
+from nodeagent.kube.discovery import ask_served, runs_lifecycle_here
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.bridge.decision import BridgeSettings

@@ -26,8 +26,8 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
-from nodeagent.controllers.bridge.departures import Departures
-from nodeagent.controllers.bridge.upstream import UpstreamRequests
+from nodeagent.bridge.departures import Departures
+from nodeagent.bridge.upstream import UpstreamRequests
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher

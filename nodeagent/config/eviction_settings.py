@@ -1,12 +1,12 @@
-"""What the EvictionRequest controller and the cluster-side interceptors take from config
-(shared by both packages, which are independent of each other)."""
+"""What the EvictionRequest controller, the cluster-side interceptors and the eviction bridge
+take from config (shared by packages that are independent of each other)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
 
-from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.config.schema import AnnotateInterceptor, EvictionConfig
 from nodeagent.model.interceptors.heartbeats import (
     DEFAULT_HEARTBEAT_DEADLINE,
     MIN_HEARTBEAT_INTERVAL,

@@ -9,18 +9,17 @@ from functools import partial
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
 from nodeagent.controllers.final_phase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
 from nodeagent.controllers.interceptors.daemonset import DaemonSetInterceptor
 from nodeagent.controllers.lifecycle.controller import LifecycleEvictionController
-from nodeagent.controllers.lifecycle.detect import runs_lifecycle_here
 from nodeagent.controllers.lifecycle.evictor import ImperativeEvictor
 from nodeagent.controllers.nodemaintenance.controller import NodeMaintenanceController
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.controller import Controller, SharedInformers
-from nodeagent.kube.discovery import ask_served
+from nodeagent.kube.discovery import ask_served, runs_lifecycle_here
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.resources import NODEMAINTENANCES, UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model import evictionapi

@@ -20,14 +20,13 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from nodeagent.controllers.nodemaintenance.controller import pod_node_index
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, KubeError, NotFound
 from nodeagent.kube.events import EventRecorder
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.protocols import Deleter
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
-from nodeagent.kube.store import key_of
+from nodeagent.kube.store import key_of, pod_node_index
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model import final_phase as model
 from nodeagent.model.bodies import metadata_of

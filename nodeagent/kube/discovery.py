@@ -1,4 +1,7 @@
-"""Whether the server serves a resource (an alpha API behind a feature gate may be off)."""
+"""Whether the server serves a resource (an alpha API behind a feature gate may be off), and
+whether nodeagent runs lifecycle.k8s.io's evictionrequest controller and imperative evictor on
+this cluster or kube-controller-manager does (`eviction.lifecycleController`): never both.
+Both are asked once per leader term and once per bridge start, and handed to every part."""
 
 from __future__ import annotations
 
@@ -7,11 +10,12 @@ import itertools
 import logging
 
 from nodeagent.kube.errors import Forbidden, KubeError, NotFound
-from nodeagent.kube.protocols import Lister
-from nodeagent.kube.resources import Resource
+from nodeagent.kube.protocols import Getter, Lister
+from nodeagent.kube.resources import SERVICEACCOUNTS, Resource
+from nodeagent.model import evictionapi
 from nodeagent.model.backoff import JitteredBackoff
 
-__all__ = ["ask_served", "serves"]
+__all__ = ["ask_served", "runs_lifecycle_here", "serves"]
 
 log = logging.getLogger(__name__)
 
@@ -58,3 +62,28 @@ async def ask_served(client: Lister, resource: Resource, *, required: str | None
             said = True
         await asyncio.sleep(backoff.delay(attempt))
     raise AssertionError("unreachable")
+
+
+async def runs_lifecycle_here(client: Getter, setting: str) -> bool:
+    """True: nodeagent runs them; False: Kubernetes does, nodeagent requests and responds.
+    `auto` looks for the ServiceAccount kube-controller-manager runs its own with; one the
+    controllers may not read is said once and taken for absent (v1.37 ships no such
+    controller)."""
+    kubernetes = False
+    if setting == evictionapi.AUTO:
+        namespace, name = evictionapi.KUBERNETES_CONTROLLER
+        try:
+            await client.get(SERVICEACCOUNTS, name, namespace)
+            kubernetes = True
+        except NotFound:
+            pass
+        except Forbidden:
+            log.warning(
+                "eviction.lifecycleController is auto, but the controllers may not read "
+                "ServiceAccount %s/%s (packaging/kubernetes grants it): taking it that "
+                "kube-controller-manager does not run lifecycle.k8s.io's controller; set "
+                "eviction.lifecycleController: kubernetes where it does",
+                namespace,
+                name,
+            )
+    return evictionapi.runs_lifecycle_controllers(setting, kubernetes)

@@ -21,6 +21,7 @@ __all__ = [
     "Store",
     "key_of",
     "namespace_index",
+    "pod_node_index",
     "split_key",
     "version_of",
 ]
@@ -49,6 +50,13 @@ def namespace_index(obj: Obj) -> list[str]:
     """Index objects by namespace; the usual first indexer."""
     namespace = (obj.get("metadata") or {}).get("namespace")
     return [namespace] if namespace else []
+
+
+def pod_node_index(pod: Obj) -> list[str]:
+    """Index pods by the node they are bound to (the NodeMaintenance and final-phase
+    controllers share the index)."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if isinstance(node, str) and node else []
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from nodeagent.controllers.bridge.certs import CA_CRT, encode_secret
-from nodeagent.controllers.bridge.certstore import (
+from nodeagent.bridge.certs import CA_CRT, encode_secret
+from nodeagent.bridge.certstore import (
     WEBHOOK_CONFIGURATION,
     TLSPlace,
     ensure_bundle,

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.events import EventSink

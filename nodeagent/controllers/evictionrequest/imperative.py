@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import PlanBuilder
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors.heartbeats import (

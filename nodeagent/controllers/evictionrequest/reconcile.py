@@ -15,9 +15,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.imperative import imperative_turn
 from nodeagent.controllers.evictionrequest.plan import Plan, PlanBuilder
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.bodies import Event, uid_of
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors.imperative import (

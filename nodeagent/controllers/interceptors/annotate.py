@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 
+from nodeagent.config.eviction_settings import AnnotateRule, EvictionSettings
 from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
@@ -30,7 +31,6 @@ from nodeagent.controllers.interceptors.common import (
     utcnow,
 )
 from nodeagent.controllers.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
-from nodeagent.controllers.settings import AnnotateRule, EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.events import EventSink

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
@@ -41,7 +42,6 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.events import EventSink

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.controllers.settings import AnnotateRule
+from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.model.bodies import annotations_of
 from nodeagent.model.drainplan import (
     InvalidPlan,

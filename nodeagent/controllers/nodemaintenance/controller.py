@@ -37,7 +37,6 @@ from nodeagent.controllers.nodemaintenance.signatures import (
     drain_started,
     eviction_request_node_index,
     node_signature,
-    pod_node_index,
     pod_signature,
     progress_only,
     request_keys,
@@ -52,7 +51,7 @@ from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.expectations import Expectations
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
-from nodeagent.kube.store import key_of
+from nodeagent.kube.store import key_of, pod_node_index
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import EvictionRequest, as_maintenance, as_map, metadata_of, name_of
 from nodeagent.model.draintargets.pods import PodInfoMemo
@@ -71,7 +70,6 @@ __all__ = [
     "NodeMaintenanceController",
     "drain_started",
     "eviction_request_node_index",
-    "pod_node_index",
 ]
 
 

@@ -17,17 +17,11 @@ __all__ = [
     "drain_started",
     "eviction_request_node_index",
     "node_signature",
-    "pod_node_index",
     "pod_signature",
     "progress_only",
     "request_keys",
     "requests_by_name",
 ]
-
-
-def pod_node_index(pod: Obj) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [node] if isinstance(node, str) and node else []
 
 
 def eviction_request_node_index(er: Obj) -> list[str]:

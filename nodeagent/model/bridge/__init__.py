@@ -6,5 +6,5 @@ EvictionRequest and answers 429 until the request's turn reaches the imperative 
 - :mod:`.writes`: those writes, and the EvictionRequest the bridge asks with;
 - :mod:`.review`: the ``admission.k8s.io/v1`` AdmissionReview read and answered.
 
-The shell (:mod:`nodeagent.controllers.bridge`) serves it over HTTPS from the informers' caches.
+The shell (:mod:`nodeagent.bridge`) serves it over HTTPS from the informers' caches.
 """

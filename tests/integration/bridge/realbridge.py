@@ -17,17 +17,17 @@ from pathlib import Path
 
 import yaml
 
-from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.controllers.bridge.certs import CA_CRT, encode_secret, service_names
-from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, TLSPlace
-from nodeagent.controllers.bridge.server import (
+from nodeagent.bridge.certs import CA_CRT, encode_secret, service_names
+from nodeagent.bridge.certstore import SECRET, SERVICE, TLSPlace
+from nodeagent.bridge.server import (
     CONTROLLERS_ACCOUNT,
     BridgeServer,
     Listen,
     bridge_settings,
     service_account_user,
 )
-from nodeagent.controllers.settings import EvictionSettings
+from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import WEBHOOK_CONFIGURATIONS, Obj

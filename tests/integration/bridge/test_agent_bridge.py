@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from nodeagent.app import Agent
+from nodeagent.bridge.certs import CA_CRT, service_names
+from nodeagent.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
+from nodeagent.bridge.webhook import PATH
 from nodeagent.config import from_mapping
-from nodeagent.controllers.bridge.certs import CA_CRT, service_names
-from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
-from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import SECRETS, WEBHOOK_CONFIGURATIONS, Obj
 from tests.clusters import CONTROLLERS_ACCOUNT, NAMESPACE, ClusterView, TestCluster, apply_files

@@ -16,8 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from nodeagent.controllers.bridge import listener
-from nodeagent.controllers.bridge.server import Listen
+from nodeagent.bridge import listener
+from nodeagent.bridge.server import Listen
 from tests.integration.bridge.clientcerts import ClientCA, Pair
 from tests.integration.bridge.test_webhook import NAMES, Served, serve
 from tests.integration.controllers.evictionrequest_harness import Env, env

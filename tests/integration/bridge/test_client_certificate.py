@@ -19,8 +19,8 @@ import aiohttp
 import pytest
 import yaml
 
-from nodeagent.controllers.bridge.server import Listen
-from nodeagent.controllers.bridge.webhook import PATH
+from nodeagent.bridge.server import Listen
+from nodeagent.bridge.webhook import PATH
 from nodeagent.kube.errors import TooManyRequests
 from nodeagent_testbed.controlplane.cluster import (
     ClusterError,

@@ -18,9 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from nodeagent.bridge import listener
+from nodeagent.bridge.webhook import PATH
 from nodeagent.config import AnnotateInterceptor
-from nodeagent.controllers.bridge import listener
-from nodeagent.controllers.bridge.webhook import PATH
 from nodeagent.kube.errors import AlreadyExists, Conflict, NotFound, TooManyRequests
 from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, PODS, SERVICEACCOUNTS, Obj
 from nodeagent.model.interceptors.imperative import CALLER_EVICTS

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from nodeagent.controllers.bridge.maintenances import PATH
+from nodeagent.bridge.maintenances import PATH
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import NODEMAINTENANCES, Obj
 from tests.conftest import Kubectl

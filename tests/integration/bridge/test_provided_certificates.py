@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nodeagent.controllers.bridge.certs import Bundle, renew
-from nodeagent.controllers.bridge.server import BridgeServer, Listen
+from nodeagent.bridge.certs import Bundle, renew
+from nodeagent.bridge.server import BridgeServer, Listen
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import SECRETS, Obj
 from tests.integration.bridge.realbridge import served_certificate
@@ -68,7 +68,7 @@ def der(pem: bytes) -> bytes:
 async def test_a_certificate_someone_else_keeps_is_served_and_never_written(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="nodeagent.controllers.bridge.certstore")
+    caplog.set_level(logging.WARNING, logger="nodeagent.bridge.certstore")
     server = BridgeServer(env.kube, SETTINGS, PROVIDED, Listen("127.0.0.1", 0))
     task = asyncio.create_task(server.run())
     try:

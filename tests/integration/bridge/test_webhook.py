@@ -17,11 +17,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nodeagent.controllers.bridge.certs import service_names
-from nodeagent.controllers.bridge.certstore import TLSPlace, ensure_bundle
-from nodeagent.controllers.bridge.server import BridgeServer, BridgeServerClient, Listen
-from nodeagent.controllers.bridge.webhook import PATH
-from nodeagent.controllers.settings import AnnotateRule
+from nodeagent.bridge.certs import service_names
+from nodeagent.bridge.certstore import TLSPlace, ensure_bundle
+from nodeagent.bridge.server import BridgeServer, BridgeServerClient, Listen
+from nodeagent.bridge.webhook import PATH
+from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,

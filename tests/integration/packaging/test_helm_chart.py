@@ -34,8 +34,8 @@ from typing import Any
 import yaml
 
 from nodeagent import config as agent_config
-from nodeagent.controllers.bridge.certs import service_names
-from nodeagent.controllers.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
+from nodeagent.bridge.certs import service_names
+from nodeagent.bridge.certstore import SECRET, SERVICE, WEBHOOK_CONFIGURATION
 from nodeagent.manifests import crd_stream
 from tests.integration.packaging.test_kubernetes_manifests import (
     K8S,

@@ -455,9 +455,11 @@ def parts_of(module: Path) -> tuple[str, ...] | None:
         return ("node-token",)
     if rel.startswith("node/") or rel == "app.py":
         return ("node",)
-    if rel in ("controllers/bridge/certstore.py", "controllers/bridge/webhook.py"):
+    if rel in ("bridge/certstore.py", "bridge/webhook.py"):
         return ("bridge",)  # split by resource: _bridge_part
-    if rel.startswith("controllers/"):
+    if rel.startswith(("controllers/", "bridge/")):
+        return ("controllers",)  # the bridge runs in every controllers replica
+    if rel == "kube/discovery.py":  # the leader's and the bridge's question (a ServiceAccount)
         return ("controllers",)
     if rel == "kube/leader.py":
         return ("leader",)
@@ -795,7 +797,7 @@ def test_admission_policy_covers_every_node_identity_and_no_other() -> None:
 def test_webhook_configuration_policy_keeps_the_controllers_to_the_bridges_ca_bundle() -> None:
     """webhook-configuration-policy.yaml looks at the controllers' account alone, and the
     configuration it lets them patch is the one the code and the RBAC name."""
-    from nodeagent.controllers.bridge.certstore import WEBHOOK_CONFIGURATION
+    from nodeagent.bridge.certstore import WEBHOOK_CONFIGURATION
 
     name = "nodeagent-webhook-configuration-restriction"
     policy = one("ValidatingAdmissionPolicy", name)

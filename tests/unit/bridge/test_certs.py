@@ -10,7 +10,7 @@ from typing import Any
 
 from cryptography import x509
 
-from nodeagent.controllers.bridge.certs import (
+from nodeagent.bridge.certs import (
     CA_VALIDITY,
     SERVING_VALIDITY,
     Bundle,
@@ -22,7 +22,7 @@ from nodeagent.controllers.bridge.certs import (
     renewal,
     service_names,
 )
-from nodeagent.controllers.bridge.certstore import (
+from nodeagent.bridge.certstore import (
     TLSPlace,
     ca_bundle_patch,
     ensure_bundle,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nodeagent.controllers.bridge.departures import Departures
+from nodeagent.bridge.departures import Departures
 from nodeagent.model.bridge.decision import Departed
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.names import BRIDGE_REQUESTER, REQUESTER

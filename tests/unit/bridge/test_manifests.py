@@ -8,19 +8,19 @@ from typing import Any
 
 import yaml
 
-from nodeagent.controllers.bridge.certstore import (
+from nodeagent.bridge.certstore import (
     SECRET,
     SERVICE,
     WEBHOOK_CONFIGURATION,
     TLSPlace,
 )
-from nodeagent.controllers.bridge.maintenances import PATH as MAINTENANCES_PATH
-from nodeagent.controllers.bridge.server import Listen
-from nodeagent.controllers.bridge.webhook import PATH, WRITE_TIMEOUT
+from nodeagent.bridge.maintenances import PATH as MAINTENANCES_PATH
+from nodeagent.bridge.server import Listen
+from nodeagent.bridge.webhook import PATH, WRITE_TIMEOUT
 
 EVICTIONS_HOOK = "eviction-bridge.nodeagent.io"
 MAINTENANCES_HOOK = "nodemaintenance-warning.nodeagent.io"
-BRIDGE = Path(__file__).resolve().parents[4] / "packaging" / "kubernetes" / "eviction-bridge"
+BRIDGE = Path(__file__).resolve().parents[3] / "packaging" / "kubernetes" / "eviction-bridge"
 NAMESPACE = "nodeagent-system"
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from nodeagent.bridge.certs import renew
+from nodeagent.bridge.server import bridge_from_config
 from nodeagent.config import BridgeConfig, ConfigError, from_mapping
-from nodeagent.controllers.bridge.certs import renew
-from nodeagent.controllers.bridge.server import bridge_from_config
 from nodeagent.model.times import utcnow
 
 

@@ -14,7 +14,7 @@ them the admission policies' CEL (the usernames system:serviceaccount:<namespace
 policies. Not renamed, and why:
 - the eviction bridge's Service, Secret and ValidatingWebhookConfiguration
   (nodeagent-eviction-bridge, nodeagent-eviction-bridge-tls): the controllers' code names them
-  (nodeagent/controllers/bridge/certstore.py), and the certificate is issued for that Service;
+  (nodeagent/bridge/certstore.py), and the certificate is issued for that Service;
   its other objects keep the same prefix to stay together;
 - the Lease: leaderElection.leaseName, a value of its own (Debian-package agents that run
   controllers must name the same one);

@@ -10,9 +10,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
 from nodeagent.controllers.interceptors.plans import has_taint
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.evict import refusal_detail
 from nodeagent.kube.workqueue import WorkQueue

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
+from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
-from nodeagent.controllers.settings import EvictionSettings
 from nodeagent.model.budgets import BudgetGate
 from nodeagent.model.interceptors.imperative import (
     CALLER_EVICTS,

@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.controllers.interceptors.common import WAITING
 from nodeagent.controllers.interceptors.plans import (
     annotate_rule,
@@ -18,7 +19,6 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
-from nodeagent.controllers.settings import AnnotateRule
 from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
 from nodeagent.model.interceptors.requests import CANCELED, EvictionRequestView
 from nodeagent.model.interceptors.targets import SelectorInterceptor
