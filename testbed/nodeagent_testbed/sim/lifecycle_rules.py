@@ -20,15 +20,29 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodeagent.model.bodies import condition, items
-from nodeagent.model.lifecycle.responders import sort_responders
 from nodeagent.model.names import IMPERATIVE_RESPONDER, IMPERATIVE_RESPONDER_PRIORITY
 from nodeagent.model.times import parse_time
 
-__all__ = ["HEARTBEAT_DEADLINE", "TIME_SKEW", "refusals"]
+__all__ = ["HEARTBEAT_DEADLINE", "TIME_SKEW", "refusals", "server_order"]
 
 HEARTBEAT_DEADLINE = timedelta(minutes=20)
 TIME_SKEW = timedelta(seconds=30)
 _FINAL = ("Interrupted", "Canceled", "Completed")
+
+
+def server_order(targets: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """`targetResponders` as the server orders them, the sim's own (not the agent's
+    `sort_responders`): highest priority first; a tie by the name's domain compared label by
+    label from its top one (`io` before `acme`), then the part after the slash."""
+
+    def rank(t: Mapping[str, Any]) -> tuple[int, list[str], str]:
+        priority = t.get("priority")
+        domain, _, rest = str(t.get("name", "")).partition("/")
+        labels = domain.split(".")
+        labels.reverse()
+        return (-priority if isinstance(priority, int) else 1, labels, rest)
+
+    return sorted(targets, key=rank)
 
 
 def refusals(old: Mapping[str, Any], new: Mapping[str, Any], now: datetime) -> list[str]:
@@ -71,8 +85,8 @@ def _states(
     final: bool,
     now: datetime,
 ) -> list[str]:
-    order = sort_responders(targets)
-    old_order = sort_responders(old_targets)
+    order = server_order(targets)
+    old_order = server_order(old_targets)
     last_active = next((i for i, t in enumerate(old_order) if t.get("state") == "Active"), -1)
     never_active = not old_order
     active_changed = last_active >= 0 and order[last_active].get("state") != "Active"

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.model.tolerations import tolerates
 from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
@@ -32,6 +31,7 @@ from nodeagent_testbed.sim.actors.base import (
     uid_of,
 )
 from nodeagent_testbed.sim.actors.placement import matches_node_affinity, untolerated_taint
+from nodeagent_testbed.sim.actors.predicates import any_tolerates
 from nodeagent_testbed.sim.actors.templates import pod_from_template, template_hash
 from nodeagent_testbed.sim.store import Change, Obj, Store
 
@@ -62,7 +62,7 @@ def daemon_pod_spec(template: dict[str, Any]) -> dict[str, Any]:
     if spec.get("hostNetwork"):
         extra.append(HOST_NETWORK_TOLERATION)
     for t in extra:
-        if not tolerates(tolerations, {**t, "value": ""}):
+        if not any_tolerates(tolerations, {**t, "value": ""}):
             tolerations.append(dict(t))
     return spec
 

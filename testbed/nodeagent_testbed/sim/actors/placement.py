@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeagent.model.nodeselectors import node_selector_matches
-from nodeagent.model.tolerations import tolerates
 from nodeagent_testbed.sim.actors.base import node_ready, terminating
+from nodeagent_testbed.sim.actors.predicates import any_tolerates, node_matches_terms
 from nodeagent_testbed.sim.store import Obj
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -19,7 +18,7 @@ def matches_node_affinity(spec: dict[str, Any], node: Obj) -> bool:
         return False
     affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    return required is None or node_selector_matches(required, node)
+    return required is None or node_matches_terms(required, node)
 
 
 def untolerated_taint(
@@ -28,7 +27,7 @@ def untolerated_taint(
     """The first taint of `node` with one of `effects` the pod does not tolerate."""
     tolerations = spec.get("tolerations") or []
     for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") in effects and not tolerates(tolerations, taint):
+        if taint.get("effect") in effects and not any_tolerates(tolerations, taint):
             return dict(taint)
     return None
 
@@ -37,7 +36,7 @@ def unfit_reason(spec: dict[str, Any], node: Obj) -> str | None:
     """Why the scheduler would not put a pod with `spec` on `node`, in its wording; None if fit."""
     if terminating(node) or not node_ready(node):
         return "node(s) were not ready"
-    if (node.get("spec") or {}).get("unschedulable") and not tolerates(
+    if (node.get("spec") or {}).get("unschedulable") and not any_tolerates(
         spec.get("tolerations") or [], UNSCHEDULABLE_TAINT
     ):
         return "node(s) were unschedulable"
