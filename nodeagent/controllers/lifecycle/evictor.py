@@ -190,7 +190,7 @@ class ImperativeEvictor(Controller):
         """Whether the garbage collector removes `eviction` with its requests now."""
         requests = self.requests.store.by_index("target", f"{i.namespace}/{i.target_uid}")
         return collected_with_pod(i.target_uid, requests, i.pod) or collected_with_requests(
-            eviction, requests
+            eviction, requests, i.target_uid, i.pod
         )
 
     async def _evict(self, i: _Inputs) -> EvictionOutcome:

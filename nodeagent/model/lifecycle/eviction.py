@@ -131,7 +131,7 @@ def decide(
             target, name, requests, intents, _pod_state(target, pod, responders, gone_at)
         )
         return EvictionPlan(create=create, invalid=invalid)
-    if collected_with_requests(ours, requests):
+    if collected_with_requests(ours, requests, target.uid, pod):
         return EvictionPlan(invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")

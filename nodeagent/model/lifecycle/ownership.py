@@ -32,12 +32,19 @@ def collected_with_pod(
 
 
 def collected_with_requests(
-    eviction: Mapping[str, Any], requests: Sequence[Mapping[str, Any]]
+    eviction: Mapping[str, Any],
+    requests: Sequence[Mapping[str, Any]],
+    uid: str,
+    pod: Mapping[str, Any] | None,
 ) -> bool:
-    """Whether every request of the Eviction's target is gone and it had only requests as
-    owners: the garbage collector deletes it (a write now would mostly be a 404)."""
+    """Whether the pod of `uid` is deleted, every request of it gone and the Eviction had only
+    requests as owners: the garbage collector took the requests with the pod and deletes the
+    Eviction next (a write now would mostly be a 404). With the pod still there the Eviction is
+    told, as upstream's controller tells it, that nobody wants the eviction any more."""
+    deleted = pod is None or metadata_of(pod).get("uid") != uid
     refs = [o for o in items(metadata_of(eviction), "ownerReferences") if isinstance(o, Mapping)]
-    return not requests and bool(refs) and all(o.get("kind") == "EvictionRequest" for o in refs)
+    only_requests = bool(refs) and all(o.get("kind") == "EvictionRequest" for o in refs)
+    return deleted and not requests and only_requests
 
 
 def metadata_patch(

@@ -338,14 +338,20 @@ def test_requests_the_pod_owned_are_left_to_the_garbage_collector() -> None:
     assert w.refused == []
 
 
-def test_an_eviction_whose_every_request_is_gone_is_left_to_the_garbage_collector() -> None:
+def test_an_eviction_whose_every_request_went_with_the_pod_is_left_to_the_collector() -> None:
     w = started()
     assert w.eviction is not None and w.eviction["metadata"]["ownerReferences"]
-    w.requests.clear()  # deleted: the Eviction, owned by them only, goes next
-    assert w.step() == EvictionPlan()
-    w.eviction["metadata"]["ownerReferences"].append({"kind": "Job", "name": "j", "uid": "u"})
-    w.step()  # another owner keeps it: ended as no requester wants it
+    w.requests.clear()  # deleted while the pod is there: it is told nobody wants it
+    w.step()
     assert w.reason("Failed") == "True/CanceledDueToNoRequesters"
+    w = started()
+    w.requests.clear()
+    w.pod = None  # collected with the pod: the Eviction, owned by them only, goes next
+    assert w.step() == EvictionPlan()
+    assert w.eviction is not None
+    w.eviction["metadata"]["ownerReferences"].append({"kind": "Job", "name": "j", "uid": "u"})
+    w.step()  # another owner keeps it: ended as the pod is gone
+    assert w.reason("TargetEvicted") == "True/PodDeleted"
 
 
 def test_no_eviction_is_made_for_a_deleted_pod_that_owns_the_request() -> None:
