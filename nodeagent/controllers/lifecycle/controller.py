@@ -52,9 +52,8 @@ def _target(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 class LifecycleEvictionController(Controller):
     """Reconciles each target pod's Eviction from informers of upstream EvictionRequests,
     Evictions and pods. `names`: our interceptors as responders (a new Eviction lists those
-    of its pod's that have an upstream name); `evictor`: the imperative evictor, whose entry
-    this controller writes with its own where both would write at once (one write, not two:
-    the evictor's first words as it becomes Active, its completion as the pod ends)."""
+    of its pod's that have an upstream name); `evictor`: the imperative evictor, whose first words
+    as it becomes Active this controller writes with its own (one write, not two)."""
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ from nodeagent.model.lifecycle.evictor import (
     requesters_of,
     with_entry,
 )
-from nodeagent.model.lifecycle.ownership import collected_with_pod, collected_with_requests
+from nodeagent.model.lifecycle.ownership import collected_with_pod
 from nodeagent.model.times import Clock, utcnow
 
 __all__ = ["EvictorClient", "ImperativeEvictor"]
@@ -156,7 +156,8 @@ class ImperativeEvictor(Controller):
     def report(self, eviction: Mapping[str, Any]) -> EvictorTurn | None:
         """The evictor's turn on `eviction` short of calling the Eviction API (None where it
         is not the Active responder, or would call now), for the controller to write its
-        first words with its own as it makes it Active."""
+        first words with its own as it makes it Active. Its state is kept (when a budget
+        began holding it back), as its own turn would keep it."""
         entry = active_evictor(eviction)
         if entry is None:
             return None
@@ -189,9 +190,7 @@ class ImperativeEvictor(Controller):
     def _collected(self, eviction: Mapping[str, Any], i: _Inputs) -> bool:
         """Whether the garbage collector removes `eviction` with its requests now."""
         requests = self.requests.store.by_index("target", f"{i.namespace}/{i.target_uid}")
-        return collected_with_pod(i.target_uid, requests, i.pod) or collected_with_requests(
-            eviction, requests, i.target_uid, i.pod
-        )
+        return collected_with_pod(i.target_uid, requests, i.pod, eviction)
 
     async def _evict(self, i: _Inputs) -> EvictionOutcome:
         self._ledger.let_through(i.gate)

@@ -37,7 +37,6 @@ from nodeagent.model.lifecycle.evictionplan import EvictionPlan, RequestStatus, 
 from nodeagent.model.lifecycle.ownership import (
     EVICTIONS_API_VERSION,
     collected_with_pod,
-    collected_with_requests,
     metadata_patch,
     owners,
     role_labels,
@@ -117,7 +116,7 @@ def decide(
     intents = _intents(requests)
     ours, duplicates = adopt(evictions)
     invalid = tuple(_invalid(e, now) for e in duplicates)
-    if collected_with_pod(target.uid, requests, pod):
+    if collected_with_pod(target.uid, requests, pod, ours):
         # as for our CRD: the garbage collector deletes the requests and the Eviction now, and
         # nobody reads what would be made or written (on the real server mostly a 404 anyway)
         return EvictionPlan(invalid=invalid)
@@ -131,8 +130,6 @@ def decide(
             target, name, requests, intents, _pod_state(target, pod, responders, gone_at)
         )
         return EvictionPlan(create=create, invalid=invalid)
-    if collected_with_requests(ours, requests, target.uid, pod):
-        return EvictionPlan(invalid=invalid)
     md = metadata_of(ours)
     status = mapping(ours, "status")
     deadline = max(heartbeat_deadline, SERVER_HEARTBEAT_DEADLINE)

@@ -12,7 +12,6 @@ from nodeagent.model.names import NODE_LABEL
 __all__ = [
     "EVICTIONS_API_VERSION",
     "collected_with_pod",
-    "collected_with_requests",
     "metadata_patch",
     "owners",
     "role_labels",
@@ -23,28 +22,22 @@ EVICTIONS_API_VERSION = "lifecycle.k8s.io/v1alpha1"
 
 
 def collected_with_pod(
-    uid: str, requests: Sequence[Mapping[str, Any]], pod: Mapping[str, Any] | None
-) -> bool:
-    """Whether the pod of `uid` is deleted and owned every request of it (as the NodeMaintenance
-    controller's are): the garbage collector deletes them, and with them the Eviction."""
-    deleted = pod is None or metadata_of(pod).get("uid") != uid
-    return deleted and bool(requests) and all(owned_by(r, uid) for r in requests)
-
-
-def collected_with_requests(
-    eviction: Mapping[str, Any],
-    requests: Sequence[Mapping[str, Any]],
     uid: str,
+    requests: Sequence[Mapping[str, Any]],
     pod: Mapping[str, Any] | None,
+    eviction: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Whether the pod of `uid` is deleted, every request of it gone and the Eviction had only
-    requests as owners: the garbage collector took the requests with the pod and deletes the
-    Eviction next (a write now would mostly be a 404). With the pod still there the Eviction is
-    told, as upstream's controller tells it, that nobody wants the eviction any more."""
-    deleted = pod is None or metadata_of(pod).get("uid") != uid
+    """Whether the garbage collector removes the pod of `uid`'s requests and `eviction` now,
+    so that a write would mostly be a 404: the pod is deleted and owned every request of it
+    (as the NodeMaintenance controller's are), or they are gone already and `eviction` had only
+    requests as owners. With the pod still there nothing is collected: an Eviction whose
+    requests were deleted is told nobody wants it, as upstream's controller tells it."""
+    if pod is not None and metadata_of(pod).get("uid") == uid:
+        return False
+    if requests:
+        return all(owned_by(r, uid) for r in requests)
     refs = [o for o in items(metadata_of(eviction), "ownerReferences") if isinstance(o, Mapping)]
-    only_requests = bool(refs) and all(o.get("kind") == "EvictionRequest" for o in refs)
-    return deleted and not requests and only_requests
+    return bool(refs) and all(o.get("kind") == "EvictionRequest" for o in refs)
 
 
 def metadata_patch(
