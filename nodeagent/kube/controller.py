@@ -233,9 +233,10 @@ class Controller(ABC):
             except Exception as exc:
                 retries = self.queue.num_requeues(key)
                 # A conflict, or a 404 for an object deleted meanwhile, only means the cache was
-                # behind the API server: routine; the retry sees the newer state.
+                # behind the API server: routine; the retry sees the newer state (a conflicting
+                # write of a `CasWriter` holds its key until the informer shows it).
                 self._log.log(
-                    logging.INFO if isinstance(exc, Conflict | NotFound) else logging.WARNING,
+                    _level(exc),
                     "%s: reconciling %s failed (retry %d): %s",
                     self.name,
                     key,
@@ -250,3 +251,11 @@ class Controller(ABC):
                     self.queue.add_after(key, result.requeue_after)
             finally:
                 self.queue.done(key)
+
+
+def _level(exc: Exception) -> int:
+    """How loud a reconcile's failure is: a Conflict is the cache catching up (debug), a 404
+    an object gone meanwhile (info); anything else deserves a look."""
+    if isinstance(exc, Conflict):
+        return logging.DEBUG
+    return logging.INFO if isinstance(exc, NotFound) else logging.WARNING

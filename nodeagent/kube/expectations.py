@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from nodeagent.kube.ratelimit import MonotonicClock
 
-__all__ = ["WRITE_SEEN_TTL", "Expectations", "loop_time"]
+__all__ = ["EXPECTATION_TTL", "Expectations", "loop_time"]
 
-# A write's watch event comes within milliseconds; this bounds what a lost one costs.
-WRITE_SEEN_TTL = 5.0
+# An informer event comes within milliseconds of its write; an expectation only outlives it when
+# the event is lost (a watch that ended unseen, a write that failed after the server stored it),
+# and this bounds what that costs: a key held up, never a wrong decision.
+EXPECTATION_TTL = 30.0
 
 
 def loop_time() -> float:
@@ -40,7 +42,7 @@ class Expectations:
     """Expectations by key (an object's key or UID, as the controller names it), each ended by
     the informer event that shows it met, or `ttl` seconds after it was raised."""
 
-    def __init__(self, ttl: float, clock: MonotonicClock = loop_time) -> None:
+    def __init__(self, ttl: float = EXPECTATION_TTL, clock: MonotonicClock = loop_time) -> None:
         self._ttl = ttl
         self._clock = clock
         self._pending: dict[str, _Expectation] = {}
@@ -59,8 +61,14 @@ class Expectations:
         for). An answer at a replaced version is a write that changed nothing: the server
         stored nothing and no event comes for it."""
         replaced = frozenset(replaced)
-        if answer in replaced:
-            return
+        if answer not in replaced:
+            self.expect_past(key, replaced, shown)
+
+    def expect_past(self, key: str, replaced: Iterable[str], shown: str | None) -> None:
+        """Expect the informer to show `key` at a version past `replaced` (and those of our
+        writes not seen yet): the server has one, ours or another writer's. `shown`: the version
+        the informer shows now."""
+        replaced = frozenset(replaced)
         earlier = self._pending.get(key) if self.left(key) is not None else None
         versions = replaced | (earlier.replaced if earlier is not None else frozenset())
         if shown is not None and shown not in versions:

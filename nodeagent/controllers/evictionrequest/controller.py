@@ -12,11 +12,11 @@ from typing import Protocol
 from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
+from nodeagent.kube.caswrite import CasWriter
 from nodeagent.kube.controller import Controller, Result, SharedInformers
-from nodeagent.kube.errors import Conflict, NotFound
+from nodeagent.kube.errors import NotFound
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.evict import evict_pod
-from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
 from nodeagent.kube.protocols import Evicter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
@@ -90,7 +90,7 @@ class EvictionRequestController(Controller):
         # anything after it): decided on the version our write replaced, the next write is
         # refused (409) and the request decided again anyway. With many workers a request's
         # next turn (the pod's events, an immediate requeue) often came before the watch event.
-        self._written = Expectations(WRITE_SEEN_TTL)
+        self._writes = CasWriter(client, EVICTIONREQUESTS, self.requests.store)
         # a request is read once per object the cache holds, not on every reconcile of it
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.enqueue_on(self.requests, lambda obj: [key_of(obj)])
@@ -106,10 +106,10 @@ class EvictionRequestController(Controller):
         )
 
     def _on_request(self, request: Obj) -> None:
-        self._written.observed(key_of(request), version_of(request))
+        self._writes.seen(request)
 
     def _on_request_deleted(self, request: Obj) -> None:
-        self._written.forget(key_of(request))
+        self._writes.gone(key_of(request))
         self._view.forget(request)
 
     def _on_pod_deleted(self, pod: Obj) -> None:
@@ -151,7 +151,7 @@ class EvictionRequestController(Controller):
         if request is None:
             self._forget(key)
             return None
-        if (left := self._written.left(key)) is not None:
+        if (left := self._writes.left(key)) is not None:
             return Result(requeue_after=left)  # its watch event brings us back sooner
         # Read here only, before any await: a request deleted meanwhile is not read again after
         # its delete event made the memo forget it.
@@ -243,36 +243,19 @@ class EvictionRequestController(Controller):
         # Metadata first, then status, each only onto the version the plan was made from (the
         # status write onto the version the metadata write produced). Interceptors wake up on the
         # status change and then see the final version, so their own writes do not collide
-        # with ours.
+        # with ours. A Conflict (someone wrote meanwhile) propagates: the request is decided
+        # again once the cache shows that write.
         current = request
-        version = version_of(request)
-        replaced = [version]  # versions our writes replace: the cache may still show them
         try:
             if plan.labels:
-                metadata = {"resourceVersion": version, "labels": dict(plan.labels)}
-                current = await self._client.patch(
-                    EVICTIONREQUESTS, view.name, {"metadata": metadata}, view.namespace
-                )
-                version = version_of(current)
-                replaced.append(version)
+                body = {"metadata": {"labels": dict(plan.labels)}}
+                current = await self._writes.patch(key, body, version_of(current))
             if plan.status is not None:
-                current = await self._client.patch_status(
-                    EVICTIONREQUESTS,
-                    view.name,
-                    {"metadata": {"resourceVersion": version}, "status": plan.status},
-                    view.namespace,
-                )
-        except Conflict:
-            # Someone (an interceptor, a requester) wrote meanwhile; look again at the new state.
-            # Its watch event brings us back; the delayed add is only a safety net.
-            log.debug("eviction request %s changed while reconciling; again", key)
-            return Result(requeue_after=1.0)
+                body = {"status": plan.status}
+                current = await self._writes.patch(key, body, version_of(current), status=True)
         except NotFound:
             self._forget(key)
             return None
-        if current is not request:
-            shown = self.requests.store.version(key)
-            self._written.expect_write(key, replaced, shown, answer=version_of(current))
         if plan.activation is not None:
             # Remembered only once written: a plan made from a stale cache must not move it.
             self._activations[key] = (view.uid, *plan.activation)
@@ -305,7 +288,7 @@ class EvictionRequestController(Controller):
         )
 
     def _forget(self, key: str) -> None:
-        self._written.forget(key)
+        self._writes.gone(key)
         self._pod_deleted.discard(key)
         self._imperative.pop(key, None)
         self._activations.pop(key, None)

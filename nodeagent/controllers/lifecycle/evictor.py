@@ -10,11 +10,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
+from nodeagent.kube.caswrite import CasClient, CasWriter
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.evict import EvictClient, evict_pod
-from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
-from nodeagent.kube.protocols import StatusPatcher
 from nodeagent.kube.resources import EVICTIONS, PDBS, PODS, UPSTREAM_EVICTIONREQUESTS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
@@ -37,7 +36,7 @@ __all__ = ["EvictorClient", "ImperativeEvictor"]
 log = logging.getLogger(__name__)
 
 
-class EvictorClient(EvictClient, StatusPatcher, Protocol):
+class EvictorClient(EvictClient, CasClient, Protocol):
     """The part of `KubeClient` the evictor needs."""
 
 
@@ -86,9 +85,9 @@ class ImperativeEvictor(Controller):
         self._state: dict[str, tuple[str, ImperativeState]] = {}  # key -> (Eviction UID, state)
         self._ledger = BudgetLedger()
         self._evicting: set[str] = set()  # keys whose Eviction API call is in flight
-        # Evictions we wrote, until the informer shows the write: a turn taken on the older
-        # cache would write again onto the replaced version (a 409, and a retry)
-        self._written = Expectations(WRITE_SEEN_TTL)
+        # a turn waits for the informer to show our last write: taken on the older cache, it
+        # would write again onto the replaced version
+        self._writes = CasWriter(client, EVICTIONS, self.evictions.store)
         self.evictions.add_handler(self._seen, lambda _, new: self._seen(new), self._forget)
         self.enqueue_on(self.evictions, lambda e: [key_of(e)])
         self.enqueue_on(self.pods, self._keys_for_pod)
@@ -97,11 +96,11 @@ class ImperativeEvictor(Controller):
         )
 
     def _seen(self, eviction: Obj) -> None:
-        self._written.observed(key_of(eviction), version_of(eviction))
+        self._writes.seen(eviction)
 
     def _forget(self, eviction: Obj) -> None:
         self._state.pop(key_of(eviction), None)
-        self._written.forget(key_of(eviction))
+        self._writes.gone(key_of(eviction))
 
     def _keys_for_pod(self, pod: Obj) -> Iterable[str]:
         md = metadata_of(pod)
@@ -175,7 +174,7 @@ class ImperativeEvictor(Controller):
         if eviction is None or entry is None:
             self._state.pop(key, None)
             return None
-        if (unseen := self._written.left(key)) is not None:
+        if (unseen := self._writes.left(key)) is not None:
             return Result(unseen)  # its informer event comes first, most likely
         i = self._inputs(eviction, entry)
         turn = self._turn(i)
@@ -209,16 +208,7 @@ class ImperativeEvictor(Controller):
     async def _write(self, eviction: Mapping[str, Any], entry: Obj) -> None:
         """The evictor's entry, at the version decided from (merge patches replace whole
         lists: a write of the controller's meanwhile is a 409 and a new turn)."""
-        md = metadata_of(eviction)
         responders = mapping(with_entry(eviction, entry), "status").get("responders")
-        body = {
-            "metadata": {"resourceVersion": md.get("resourceVersion")},
-            "status": {"responders": responders},
-        }
-        key, onto = key_of(eviction), version_of(eviction)
+        body = {"status": {"responders": responders}}
         with contextlib.suppress(NotFound):  # gone with its last request
-            written = await self._client.patch_status(
-                EVICTIONS, str(md["name"]), body, str(md["namespace"])
-            )
-            shown = self.evictions.store.version(key)
-            self._written.expect_write(key, [onto], shown, answer=version_of(written))
+            await self._writes.patch(key_of(eviction), body, version_of(eviction), status=True)

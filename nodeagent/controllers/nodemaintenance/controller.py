@@ -42,11 +42,7 @@ from nodeagent.controllers.nodemaintenance.signatures import (
     request_keys,
     requests_by_name,
 )
-from nodeagent.controllers.nodemaintenance.writes import (
-    EXPECTATION_TTL,
-    NodeMaintenanceClient,
-    Writes,
-)
+from nodeagent.controllers.nodemaintenance.writes import NodeMaintenanceClient, Writes
 from nodeagent.kube.controller import Controller, SharedInformers
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.expectations import Expectations
@@ -142,7 +138,7 @@ class NodeMaintenanceController(Controller):
         self._request_view = ObjectMemo(EvictionRequestView.from_obj)
         self._not_before: dict[str, float] = {}  # maintenance -> loop time, see PACING
         self._in_drain: set[str] = set()  # maintenances in stage Drain
-        self._admitting = Expectations(EXPECTATION_TTL)  # nodes admitted; drainTargets unseen
+        self._admitting = Expectations()  # nodes admitted; drainTargets unseen
         self._maintenances.add_handler(
             self._on_maintenance, self._on_maintenance_update, self._on_maintenance_delete
         )

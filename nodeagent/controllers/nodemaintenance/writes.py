@@ -17,9 +17,10 @@ from prometheus_client import Histogram
 
 from nodeagent.controllers.nodemaintenance.requestsource import RequestStore
 from nodeagent.controllers.nodemaintenance.signatures import drain_started
+from nodeagent.kube.caswrite import CasWriter
 from nodeagent.kube.errors import AlreadyExists, NotFound
 from nodeagent.kube.events import EventSink, EventType
-from nodeagent.kube.expectations import WRITE_SEEN_TTL, Expectations
+from nodeagent.kube.expectations import Expectations
 from nodeagent.kube.protocols import Creator, Deleter, Getter, Patcher, StatusPatcher
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
@@ -43,18 +44,12 @@ from nodeagent.model.nodemaintenance.actions import (
     StatusUpdate,
 )
 
-__all__ = ["EXPECTATION_TTL", "NodeMaintenanceClient", "Writes"]
+__all__ = ["NodeMaintenanceClient", "Writes"]
 
 # the shell's logger: what it logs of its writes is filtered and read under that name
 log = logging.getLogger("nodeagent.controllers.nodemaintenance.controller")
 
 T = TypeVar("T")
-
-# An EvictionRequest we created or deleted, whose informer event has not come back yet, is not
-# created or deleted again by decisions taken meanwhile on the older cache (they would only get
-# AlreadyExists or NotFound), for at most this long; nor is a pod deleted again, a node admitted
-# to drain counted twice.
-EXPECTATION_TTL = 30.0
 
 
 class NodeMaintenanceClient(Creator, Getter, Patcher, StatusPatcher, Deleter, Protocol):
@@ -92,21 +87,24 @@ class Writes:
         # neighbours are, only once the informer has brought that write back: one resolution
         # spans every intersecting maintenance, and taken on a cache that misses our own last
         # write it would store progress out of step with it.
-        self.written = Expectations(WRITE_SEEN_TTL)  # maintenance names
-        self.created = Expectations(EXPECTATION_TTL)  # "namespace/name" of requests, by maintenance
-        self.deleted = Expectations(EXPECTATION_TTL)  # UIDs of requests
+        self.written = CasWriter(client, NODEMAINTENANCES, maintenances)
+        # An EvictionRequest we created or deleted whose informer event has not come yet is not
+        # created or deleted again by decisions taken on the older cache (AlreadyExists or
+        # NotFound is all they would get); nor is a pod deleted again.
+        self.created = Expectations()  # "namespace/name" of requests, by maintenance
+        self.deleted = Expectations()  # UIDs of requests
         # "namespace/name" of owned requests seen deleted, most likely garbage-collected with
         # their pod, whose own deletion the pod informer has not brought yet: see _create_request
-        self.collected = Expectations(EXPECTATION_TTL)
-        self.pods_deleted = Expectations(EXPECTATION_TTL)  # UIDs of pods deleted by escalation
+        self.collected = Expectations()
+        self.pods_deleted = Expectations()  # UIDs of pods deleted by escalation
 
     # -- informer events that end expectations -----------------------------------------------
 
     def maintenance_seen(self, nm: Obj) -> None:
-        self.written.observed(key_of(nm), version_of(nm))
+        self.written.seen(nm)
 
     def maintenance_gone(self, name: str) -> None:
-        self.written.forget(name)
+        self.written.gone(name)
 
     def request_seen(self, er: Obj) -> None:
         self.created.observed(key_of(er))
@@ -126,13 +124,6 @@ class Writes:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def wrote(self, nm: Obj, onto: str | None) -> None:
-        """We wrote `nm` (the server's answer) onto version `onto`: expect the informer to
-        bring our write (or a later one)."""
-        name = key_of(nm)
-        shown = self._maintenances.version(name)
-        self.written.expect_write(name, [str(onto or "")], shown, answer=version_of(nm))
-
     async def apply(self, nm: Mapping[str, Any], a: Actions) -> None:
         """All of a decision's actions, in order."""
         await self.act(await self.store(nm, a), a)
@@ -144,13 +135,8 @@ class Writes:
         current: Mapping[str, Any] = nm
         if a.add_finalizer:
             finalizers = [*(metadata_of(current).get("finalizers") or []), FINALIZER]
-            version = metadata_of(current).get("resourceVersion")
-            current = await self._client.patch(
-                NODEMAINTENANCES,
-                name,
-                {"metadata": {"finalizers": finalizers, "resourceVersion": version}},
-            )
-            self.wrote(current, version)
+            body = {"metadata": {"finalizers": finalizers}}
+            current = await self.written.patch(name, body, version_of(current))
         await self._each(a.cordon, self._patch_node)
         if a.cordon:
             log.info("%s: cordoned %s", name, ", ".join(p.node for p in a.cordon))
@@ -161,15 +147,10 @@ class Writes:
         await self._each(a.neighbours, self._write_neighbour)
         if a.status is not None:
             self.progress_written[name] = asyncio.get_running_loop().time()
-            version = metadata_of(current).get("resourceVersion")
             # at that version, so the status it held is what the patch replaces
             status = merge_patch(mapping(current, "status"), a.status)
-            current = await self._client.patch_status(
-                NODEMAINTENANCES,
-                name,
-                {"metadata": {"resourceVersion": version}, "status": status},
-            )
-            self.wrote(current, version)
+            body = {"status": status}
+            current = await self.written.patch(name, body, version_of(current), status=True)
         return current
 
     async def act(self, current: Mapping[str, Any], a: Actions) -> None:
@@ -194,16 +175,8 @@ class Writes:
             self._enqueue_after(name, left)
         elif a.remove_finalizer:
             finalizers = [f for f in metadata_of(current).get("finalizers") or [] if f != FINALIZER]
-            await self._client.patch(
-                NODEMAINTENANCES,
-                name,
-                {
-                    "metadata": {
-                        "finalizers": finalizers,
-                        "resourceVersion": metadata_of(current).get("resourceVersion"),
-                    }
-                },
-            )
+            body = {"metadata": {"finalizers": finalizers}}
+            await self.written.patch(name, body, version_of(current))
             log.info("%s: completed; finalizer removed", name)
 
     async def _each(self, items: Sequence[T], fn: Callable[[T], Awaitable[None]]) -> None:
@@ -236,14 +209,11 @@ class Writes:
         # the cache's status is the one at that version, or the write is refused (409)
         status = merge_patch(mapping(cached, "status"), u.status) if cached else u.status
         try:
-            written = await self._client.patch_status(
-                NODEMAINTENANCES,
-                u.name,
-                {"metadata": {"resourceVersion": u.resource_version}, "status": status},
+            written = await self.written.patch(
+                u.name, {"status": status}, u.resource_version, status=True
             )
         except NotFound:
             return
-        self.wrote(written, u.resource_version)
         await self._record(written, u.events)
 
     async def _patch_node(self, p: NodePatch) -> None:

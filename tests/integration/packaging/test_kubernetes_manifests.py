@@ -522,6 +522,30 @@ def _callee(call: ast.Call) -> str | None:
     return None
 
 
+def _cas_patches(
+    tree: ast.AST, parents: dict[ast.AST, ast.AST], made: ast.Call, where: str
+) -> set[bool]:
+    """Whether each `.patch` call of the `CasWriter` built by `made` (kept as `self.<name>`)
+    in this module writes the status subresource."""
+    assign = parents.get(made)
+    assert isinstance(assign, ast.Assign), f"{where}: a CasWriter kept other than as self.<name>"
+    target = assign.targets[0]
+    assert isinstance(target, ast.Attribute), f"{where}: a CasWriter kept other than as self.<name>"
+    flags = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "patch"
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == target.attr
+        ):
+            status = next((k.value for k in node.keywords if k.arg == "status"), None)
+            flags.add(isinstance(status, ast.Constant) and status.value is True)
+    assert flags, f"{where}: a CasWriter whose writes this scan does not find"
+    return flags
+
+
 @functools.cache
 def api_uses() -> list[Use]:
     """Every API call in nodeagent/ that names a resource constant, with the part making it.
@@ -564,6 +588,10 @@ def api_uses() -> list[Use]:
                 # a conflict and write their entries of its status
                 found += [(group, plural, v, where) for v in ("list", "watch", "get")]
                 found.append((group, plural + "/status", "patch", where))
+            elif isinstance(parent, ast.Call) and callee == "CasWriter":
+                # kube.caswrite: the writer's merge patches, of the object or its status
+                for status in _cas_patches(tree, parents, parent, where):
+                    found.append((group, plural + ("/status" if status else ""), "patch", where))
             elif isinstance(parent, ast.Attribute):
                 pass  # reading .api_version, .kind, .path(): no request
             else:
