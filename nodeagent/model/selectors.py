@@ -2,10 +2,11 @@
 selectors compare them.
 
 Pure functions over plain JSON-shaped objects, used by the controllers (which resolve
-PodDisruptionBudget selectors) and by the simulated API server. Semantics follow
-k8s.io/apimachinery's ``labels`` and ``validation`` packages. The string forms (label and field
-selector syntax) only the simulated API server parses: `nodeagent_testbed.sim.selectors`. Node
-selectors: :mod:`nodeagent.model.nodeselectors`; tolerations: :mod:`nodeagent.model.tolerations`.
+PodDisruptionBudget selectors). Semantics follow k8s.io/apimachinery's ``labels`` and
+``validation`` packages. The simulated API server has its own implementation of these and of the
+string forms (label and field selector syntax), which only it parses:
+`nodeagent_testbed.sim.selectors`, held to this module by property tests. Node selectors:
+:mod:`nodeagent.model.nodeselectors`; tolerations: :mod:`nodeagent.model.tolerations`.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 from nodeagent_testbed.sim.errors import ApiError
+from nodeagent_testbed.sim.selectors import SelectorError, label_selector_as_selector
 from nodeagent_testbed.sim.store import Obj, Store, now_iso
 
 MAX_DISRUPTED_PODS = 2000  # MaxDisruptedPodSize
@@ -38,7 +38,7 @@ def matching_pdbs(store: Store, pod: Obj) -> list[Obj]:
         if sel is None:
             continue  # a nil selector matches nothing in policy/v1
         try:
-            if label_selector_from_dict(sel).matches(labels):
+            if label_selector_as_selector(sel).matches(labels):
                 out.append(pdb)
         except SelectorError:
             continue

@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nodeagent.model.times import parse_time
 from nodeagent_testbed.sim import lifecycle_types
 from nodeagent_testbed.sim.errors import invalid
 from nodeagent_testbed.sim.lifecycle_rules import TIME_SKEW, refusals
+from nodeagent_testbed.sim.lifecycle_types import parse_time
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
 from nodeagent_testbed.sim.store import Obj, Store
 

@@ -19,9 +19,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodeagent.model.bodies import condition, items
-from nodeagent.model.names import IMPERATIVE_RESPONDER, IMPERATIVE_RESPONDER_PRIORITY
-from nodeagent.model.times import parse_time
+from nodeagent_testbed.sim.lifecycle_types import (
+    IMPERATIVE_RESPONDER,
+    IMPERATIVE_RESPONDER_PRIORITY,
+    parse_time,
+)
 
 __all__ = ["HEARTBEAT_DEADLINE", "TIME_SKEW", "refusals", "server_order"]
 
@@ -49,11 +51,13 @@ def refusals(old: Mapping[str, Any], new: Mapping[str, Any], now: datetime) -> l
     """The server's reasons to refuse replacing Eviction status `old` by `new` at `now`."""
     out: list[str] = []
     evicted, failed = _final_conditions(old, new, out)
-    targets = [t for t in items(new, "targetResponders") if isinstance(t, Mapping)]
-    old_targets = [t for t in items(old, "targetResponders") if isinstance(t, Mapping)]
+    targets = [t for t in _items(new, "targetResponders") if isinstance(t, Mapping)]
+    old_targets = [t for t in _items(old, "targetResponders") if isinstance(t, Mapping)]
     if old_targets and sorted(_names(targets)) != sorted(_names(old_targets)):
         return [*out, "status.targetResponders: must preserve the same length and the same keys"]
-    responders = {str(r.get("name")): r for r in items(new, "responders") if isinstance(r, Mapping)}
+    responders = {
+        str(r.get("name")): r for r in _items(new, "responders") if isinstance(r, Mapping)
+    }
     if sorted(responders) != sorted(_names(targets)):
         return [*out, "status.responders: must contain the same keys as status.targetResponders"]
     if targets:
@@ -67,7 +71,7 @@ def _final_conditions(
 ) -> tuple[bool, bool]:
     final = []
     for type_ in ("TargetEvicted", "Failed"):
-        was, now_ = condition(old, type_), condition(new, type_)
+        was, now_ = _condition(old, type_), _condition(new, type_)
         if was is not None and was.get("status") == "True":
             same = now_ is not None and now_.get("status") == "True"
             if not same or now_ is None or was.get("reason") != now_.get("reason"):
@@ -140,7 +144,7 @@ def _responder_entries(
     now: datetime,
 ) -> list[str]:
     states = {str(t.get("name")): t.get("state") for t in targets}
-    before = {str(r.get("name")): r for r in items(old, "responders") if isinstance(r, Mapping)}
+    before = {str(r.get("name")): r for r in _items(old, "responders") if isinstance(r, Mapping)}
     out = []
     for name, r in responders.items():
         was = before.get(name)
@@ -156,6 +160,18 @@ def _responder_entries(
             if when is None or abs(when - now) >= TIME_SKEW:
                 out.append(f"{where}.startTime: must be set to the present time")
     return out
+
+
+def _items(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """`obj[key]` if that is a list, else none."""
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The first condition of `type_` in `status.conditions`."""
+    found = (c for c in _items(status, "conditions") if isinstance(c, Mapping))
+    return next((c for c in found if c.get("type") == type_), None)
 
 
 def _names(entries: Sequence[Mapping[str, Any]]) -> list[str]:

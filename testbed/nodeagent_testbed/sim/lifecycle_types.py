@@ -6,18 +6,77 @@ handled as a Eviction: ...`, `decode`), a 422 on the field `patch` for a patch w
 one (`patch_error`). A field the types do not have is dropped (fieldValidation Warn, the
 server's default); times are stored as a metav1.Time encodes them (UTC, whole seconds).
 
-Only `spec` and `status` are checked here; metadata is the store's."""
+Only `spec` and `status` are checked here; metadata is the store's. Here too, the sim's own: the
+API's metav1.Time as the server reads and writes it (`parse_time`, `format_time`) and the
+imperative responder's name and priority."""
 
 from __future__ import annotations
 
+import calendar
 import json
-from datetime import datetime
+import re
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from nodeagent.model.times import format_time, parse_time
 from nodeagent_testbed.sim.errors import ApiError, invalid
 
-__all__ = ["decode", "decode_pod_responders", "patch_error"]
+__all__ = [
+    "IMPERATIVE_RESPONDER",
+    "IMPERATIVE_RESPONDER_PRIORITY",
+    "decode",
+    "decode_pod_responders",
+    "format_time",
+    "parse_time",
+    "patch_error",
+]
+
+# Constants of the API (k8s.io/api/lifecycle/v1alpha1), which the server defines: the sim's own
+# copies, not the agent's.
+IMPERATIVE_RESPONDER = "imperative-eviction.k8s.io/evictor"
+"""The responder the server adds to every pod's Eviction: the policy/v1 Eviction API."""
+IMPERATIVE_RESPONDER_PRIORITY = 100
+"""The one priority the server allows the imperative responder."""
+
+
+# --- metav1.Time ---------------------------------------------------------------------------------
+
+# time.RFC3339 as Go's time.Parse reads it: `2006-01-02T15:04:05Z07:00`, a fraction of any length
+# after the seconds, `Z` or a numeric offset. (Go's slower fallback also takes a one-digit hour
+# and a comma before the fraction, which no client writes; the sim refuses them.)
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))",
+    re.ASCII,
+)
+
+
+def parse_time(value: object) -> datetime | None:
+    """A metav1.Time (or MicroTime) as the server decodes it, aware; None for a value that is
+    not an RFC 3339 time (year 0, which Go takes, Python cannot hold)."""
+    if not isinstance(value, str) or (m := _RFC3339.fullmatch(value)) is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    fraction, sign, offset_hours, offset_minutes = m.groups()[6:]
+    if not (year >= 1 and 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]):
+        return None
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    zone = UTC
+    if sign is not None:
+        hours, minutes = int(offset_hours), int(offset_minutes)
+        if hours > 23 or minutes > 59:
+            return None
+        offset = timedelta(hours=hours, minutes=minutes)
+        zone = timezone(-offset if sign == "-" else offset)
+    micro = int((fraction or "0")[:6].ljust(6, "0"))  # Go keeps nanoseconds; Python micro
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=zone)
+
+
+def format_time(when: datetime) -> str:
+    """A metav1.Time as the server encodes it: UTC, whole seconds (the fraction dropped); the
+    year in four digits (strftime's %Y writes 999 as "999" on glibc)."""
+    utc = when.astimezone(UTC)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
+
 
 # scalar Go types: their JSON kind ("string", "int32", "int64", "time")
 _SCALARS = {

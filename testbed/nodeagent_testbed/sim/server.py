@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from nodeagent.model.selectors import LabelSelector, SelectorError
 from nodeagent_testbed.sim import eviction, lifecycle, protobuf
 from nodeagent_testbed.sim.errors import ApiError
 from nodeagent_testbed.sim.faults import Faults, Stats
@@ -31,6 +30,8 @@ from nodeagent_testbed.sim.patch import (
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
 from nodeagent_testbed.sim.selectors import (
     FieldSelector,
+    LabelSelector,
+    SelectorError,
     parse_field_selector,
     parse_label_selector,
 )

@@ -22,10 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeagent.model.selectors import LabelSelector
 from nodeagent_testbed.sim.errors import ApiError, conflict, invalid, not_found
 from nodeagent_testbed.sim.resources import BUILTIN, ResourceType
-from nodeagent_testbed.sim.selectors import FieldSelector
+from nodeagent_testbed.sim.selectors import FieldSelector, LabelSelector
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from nodeagent.model.selectors import LabelSelector, SelectorError, label_selector_from_dict
 from nodeagent_testbed.sim.actors.base import (
     Controller,
     Key,
@@ -25,6 +24,11 @@ from nodeagent_testbed.sim.actors.base import (
     set_condition,
     spec_replicas,
     terminating,
+)
+from nodeagent_testbed.sim.selectors import (
+    LabelSelector,
+    SelectorError,
+    label_selector_as_selector,
 )
 from nodeagent_testbed.sim.store import Change, Obj, Store, now_iso
 
@@ -59,7 +63,7 @@ class DisruptionController(Controller[Key]):
         cached = self._selectors.get(m["uid"])
         if cached is None or cached[0] != generation:
             try:
-                parsed: LabelSelector | str = label_selector_from_dict(
+                parsed: LabelSelector | str = label_selector_as_selector(
                     (pdb.get("spec") or {}).get("selector")
                 )
             except SelectorError as e:
