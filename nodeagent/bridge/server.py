@@ -28,12 +28,13 @@ from nodeagent.bridge.maintenances import PATH as MAINTENANCES_PATH
 from nodeagent.bridge.maintenances import MaintenanceAdmission
 from nodeagent.bridge.webhook import WRITE_TIMEOUT, BridgeClient, EvictionBridge
 from nodeagent.config import Config
-from nodeagent.config.eviction_settings import EvictionSettings
+from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.discovery import ask_served, runs_lifecycle_here
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
 from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import BridgeMetrics
@@ -211,7 +212,7 @@ def bridge_from_config(
     namespace = cfg.leader.namespace
     own = (service_account_user(namespace, CONTROLLERS_ACCOUNT), *bridge.own_users)
     settings = bridge_settings(
-        EvictionSettings.from_config(cfg.eviction),
+        eviction_settings(cfg.eviction),
         own,
         daemonset_pods=bridge.daemon_set_pods,
         static_pods=bridge.static_pods,

@@ -9,7 +9,7 @@ from functools import partial
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import Config
-from nodeagent.config.eviction_settings import EvictionSettings
+from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.controllers.evictionrequest.controller import EvictionRequestController
 from nodeagent.controllers.final_phase import FinalPhaseController
 from nodeagent.controllers.interceptors.annotate import AnnotateInterceptors
@@ -46,7 +46,7 @@ class ClusterControllers:
         operator: OperatorMetrics | None = None,
     ) -> None:
         self.client = client
-        self.settings = EvictionSettings.from_config(config.eviction)
+        self.settings = eviction_settings(config.eviction)
         self.maintenance_settings = config.node_maintenance
         self.request_concurrency = config.kube.max_concurrent_requests
         self.queue_metrics = WorkQueueMetricsFactory(registry)

@@ -6,7 +6,6 @@ request's status says), `imperative` (the imperative interceptor's turn), `plan`
 return).
 """
 
-from nodeagent.config.eviction_settings import AnnotateRule, EvictionSettings
 from nodeagent.controllers.evictionrequest.controller import (
     EventSink,
     EvictionClient,
@@ -14,6 +13,7 @@ from nodeagent.controllers.evictionrequest.controller import (
 )
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
+from nodeagent.model.interceptors.settings import AnnotateRule, EvictionSettings
 
 __all__ = [
     "AnnotateRule",

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.kube.caswrite import CasWriter
@@ -26,6 +25,7 @@ from nodeagent.model.bodies import mapping
 from nodeagent.model.budgets import BudgetGate, BudgetLedger, to_wake
 from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.memo import ObjectMemo
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.observability.metrics import EvictionRequestMetrics

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.plan import PlanBuilder
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
@@ -31,6 +30,7 @@ from nodeagent.model.interceptors.imperative_turn import (
     before_the_call,
     not_evicted,
 )
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import IMPERATIVE_INTERCEPTOR
 from nodeagent.model.podstate import pod_terminating

@@ -15,7 +15,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.evictionrequest.imperative import imperative_turn
 from nodeagent.controllers.evictionrequest.plan import Plan, PlanBuilder
 from nodeagent.model.bodies import Event, uid_of
@@ -26,6 +25,7 @@ from nodeagent.model.interceptors.imperative import (
     caller_evicts,
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.interceptors.targets import (
     InvalidInterceptors,
     default_interceptors,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 
-from nodeagent.config.eviction_settings import AnnotateRule, EvictionSettings
 from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
@@ -38,6 +37,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import AnnotateRule, EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 
 __all__ = ["AnnotateInterceptors"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nodeagent.config.eviction_settings import EvictionSettings
 from nodeagent.controllers.interceptors.apis import RequestApi, turn_sources
 from nodeagent.controllers.interceptors.common import (
     Clock,
@@ -50,6 +49,7 @@ from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, TAINT_TEXT
 

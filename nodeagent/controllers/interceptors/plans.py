@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.model.bodies import annotations_of
 from nodeagent.model.drainplan import (
     InvalidPlan,
@@ -19,6 +18,7 @@ from nodeagent.model.drainplan import (
     targets_cover,
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import AnnotateRule
 from nodeagent.model.maintenance import Stage, effective_stage, holds_pods_off, node_drain_targets
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
 from nodeagent.model.podstate import pod_terminal, pod_terminating

@@ -27,7 +27,7 @@ from nodeagent.bridge.server import (
     service_account_user,
 )
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.config.eviction_settings import EvictionSettings
+from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.kube.client import KubeClient
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import WEBHOOK_CONFIGURATIONS, Obj
@@ -104,7 +104,7 @@ async def served(
     await asyncio.to_thread(apply_files, backend.kubeconfig, [BRIDGE_DIR / "rbac.yaml"])
     client = backend.client(account, max_workers=8)
     own = [service_account_user(NAMESPACE, CONTROLLERS_ACCOUNT)]
-    settings = bridge_settings(EvictionSettings.from_config(eviction), own)
+    settings = bridge_settings(eviction_settings(eviction), own)
     names = (*service_names(SERVICE, NAMESPACE), HOST)
     place = TLSPlace(NAMESPACE, SECRET, SERVICE, names, None)
     server = BridgeServer(

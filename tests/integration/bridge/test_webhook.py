@@ -21,7 +21,6 @@ from nodeagent.bridge.certs import service_names
 from nodeagent.bridge.certstore import TLSPlace, ensure_bundle
 from nodeagent.bridge.server import BridgeServer, BridgeServerClient, Listen
 from nodeagent.bridge.webhook import PATH
-from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.resources import (
     EVICTIONREQUESTS,
@@ -33,6 +32,7 @@ from nodeagent.kube.resources import (
     Resource,
 )
 from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.interceptors.settings import AnnotateRule
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.names import BRIDGE_REQUESTER, IMPERATIVE_INTERCEPTOR, INTERCEPTORS_ANNOTATION
 from nodeagent.model.selectors import label_selector_from_dict

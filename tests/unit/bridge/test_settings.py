@@ -4,8 +4,8 @@ and lets its own ServiceAccount's evictions through."""
 from __future__ import annotations
 
 from nodeagent.bridge.server import bridge_settings, service_account_user
-from nodeagent.config.eviction_settings import AnnotateRule, EvictionSettings
 from nodeagent.model.bridge.decision import bridged_interceptors
+from nodeagent.model.interceptors.settings import AnnotateRule, EvictionSettings
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.selectors import label_selector_from_dict
 

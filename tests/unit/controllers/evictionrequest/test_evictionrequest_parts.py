@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.config.eviction_settings import EvictionSettings
+from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
 from nodeagent.controllers.interceptors.plans import has_taint
 from nodeagent.kube.errors import TooManyRequests, Unreachable
@@ -36,7 +36,7 @@ def test_settings_from_config() -> None:
             ),
         ),
     )
-    settings = EvictionSettings.from_config(cfg)
+    settings = eviction_settings(cfg)
     assert settings.heartbeat_deadline == timedelta(seconds=90)
     assert (settings.backoff_base, settings.backoff_cap) == (0.5, 600)
     [rule] = settings.annotate
@@ -65,14 +65,14 @@ def test_settings_from_config() -> None:
 )
 def test_bad_interceptor_settings_are_named(item: AnnotateInterceptor, message: str) -> None:
     with pytest.raises(ValueError) as info:
-        EvictionSettings.from_config(EvictionConfig(annotate_interceptors=(item,)))
+        eviction_settings(EvictionConfig(annotate_interceptors=(item,)))
     assert message in str(info.value)
 
 
 def test_repeated_interceptor_names_are_refused() -> None:
     item = AnnotateInterceptor("mover.example.com", {}, "example.com/move")
     with pytest.raises(ValueError, match=r"annotateInterceptors\[1\].name: .* is repeated"):
-        EvictionSettings.from_config(EvictionConfig(annotate_interceptors=(item, item)))
+        eviction_settings(EvictionConfig(annotate_interceptors=(item, item)))
 
 
 # --- messages ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
-from nodeagent.config.eviction_settings import EvictionSettings
+from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.controllers.evictionrequest.plan import Plan
 from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.model.budgets import BudgetGate
@@ -23,6 +23,7 @@ from nodeagent.model.interceptors.imperative import (
     imperative_refusal_cause,
 )
 from nodeagent.model.interceptors.requests import EvictionRequestView
+from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.names import (
     BRIDGE_REQUESTER,
     DAEMONSET_INTERCEPTOR,
@@ -174,7 +175,7 @@ def test_target_interceptors_are_set_once() -> None:
 
 
 def test_configured_interceptor_is_a_default() -> None:
-    settings = EvictionSettings.from_config(
+    settings = eviction_settings(
         EvictionConfig(
             annotate_interceptors=(
                 AnnotateInterceptor(

@@ -7,7 +7,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeagent.config.eviction_settings import AnnotateRule
 from nodeagent.controllers.interceptors.common import WAITING
 from nodeagent.controllers.interceptors.plans import (
     annotate_rule,
@@ -21,6 +20,7 @@ from nodeagent.controllers.interceptors.plans import (
 )
 from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
 from nodeagent.model.interceptors.requests import CANCELED, EvictionRequestView
+from nodeagent.model.interceptors.settings import AnnotateRule
 from nodeagent.model.interceptors.targets import SelectorInterceptor
 from nodeagent.model.maintenance import Stage, holds_pods_off
 from nodeagent.model.names import DAEMONSET_INTERCEPTOR, MAINTENANCE_TAINT, TAINT_TEXT
