@@ -34,9 +34,9 @@ from nodeagent.kube.resources import (
 )
 from nodeagent.model import names
 from nodeagent.model import shutdown as model
+from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.node.reboot import complete_previous_boots
 from nodeagent.node.shutdown import ShutdownFlow
-from nodeagent.node.staticpods.policy import interceptor_entry
 from nodeagent_testbed.controlplane.kubeapi import api_client
 from tests.clusters import (
     CONTROLLERS_ACCOUNT,
@@ -428,8 +428,10 @@ async def test_node_agent_writes_only_its_kubelet_entry_of_its_nodes_eviction_re
 ) -> None:
     mine = await eviction_request(env.admin, await a_pod(env.admin, "on-1", "node-1"), "node-1")
     theirs = await eviction_request(env.admin, await a_pod(env.admin, "on-2", "node-2"), "node-2")
-    now = format_time(datetime.now(UTC))
-    kubelet = interceptor_entry(None, now=now, message="moving the manifest aside")
+    at = datetime.now(UTC)
+    now = format_time(at)
+    entry = InterceptorStatus(names.KUBELET_INTERCEPTOR).heartbeat(at, "moving the manifest aside")
+    kubelet = entry.to_dict()
     forged = {**kubelet, "name": "imperative-eviction.k8s.io", "completionTime": now}
 
     def name(evr: Obj) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from nodeagent.controllers.evictionrequest.plan import PlanBuilder
@@ -72,11 +73,14 @@ class _Turn:
     entry: InterceptorStatus
     settings: EvictionSettings
 
-    def report(self, message: str) -> None:
+    @property
+    def every(self) -> timedelta:
+        """How often the interceptor heartbeats."""
         s = self.settings
-        update = report_progress(
-            self.entry, message, self.b.now, s.heartbeat_deadline, s.heartbeat_min_interval
-        )
+        return heartbeat_interval(s.heartbeat_deadline, s.heartbeat_min_interval)
+
+    def report(self, message: str) -> None:
+        update = report_progress(self.entry, message, self.b.now, self.every)
         if update is not None:
             self.b.set_entry(update)
 
@@ -84,8 +88,7 @@ class _Turn:
         """Heartbeat (with ``message``) once one is due; before, write the message alone only
         to replace one that says the eviction is refused or held back."""
         b, entry, now = self.b, self.entry, self.b.now
-        s = self.settings
-        interval = heartbeat_interval(s.heartbeat_deadline, s.heartbeat_min_interval)
+        interval = self.every
         last = entry.last_report
         if b.activation is not None and b.activation[1] == now:
             b.set_entry(replace(entry, message=message))
@@ -116,10 +119,8 @@ def _before_the_call(turn: _Turn, step: Step) -> None:
     if step.kind == "caller":
         # only the bridge asked: said, and heartbeats until the pod goes (the caller's
         # eviction) or another requester joins (then the eviction is carried out)
-        s = turn.settings
         turn.report(step.message)
-        entry = b.entry(IMPERATIVE_INTERCEPTOR)
-        b.wake_in(next_heartbeat_in(entry, b.now, s.heartbeat_deadline, s.heartbeat_min_interval))
+        b.wake_in(next_heartbeat_in(b.entry(IMPERATIVE_INTERCEPTOR), b.now, turn.every))
         return
     if step.message and (step.kind == "backoff" or turn.entry.message != step.message):
         turn.report(step.message)

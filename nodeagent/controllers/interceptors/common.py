@@ -15,7 +15,11 @@ from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.store import Store
-from nodeagent.model.interceptors.heartbeats import next_heartbeat_in, report_progress
+from nodeagent.model.interceptors.heartbeats import (
+    heartbeat_interval,
+    next_heartbeat_in,
+    report_progress,
+)
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.times import Clock, utcnow
@@ -145,16 +149,13 @@ async def progress(
     """Report ``message`` (heartbeating when due, see `report_progress`). Returns when to look
     again (the entry's next heartbeat), or None when the request moved on (its watch event
     brings the caller back)."""
+    every = heartbeat_interval(deadline, minimum)
     stored = api.read(request).entry(name)
-    if report_progress(stored, message, now, deadline, minimum) is not None:
+    if report_progress(stored, message, now, every) is not None:
         written = await report(
-            client,
-            request,
-            name,
-            lambda entry: report_progress(entry, message, now, deadline, minimum),
-            api,
+            client, request, name, lambda entry: report_progress(entry, message, now, every), api
         )
         if written is None:
             return None
         stored = api.read(written).entry(name)
-    return Result(requeue_after=next_heartbeat_in(stored, now, deadline, minimum))
+    return Result(requeue_after=next_heartbeat_in(stored, now, every))

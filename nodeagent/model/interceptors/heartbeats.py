@@ -32,40 +32,29 @@ def heartbeat_interval(
     return max(minimum, min(_MAX_HEARTBEAT_INTERVAL, deadline / 4))
 
 
-def heartbeat_due(
-    status: InterceptorStatus,
-    now: datetime,
-    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
-    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
-) -> bool:
+def heartbeat_due(status: InterceptorStatus, now: datetime, every: timedelta) -> bool:
+    """Whether ``status`` may heartbeat ``now``: it has no heartbeat yet, or its last is
+    ``every`` old (:func:`heartbeat_interval` for the controllers' interceptors, a fixed
+    interval for the node agent's static-pod interceptor)."""
     last = status.heartbeat_time
-    return last is None or now - last >= heartbeat_interval(deadline, minimum)
+    return last is None or now - last >= every
 
 
 def report_progress(
-    entry: InterceptorStatus,
-    message: str,
-    now: datetime,
-    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
-    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
+    entry: InterceptorStatus, message: str, now: datetime, every: timedelta
 ) -> InterceptorStatus | None:
     """The entry an interceptor writes to report ``message``, or None when nothing needs writing.
     The first report sets startTime and heartbeatTime; later ones heartbeat when
     :func:`heartbeat_due`, and otherwise only change the message (the KEP wants heartbeats
     spaced out, not one per status write)."""
-    if entry.start_time is None or heartbeat_due(entry, now, deadline, minimum):
+    if entry.start_time is None or heartbeat_due(entry, now, every):
         return entry.heartbeat(now, message)
     if entry.message != message:
         return replace(entry, message=message)
     return None
 
 
-def next_heartbeat_in(
-    entry: InterceptorStatus,
-    now: datetime,
-    deadline: timedelta = DEFAULT_HEARTBEAT_DEADLINE,
-    minimum: timedelta = MIN_HEARTBEAT_INTERVAL,
-) -> float:
-    """Seconds until ``entry`` is due for its next heartbeat."""
-    last = entry.heartbeat_time or now
-    return max(0.0, (last + heartbeat_interval(deadline, minimum) - now).total_seconds())
+def next_heartbeat_in(entry: InterceptorStatus, now: datetime, every: timedelta) -> float:
+    """Seconds until :func:`heartbeat_due` holds for ``entry``: 0 when it does."""
+    last = entry.heartbeat_time
+    return 0.0 if last is None else max(0.0, (last + every - now).total_seconds())

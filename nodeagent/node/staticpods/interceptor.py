@@ -44,10 +44,10 @@ from nodeagent.kube.resources import (
     NODES,
     Obj,
     Resource,
-    format_time,
 )
 from nodeagent.kube.store import key_of
 from nodeagent.model import evictionapi
+from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.shutdown import is_ours
 from nodeagent.model.times import Clock, utcnow
 from nodeagent.node.dirwatch import watch_directory
@@ -367,9 +367,7 @@ class StaticPodInterceptor(Controller):
         if view is None:
             return None
         now = self._now()
-        plan = plan_eviction(
-            view, node_name=self._node_name, now=format_time(now), heartbeat_every=self._heartbeat
-        )
+        plan = plan_eviction(view, node_name=self._node_name, now=now)
         if plan.action == "finish" and plan.entry is not None:
             await self._write(view, plan.entry)
         if plan.action != "stop_pod":
@@ -412,14 +410,7 @@ class StaticPodInterceptor(Controller):
     ) -> StashPlan:
         """`plan_stash` on the cache; if that may lag behind the maintenance that led to this
         request, again on the maintenances listed from the API."""
-        plan = functools.partial(
-            plan_stash,
-            view,
-            pod,
-            node_name=self._node_name,
-            now=format_time(now),
-            heartbeat_every=self._heartbeat,
-        )
+        plan = functools.partial(plan_stash, view, pod, node_name=self._node_name, now=now)
         stash = plan(self._coverage(), listed=False)
         if stash.action != "ask_api":
             return stash
@@ -481,7 +472,7 @@ class StaticPodInterceptor(Controller):
             await self._write(view, progress.entry)
         return Result(requeue_after=progress.recheck_in)
 
-    async def _write(self, view: EvictionView, entry: Mapping[str, Any]) -> None:
+    async def _write(self, view: EvictionView, entry: InterceptorStatus) -> None:
         try:
             patch = progress_status(view, entry)
             if view.upstream:
@@ -499,6 +490,6 @@ class StaticPodInterceptor(Controller):
             "Eviction" if view.upstream else "EvictionRequest",
             view.key,
             view.pod_name,
-            entry.get("message"),
-            " (completed)" if entry.get("completionTime") else "",
+            entry.message,
+            " (completed)" if entry.completion_time is not None else "",
         )

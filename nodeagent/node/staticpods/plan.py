@@ -9,24 +9,19 @@ entry to write while the kubelet stops the pod.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from nodeagent.model.interceptors.heartbeats import next_heartbeat_in, report_progress
+from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import is_ours
-from nodeagent.model.times import format_time
 from nodeagent.node.staticpods.journal import Owner, State
 from nodeagent.node.staticpods.manifests import Manifest, ScanResult
 from nodeagent.node.staticpods.outcomes import StashListing
-from nodeagent.node.staticpods.policy import (
-    Coverage,
-    EvictionView,
-    expected_finish,
-    heartbeat_left,
-    interceptor_entry,
-)
+from nodeagent.node.staticpods.policy import Coverage, EvictionView, expected_finish
 
 __all__ = [
     "EvictionPlan",
@@ -60,15 +55,13 @@ class EvictionPlan:
     ``stop_pod``: the request's static pod is to be stopped, find and move its manifest."""
 
     action: Literal["skip", "finish", "stop_pod"]
-    entry: Mapping[str, Any] | None = None
+    entry: InterceptorStatus | None = None
 
 
-def plan_eviction(
-    view: EvictionView, *, node_name: str, now: str, heartbeat_every: timedelta
-) -> EvictionPlan:
-    """``now`` a meta/v1 Time. The pod itself is never read (node agents may not read pods):
-    the request says when it is gone (the EvictionRequest controller sets Evicted), its name
-    whether it can be a static pod of this node, and the manifest the rest."""
+def plan_eviction(view: EvictionView, *, node_name: str, now: datetime) -> EvictionPlan:
+    """The pod itself is never read (node agents may not read pods): the request says when it
+    is gone (the EvictionRequest controller sets Evicted), its name whether it can be a static
+    pod of this node, and the manifest the rest."""
     if view.completed or view.frozen or (view.entry is None and (view.finished or not view.active)):
         return EvictionPlan("skip")  # done, or not our turn (and we never started)
     pod = f"{view.namespace}/{view.pod_name}"
@@ -85,14 +78,18 @@ def plan_eviction(
         )
     else:
         return EvictionPlan("stop_pod")
-    entry = interceptor_entry(
-        view.entry,
-        now=now,
-        message=message,
-        completion_time=now,
-        heartbeat_every=heartbeat_every,
-    )
-    return EvictionPlan("finish", entry)
+    return EvictionPlan("finish", _finished(view, now, message))
+
+
+def _ours(view: EvictionView) -> InterceptorStatus:
+    """Our entry as the request has it, or a new one."""
+    return view.entry or InterceptorStatus(KUBELET_INTERCEPTOR)
+
+
+def _finished(view: EvictionView, now: datetime, message: str) -> InterceptorStatus:
+    """Our entry completed with ``message``: startTime, heartbeatTime and expectedFinishTime
+    kept where set (see `InterceptorStatus.complete`)."""
+    return _ours(view).complete(now, message)
 
 
 # --- the manifest ----------------------------------------------------------------------------
@@ -160,7 +157,7 @@ class StashPlan:
     action: Literal["stash", "ask_api", "decline"]
     owner: Owner | None = None
     message: str = ""
-    entry: Mapping[str, Any] | None = None
+    entry: InterceptorStatus | None = None
 
 
 def plan_stash(
@@ -170,11 +167,10 @@ def plan_stash(
     *,
     listed: bool,
     node_name: str,
-    now: str,
-    heartbeat_every: timedelta,
+    now: datetime,
 ) -> StashPlan:
     """``cov``: the maintenances holding the node, from the cache or (``listed``) the API
-    server; ``now`` a meta/v1 Time."""
+    server."""
     nm = cov.covering(pod)
     if nm is not None:
         return StashPlan(
@@ -188,14 +184,7 @@ def plan_stash(
         f"static pod {view.namespace}/{view.pod_name} (priority {priority}; targets: "
         f"{cov.describe_targets()}); it is not stopped out of order"
     )
-    entry = interceptor_entry(
-        view.entry,
-        now=now,
-        message=message,
-        completion_time=now,
-        heartbeat_every=heartbeat_every,
-    )
-    return StashPlan("decline", message=message, entry=entry)
+    return StashPlan("decline", message=message, entry=_finished(view, now, message))
 
 
 # --- what to write ---------------------------------------------------------------------------
@@ -239,7 +228,7 @@ class Progress:
     """Our entry while the pod is being stopped: write ``entry`` when ``write`` (something
     changed, or a heartbeat is due), then look again in ``recheck_in`` seconds."""
 
-    entry: Mapping[str, Any]
+    entry: InterceptorStatus
     write: bool
     recheck_in: float
 
@@ -255,18 +244,12 @@ def plan_progress(
 ) -> Progress:
     """``start``: the manifest was moved aside just now, so the kubelet's grace period (the
     expectedFinishTime) starts now; it is set too when the entry has none yet. The heartbeat
-    moves at most every ``heartbeat_every``; the next look is due when it may move again."""
-    stamp = format_time(now)
-    finish = None
-    if start or not (view.entry or {}).get("expectedFinishTime"):
-        finish = format_time(expected_finish(now, pod))
-    entry = interceptor_entry(
-        view.entry,
-        now=stamp,
-        message=message,
-        expected_finish_time=finish,
-        heartbeat_every=heartbeat_every,
-    )
-    left = heartbeat_left(entry["heartbeatTime"], stamp, heartbeat_every)
-    # a second more: heartbeatTime is stored in whole seconds
-    return Progress(entry, entry != view.entry, left + 1.0)
+    moves at most every ``heartbeat_every`` (`report_progress`); the next look is due when it
+    may move again."""
+    previous = _ours(view)
+    entry = report_progress(previous, message, now, heartbeat_every) or previous
+    if start or entry.expected_finish_time is None:
+        entry = replace(entry, expected_finish_time=expected_finish(now, pod))
+    # no margin: heartbeatTime is written in micro-seconds; an upstream Eviction stores it in
+    # whole seconds (v1.Time), which only makes the stored one earlier: the look is never early
+    return Progress(entry, entry != view.entry, next_heartbeat_in(entry, now, heartbeat_every))

@@ -10,9 +10,9 @@
 - Whether a static pod is targeted: one of those maintenances lists, in
   `status.nodeStatuses[this node].drainTargets`, a `Static` entry covering the pod's priority
   (and labels).
-- What to write into an EvictionRequest's `status.interceptors[]` entry for us, or into our
-  `nodeagent.io/static-pod` entry of an upstream Eviction's `status.responders[]` (read and
-  written as the same entry, under the names and fields of our CRD).
+- Our `status.interceptors[]` entry of an EvictionRequest, or our `nodeagent.io/static-pod`
+  entry of an upstream Eviction's `status.responders[]`: read and written as the same typed
+  entry (`InterceptorStatus`, under the names and fields of our CRD), patched in alone.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from nodeagent.model.drainplan import (
     InvalidPlan,
     targets_cover,
 )
-from nodeagent.model.interceptors.heartbeats import MIN_HEARTBEAT_INTERVAL
 from nodeagent.model.interceptors.requests import CANCELED, EVICTED
+from nodeagent.model.interceptors.status import InterceptorStatus, with_interceptor_status
 from nodeagent.model.lifecycle.eviction import FAILED, TARGET_EVICTED
 from nodeagent.model.lifecycle.ourresponders import (
     ResponderNames,
     as_interceptor_entry,
-    as_responder_entry,
+    responder_entry,
 )
 from nodeagent.model.maintenance import holds_pods_off_this_boot, node_drain_targets
 from nodeagent.model.names import (
@@ -44,7 +44,6 @@ from nodeagent.model.names import (
     MIRROR_ANNOTATION,
     STATIC_POD_RESPONDER,
 )
-from nodeagent.model.times import parse_time
 
 __all__ = [
     "Coverage",
@@ -52,11 +51,9 @@ __all__ = [
     "coverage",
     "expected_finish",
     "grace_period",
-    "interceptor_entry",
     "manifest_pod",
     "manifest_priority",
     "progress_status",
-    "with_interceptor_entry",
 ]
 
 log = logging.getLogger(__name__)
@@ -182,7 +179,7 @@ class EvictionView:
     active: bool  # kubelet.k8s.io is the active interceptor
     finished: bool  # Evicted or Canceled
     evicted: bool  # Evicted: the pod is gone, or replaced by one with another UID
-    entry: Mapping[str, Any] | None  # our status.interceptors[] entry
+    entry: InterceptorStatus | None  # our status.interceptors[] entry
     interceptors: tuple[Mapping[str, Any], ...]
     upstream: bool = False
     """An upstream Eviction (`interceptors` are its `status.responders`)."""
@@ -196,7 +193,7 @@ class EvictionView:
 
     @property
     def completed(self) -> bool:
-        return bool(self.entry and self.entry.get("completionTime"))
+        return self.entry is not None and self.entry.completion_time is not None
 
     @property
     def pod_ref(self) -> dict[str, Any]:
@@ -219,7 +216,11 @@ class EvictionView:
             active=state == "Active",
             finished=bool(true & {TARGET_EVICTED, FAILED}),
             evicted=TARGET_EVICTED in true,
-            entry=as_interceptor_entry(entry, _NAMES) if entry is not None else None,
+            entry=(
+                InterceptorStatus.from_dict(as_interceptor_entry(entry, _NAMES))
+                if entry is not None
+                else None
+            ),
             interceptors=responders,
             upstream=True,
             frozen=state not in ("Active", "Inactive") or bool(true & {TARGET_EVICTED, FAILED}),
@@ -238,7 +239,7 @@ class EvictionView:
             active=isinstance(active, Sequence) and KUBELET_INTERCEPTOR in active,
             finished=bool(true & {EVICTED, CANCELED}),
             evicted=EVICTED in true,
-            entry=entry,
+            entry=InterceptorStatus.from_dict(entry) if entry is not None else None,
             interceptors=interceptors,
         )
 
@@ -277,61 +278,16 @@ def expected_finish(start: datetime, pod: Mapping[str, Any] | None) -> datetime:
     return start + timedelta(seconds=grace_period(pod))
 
 
-def interceptor_entry(
-    previous: Mapping[str, Any] | None,
-    *,
-    now: str,
-    message: str,
-    expected_finish_time: str | None = None,
-    completion_time: str | None = None,
-    heartbeat_every: timedelta = MIN_HEARTBEAT_INTERVAL,
-) -> dict[str, Any]:
-    """Our `status.interceptors[]` entry: startTime is kept once set, and heartbeatTime until
-    it is `heartbeat_every` old, or for good once we complete (the CRD refuses heartbeats closer
-    than 60 s and from an interceptor whose turn is over, as the KEP asks)."""
-    entry: dict[str, Any] = {"name": KUBELET_INTERCEPTOR}
-    entry["startTime"] = (previous or {}).get("startTime") or now
-    last = (previous or {}).get("heartbeatTime")
-    due = heartbeat_left(last, now, heartbeat_every) <= 0
-    entry["heartbeatTime"] = now if not last or (due and not completion_time) else last
-    finish = expected_finish_time or (previous or {}).get("expectedFinishTime")
-    if finish:
-        entry["expectedFinishTime"] = finish
-    if completion_time:
-        entry["completionTime"] = completion_time
-    entry["message"] = message
-    return entry
-
-
-def heartbeat_left(last: Any, now: str, every: timedelta) -> float:
-    """Seconds until a heartbeat after `last` may be written; 0 when one may be written now
-    (also when there is none yet or it cannot be read)."""
-    then, at = parse_time(last), parse_time(now)
-    if then is None or at is None:
-        return 0.0
-    return max(0.0, (then + every - at).total_seconds())
-
-
-def progress_status(view: EvictionView, entry: Mapping[str, Any]) -> dict[str, Any]:
+def progress_status(view: EvictionView, entry: InterceptorStatus) -> dict[str, Any]:
     """A JSON merge patch for the status subresource that replaces our entry (and only ours:
     the list is written whole, guarded by the resourceVersion it was read at)."""
     if view.upstream:
-        ours = as_responder_entry(entry, _NAMES)
+        ours = responder_entry(entry, _NAMES)
         status = {"responders": [ours if _ours(r) else dict(r) for r in view.interceptors]}
     else:
-        status = {"interceptors": with_interceptor_entry(view.interceptors, entry)}
+        status = {"interceptors": with_interceptor_status(view.interceptors, entry)}
     return {"metadata": {"resourceVersion": view.resource_version}, "status": status}
 
 
 def _ours(entry: Mapping[str, Any]) -> bool:
     return entry.get("name") == STATIC_POD_RESPONDER
-
-
-def with_interceptor_entry(
-    interceptors: Sequence[Mapping[str, Any]], entry: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    out = [dict(i) for i in interceptors if i.get("name") != entry["name"]]
-    out.append(dict(entry))
-    order = {str(i.get("name")): n for n, i in enumerate(interceptors)}
-    out.sort(key=lambda i: order.get(str(i.get("name")), len(order)))
-    return out

@@ -445,25 +445,30 @@ def test_heartbeat_interval_is_a_quarter_of_the_deadline_from_one_to_three_minut
 def test_heartbeats_are_never_closer_than_60s_nor_rarer_than_3_minutes(
     deadline: timedelta,
 ) -> None:
-    assert MIN <= heartbeat_interval(deadline) <= 3 * MIN
+    every = heartbeat_interval(deadline)
+    assert MIN <= every <= 3 * MIN
     beat = InterceptorStatus("a.example.com").heartbeat(T0, "started")
     soon = T0 + MIN - timedelta(microseconds=1)
-    assert not heartbeat_due(beat, soon, deadline)
-    update = report_progress(beat, "still going", soon, deadline)
+    assert not heartbeat_due(beat, soon, every)
+    update = report_progress(beat, "still going", soon, every)
     assert update is not None and update.heartbeat_time == T0
 
 
 def test_report_progress() -> None:
+    every = heartbeat_interval(DEADLINE)
     fresh = InterceptorStatus("a.example.com")
-    first = report_progress(fresh, "started", T0, DEADLINE)
+    first = report_progress(fresh, "started", T0, every)
     assert first is not None and first.start_time == T0 and first.heartbeat_time == T0
-    assert report_progress(first, "started", T0 + MIN, DEADLINE) is None
-    changed = report_progress(first, "half way", T0 + MIN, DEADLINE)
+    assert report_progress(first, "started", T0 + MIN, every) is None
+    changed = report_progress(first, "half way", T0 + MIN, every)
     assert changed is not None and changed.heartbeat_time == T0 and changed.message == "half way"
-    due = report_progress(first, "started", T0 + 3 * MIN, DEADLINE)
+    due = report_progress(first, "started", T0 + 3 * MIN, every)
     assert due is not None and due.heartbeat_time == T0 + 3 * MIN and due.start_time == T0
-    assert heartbeat_due(first, T0 + 3 * MIN, DEADLINE)
-    assert next_heartbeat_in(first, T0 + MIN, DEADLINE) == 120.0
+    assert heartbeat_due(first, T0 + 3 * MIN, every)
+    assert next_heartbeat_in(first, T0 + MIN, every) == 120.0
+    # a startTime alone (the controller's, at activation) is no heartbeat: one is due at once
+    activated = InterceptorStatus("a.example.com", start_time=T0)
+    assert heartbeat_due(activated, T0, every) and next_heartbeat_in(activated, T0, every) == 0.0
 
 
 def test_complete_sets_completion_once() -> None:

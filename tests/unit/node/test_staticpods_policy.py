@@ -3,20 +3,21 @@ what goes into the EvictionRequest status."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.maintenance import holds_pods_off_this_boot
 from nodeagent.model.names import IMPERATIVE_RESPONDER, KUBELET_INTERCEPTOR, STATIC_POD_RESPONDER
 from nodeagent.model.shutdown import shutdown_maintenance
+from nodeagent.model.times import format_micro_time
 from nodeagent.node.staticpods.policy import (
     EvictionView,
     coverage,
     expected_finish,
-    heartbeat_left,
-    interceptor_entry,
     manifest_pod,
     manifest_priority,
     progress_status,
@@ -212,28 +213,38 @@ def test_eviction_view() -> None:
         evr(interceptors=[{"name": KUBELET_INTERCEPTOR, "completionTime": "2025-01-01T00:00:00Z"}])
     )
     assert done.completed
+    assert done.entry == InterceptorStatus(
+        KUBELET_INTERCEPTOR, completion_time=datetime(2025, 1, 1, tzinfo=UTC)
+    )
+
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+T1 = T0 + timedelta(seconds=1, microseconds=250_000)
+T2 = T0 + timedelta(seconds=2)
+T9 = T0 + timedelta(seconds=9)
 
 
 def test_status_entries_keep_start_and_other_interceptors() -> None:
-    start = datetime(2025, 1, 1, tzinfo=UTC)
-    assert expected_finish(start, {"spec": {"terminationGracePeriodSeconds": 45}}) == datetime(
+    assert expected_finish(T0, {"spec": {"terminationGracePeriodSeconds": 45}}) == datetime(
         2025, 1, 1, 0, 0, 45, tzinfo=UTC
     )
-    assert (expected_finish(start, {"spec": {}}) - start).total_seconds() == 30
-    first = interceptor_entry(None, now="T1", message="moving", expected_finish_time="T9")
-    assert first == {
-        "name": KUBELET_INTERCEPTOR,
-        "startTime": "T1",
-        "heartbeatTime": "T1",
-        "expectedFinishTime": "T9",
-        "message": "moving",
-    }
-    later = interceptor_entry(first, now="T2", message="waiting", completion_time="T2")
-    assert later["startTime"] == "T1" and later["expectedFinishTime"] == "T9"
-    assert later["completionTime"] == "T2"
-    view = EvictionView.of(
-        evr(interceptors=[{"name": "a.example.com", "message": "x"}, first, {"name": "z.io"}])
+    assert (expected_finish(T0, {"spec": {}}) - T0).total_seconds() == 30
+    first = replace(
+        InterceptorStatus(KUBELET_INTERCEPTOR).heartbeat(T1, "moving"), expected_finish_time=T9
     )
+    later = first.complete(T2, "waiting")
+    assert later.start_time == T1 and later.expected_finish_time == T9
+    assert later.completion_time == T2
+    view = EvictionView.of(
+        evr(
+            interceptors=[
+                {"name": "a.example.com", "message": "x"},
+                first.to_dict(),
+                {"name": "z.io"},
+            ]
+        )
+    )
+    assert view.entry == first  # micro-seconds read back as written
     patch = progress_status(view, later)
     assert patch["metadata"] == {"resourceVersion": "7"}
     assert [i["name"] for i in patch["status"]["interceptors"]] == [
@@ -241,20 +252,18 @@ def test_status_entries_keep_start_and_other_interceptors() -> None:
         KUBELET_INTERCEPTOR,
         "z.io",
     ]
-    assert patch["status"]["interceptors"][1] == later
-
-
-def test_our_heartbeat_moves_only_when_due_and_not_on_completion() -> None:
-    # the CRD refuses heartbeats closer than 60 s and from an interceptor whose turn is over
-    t0, t59, t60 = "2025-01-01T00:00:00Z", "2025-01-01T00:00:59Z", "2025-01-01T00:01:00Z"
-    first = interceptor_entry(None, now=t0, message="moving")
-    assert first["heartbeatTime"] == t0
-    assert interceptor_entry(first, now=t59, message="waiting")["heartbeatTime"] == t0
-    assert interceptor_entry(first, now=t60, message="waiting")["heartbeatTime"] == t60
-    done = interceptor_entry(first, now=t60, message="gone", completion_time=t60)
-    assert done["heartbeatTime"] == t0 and done["completionTime"] == t60
-    assert heartbeat_left(t0, t59, timedelta(seconds=60)) == 1.0
-    assert heartbeat_left("not a time", t59, timedelta(seconds=60)) == 0.0
+    assert patch["status"]["interceptors"][1] == {
+        "name": KUBELET_INTERCEPTOR,
+        "startTime": "2025-01-01T00:00:01.250000Z",
+        "heartbeatTime": "2025-01-01T00:00:01.250000Z",
+        "expectedFinishTime": "2025-01-01T00:00:09.000000Z",
+        "completionTime": "2025-01-01T00:00:02.000000Z",
+        "message": "waiting",
+    }
+    # a request without our entry yet: ours goes last
+    fresh = EvictionView.of(evr(interceptors=[{"name": "a.example.com"}]))
+    names = [i["name"] for i in progress_status(fresh, later)["status"]["interceptors"]]
+    assert names == ["a.example.com", KUBELET_INTERCEPTOR]
 
 
 def eviction(state: str, *conditions: str, **ours: Any) -> dict[str, Any]:
@@ -276,30 +285,38 @@ def eviction(state: str, *conditions: str, **ours: Any) -> dict[str, Any]:
     }
 
 
+# as an upstream Eviction stores them (v1.Time: whole seconds)
+S0, S9 = "2025-01-01T00:00:00Z", "2025-01-01T00:00:09Z"
+
+
 def test_an_upstream_eviction_reads_as_our_request() -> None:
-    v = EvictionView.of_eviction(eviction("Active", startTime="T0", expectedCompletionTime="T9"))
+    v = EvictionView.of_eviction(eviction("Active", startTime=S0, expectedCompletionTime=S9))
     assert v.upstream and v.active and not v.finished and not v.frozen
     assert (v.key, v.pod_name, v.resource_version) == ("kube-system/uid-1", "etcd-node-1", "8")
-    assert v.entry == {"name": KUBELET_INTERCEPTOR, "startTime": "T0", "expectedFinishTime": "T9"}
+    assert v.entry == InterceptorStatus(KUBELET_INTERCEPTOR, start_time=T0, expected_finish_time=T9)
+    assert not v.completed
     waiting = EvictionView.of_eviction(eviction("Inactive"))
     assert not waiting.active and waiting.entry is None and not waiting.frozen
     for ended in (eviction("Completed"), eviction("Canceled", "TargetEvicted")):
         assert EvictionView.of_eviction(ended).frozen
-    failed = EvictionView.of_eviction(eviction("Active", "Failed", startTime="T0"))
+    failed = EvictionView.of_eviction(eviction("Active", "Failed", startTime=S0))
     assert failed.finished and failed.frozen and not failed.evicted
+    done = EvictionView.of_eviction(eviction("Active", startTime=S0, completionTime=S9))
+    assert done.completed
 
 
 def test_our_responder_entry_alone_is_written_upstream() -> None:
-    view = EvictionView.of_eviction(eviction("Active", startTime="T0"))
-    entry = interceptor_entry(view.entry, now="T1", message="moving", expected_finish_time="T9")
+    view = EvictionView.of_eviction(eviction("Active", startTime=S0))
+    assert view.entry is not None
+    entry = replace(view.entry.heartbeat(T1, "moving"), expected_finish_time=T9)
     patch = progress_status(view, entry)
     assert patch["metadata"] == {"resourceVersion": "8"}
     assert patch["status"]["responders"] == [
         {
             "name": STATIC_POD_RESPONDER,
-            "startTime": "T0",
-            "heartbeatTime": "T1",
-            "expectedCompletionTime": "T9",
+            "startTime": format_micro_time(T0),
+            "heartbeatTime": format_micro_time(T1),
+            "expectedCompletionTime": format_micro_time(T9),
             "message": "moving",
         },
         {"name": IMPERATIVE_RESPONDER},
