@@ -10,10 +10,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from nodeagent.kube.caswrite import CasClient, CasWriter
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import AlreadyExists, NotFound
-from nodeagent.kube.protocols import Creator, Patcher, StatusPatcher
+from nodeagent.kube.protocols import Creator
 from nodeagent.kube.resources import EVICTIONS, PODS, UPSTREAM_EVICTIONREQUESTS, Obj
+from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import mapping, metadata_of
 from nodeagent.model.lifecycle.eviction import (
@@ -35,7 +37,7 @@ NAME_TAKEN_RETRY = 1.0
 brought yet (ours, made by the turn before, or another's) is taken again."""
 
 
-class EvictionClient(Creator, Patcher, StatusPatcher, Protocol):
+class EvictionClient(Creator, CasClient, Protocol):
     """The part of `KubeClient` the controller needs."""
 
 
@@ -86,6 +88,12 @@ class LifecycleEvictionController(Controller):
         self._deadline = timedelta(seconds=heartbeat_deadline)
         self._names = names or ResponderNames(())
         self._evictor = evictor
+        # a target is decided on again once the informer shows our last status write of its
+        # Evictions: decided on the version it replaced, the next write is refused
+        self._writes = CasWriter(client, EVICTIONS, self.evictions.store)
+        self.evictions.add_handler(
+            self._writes.seen, lambda _, new: self._writes.seen(new), self._eviction_gone
+        )
         self.enqueue_on(self.requests, target_index)
         self.enqueue_on(self.evictions, target_index)
         self.enqueue_on(self.pods, self._keys_for_pod)
@@ -99,6 +107,9 @@ class LifecycleEvictionController(Controller):
         key = f"{md.get('namespace')}/{md.get('uid')}"
         return [key] if self.requests.store.index_keys("target", key) else []
 
+    def _eviction_gone(self, eviction: Obj) -> None:
+        self._writes.gone(key_of(eviction))
+
     def _seen_gone(self, pod: Obj) -> None:
         for key in self._keys_for_pod(pod):
             self._gone_at.setdefault(key, self._clock())
@@ -111,6 +122,8 @@ class LifecycleEvictionController(Controller):
         if not isinstance(named, str):
             self._gone_at.pop(key, None)
             return None  # nothing of this pod is left
+        if (unseen := self._writes.longest(key_of(e) for e in evictions)) is not None:
+            return Result(unseen)  # its informer event comes first, most likely
         pod = self.pods.store.get(f"{namespace}/{named}")
         plan = decide(
             Target(namespace, named, uid),
@@ -171,5 +184,5 @@ class LifecycleEvictionController(Controller):
     ) -> None:
         # at the version decided from: a responder's heartbeat written meanwhile is a 409 and a
         # new decision, never overwritten (merge patches replace whole lists)
-        body = {"metadata": {"resourceVersion": resource_version}, "status": status}
-        await self._client.patch_status(EVICTIONS, name, body, namespace)
+        key = f"{namespace}/{name}"
+        await self._writes.patch(key, {"status": status}, resource_version, status=True)
