@@ -113,3 +113,14 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = ""
             "causes": [{"reason": cause_type(m), "message": m, "field": f} for f, m in causes],
         },
     )
+
+
+def json_kind(value: Any) -> str:
+    """What Go's decoder calls a JSON value it cannot store."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "array" if isinstance(value, list) else "object"

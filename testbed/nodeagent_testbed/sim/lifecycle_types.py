@@ -18,7 +18,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from nodeagent_testbed.sim.errors import ApiError, invalid
+from nodeagent_testbed.sim.errors import ApiError, invalid, json_kind
 
 __all__ = [
     "IMPERATIVE_RESPONDER",
@@ -234,7 +234,7 @@ def _mismatch(
 ) -> _TypeError:
     where = f"{struct}.{'.'.join(path)}"
     return _TypeError(
-        f"json: cannot unmarshal {what or _json_kind(value)} into Go struct field {where} "
+        f"json: cannot unmarshal {what or json_kind(value)} into Go struct field {where} "
         f"of type {go_type}"
     )
 
@@ -243,14 +243,3 @@ def _parsed(value: str) -> datetime:
     when = parse_time(value)
     assert when is not None  # checked by _value
     return when
-
-
-def _json_kind(value: Any) -> str:
-    """What Go's decoder calls a JSON value it cannot store."""
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "array" if isinstance(value, list) else "object"

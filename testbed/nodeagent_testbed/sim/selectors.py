@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nodeagent_testbed.sim.errors import json_kind
+
 __all__ = [
     "EVERYTHING",
     "NOTHING",
@@ -294,19 +296,9 @@ _EXPRESSION_OPERATORS: Mapping[str, Operator] = {
 }
 
 
-def _json_kind(value: object) -> str:
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _cannot_decode(value: object, where: str, go_type: str) -> SelectorError:
     return SelectorError(
-        f"json: cannot unmarshal {_json_kind(value)} into Go struct field {where} of type {go_type}"
+        f"json: cannot unmarshal {json_kind(value)} into Go struct field {where} of type {go_type}"
     )
 
 
