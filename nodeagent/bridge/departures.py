@@ -18,7 +18,7 @@ from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.names import BRIDGE_REQUESTER
 from nodeagent.model.times import Clock
 
-__all__ = ["Departures"]
+__all__ = ["Departures", "drop_older"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -72,14 +72,14 @@ class Departures:
         self._gone[(namespace, name)] = gone
 
     def _expire(self, now: datetime) -> None:
-        _drop_older(self._gone, lambda d: d.gone_at, now - self._keep)
-        _drop_older(self._orphans, lambda o: o[1], now - self._keep)
+        drop_older(self._gone, lambda d: d.gone_at, now - self._keep)
+        drop_older(self._orphans, lambda o: o[1], now - self._keep)
 
     def __len__(self) -> int:
         return len(self._gone)
 
 
-def _drop_older(entries: dict[K, V], when: Callable[[V], datetime], before: datetime) -> None:
+def drop_older(entries: dict[K, V], when: Callable[[V], datetime], before: datetime) -> None:
     """Drop the entries (oldest first) stamped before ``before``."""
     for key, value in list(entries.items()):
         if when(value) >= before:

@@ -16,6 +16,7 @@ import ssl
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -33,7 +34,7 @@ from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.discovery import ask_served, runs_lifecycle_here
 from nodeagent.kube.informer import ListWatcher
 from nodeagent.kube.resources import UPSTREAM_EVICTIONREQUESTS
-from nodeagent.model.bridge.decision import BridgeSettings
+from nodeagent.model.bridge.decision import ASKED_AGAIN_WITHIN, BridgeSettings
 from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames
 from nodeagent.model.times import Clock, utcnow
@@ -79,6 +80,7 @@ def bridge_settings(
     *,
     daemonset_pods: bool = False,
     static_pods: bool = False,
+    asked_again_within: timedelta = ASKED_AGAIN_WITHIN,
 ) -> BridgeSettings:
     """The bridge's settings: the annotate-and-wait interceptors it waits for are the ones the
     EvictionRequest controller runs."""
@@ -87,6 +89,7 @@ def bridge_settings(
         configured=eviction.configured,
         daemonset_pods=daemonset_pods,
         static_pods=static_pods,
+        asked_again_within=asked_again_within,
     )
 
 
@@ -216,6 +219,7 @@ def bridge_from_config(
         own,
         daemonset_pods=bridge.daemon_set_pods,
         static_pods=bridge.static_pods,
+        asked_again_within=timedelta(seconds=bridge.asked_again_within),
     )
     place = replace(
         TLSPlace.shipped(namespace),

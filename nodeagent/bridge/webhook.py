@@ -26,13 +26,21 @@ from typing import Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from nodeagent.bridge.attempts import Attempts
 from nodeagent.bridge.departures import Departures
 from nodeagent.bridge.upstream import UpstreamRequests
 from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NAMESPACES, NODES, PODS, Obj
-from nodeagent.model.bridge.decision import BridgeSettings, EvictionAttempt, Verdict, decide
+from nodeagent.model.bodies import uid_of
+from nodeagent.model.bridge.decision import (
+    BridgeSettings,
+    EvictionAttempt,
+    Verdict,
+    decide,
+    held_until_asked_again,
+)
 from nodeagent.model.bridge.review import (
     BadReview,
     Unsupported,
@@ -94,6 +102,7 @@ class EvictionBridge:
         self.requests = informers.informer(EVICTIONREQUESTS)
         self._view = ObjectMemo(EvictionRequestView.from_obj)
         self.departures = Departures(settings.departed_for, clock)
+        self.attempts = Attempts(settings.asked_again_within, clock)
         self.requests.add_handler(on_delete=self._on_request_deleted)
         self.pods.add_handler(on_delete=self._on_pod_deleted)
         self._informers = informers
@@ -144,16 +153,19 @@ class EvictionBridge:
         self.departures.request_deleted(view, pod)
 
     def decide(self, attempt: EvictionAttempt) -> Verdict:
-        """The answer from the caches, before any write."""
+        """The answer from the caches, before any write: an attempt that would write is
+        remembered, and written for only once asked again (``held_until_asked_again``)."""
         pod = self.pods.store.get(f"{attempt.namespace}/{attempt.name}")
         view = self._request_view(pod) if pod is not None else None
         departed = self.departures.get(attempt.namespace, attempt.name)
         node_name = ((pod or {}).get("spec") or {}).get("nodeName")
         node = self.nodes.store.get(node_name) if isinstance(node_name, str) else None
         namespace = self.namespaces.store.get(attempt.namespace)
-        verdict = decide(
-            attempt, pod, view, departed, self.settings, self._clock(), node, namespace
-        )
+        now = self._clock()
+        verdict = decide(attempt, pod, view, departed, self.settings, now, node, namespace)
+        if verdict.write is not None and pod is not None:
+            asked_at = self.attempts.first(attempt.namespace, uid_of(pod))
+            verdict = held_until_asked_again(verdict, attempt, pod, asked_at, now, self.settings)
         if verdict.write is not None and pod is not None and self._asks_upstream(pod):
             verdict = replace(verdict, write=upstream_write(pod))
         return verdict

@@ -216,6 +216,10 @@ def _check_bridge(cfg: Config) -> None:
             f"eviction.bridge.certificates: must be one of {', '.join(BRIDGE_CERTIFICATES)}, "
             f"got {bridge.certificates!r}"
         )
+    if bridge.asked_again_within <= 0:
+        raise ConfigError(
+            f"eviction.bridge.askedAgainWithin: must be positive, got {bridge.asked_again_within:g}"
+        )
     if bridge.client_ca_file is not None and not bridge.client_ca_file.is_absolute():
         raise ConfigError(
             f"eviction.bridge.clientCaFile: must be an absolute path, got {bridge.client_ca_file}"

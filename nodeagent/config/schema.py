@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeagent.model import notifications as notif
+from nodeagent.model.bridge.decision import ASKED_AGAIN_WITHIN
 from nodeagent.model.drainslots import DrainLimit
 from nodeagent.model.interceptors.heartbeats import DEFAULT_HEARTBEAT_DEADLINE
 from nodeagent.model.interceptors.imperative import EVICTION_BACKOFF_BASE, EVICTION_BACKOFF_CAP
@@ -316,6 +317,16 @@ class BridgeConfig:
         metadata=_doc(
             """also hold evictions of mirror pods for `kubelet.k8s.io` (it acts only within a
             NodeMaintenance, so a plain drain would wait for one)"""
+        ),
+    )
+    asked_again_within: float = field(
+        default=ASKED_AGAIN_WITHIN.total_seconds(),
+        metadata=_doc(
+            """seconds within which an eviction of a pod with interceptors must be asked for
+            again before the bridge asks for it with an EvictionRequest: one nobody retries
+            (a one-off call, a forged review) writes nothing and sets no interceptor to work;
+            `kubectl drain` retries every 5 s (each replica remembers only the attempts it
+            answered)"""
         ),
     )
     own_users: tuple[str, ...] = field(

@@ -379,9 +379,8 @@ class BridgeMetrics:
         self.answers = Counter(
             "nodeagent_eviction_bridge_answers",
             "Evictions the eviction bridge answered, by answer: allowed (own, dry-run, opted-out, "
-            "no-interceptors, leaving, unknown, turn, unsupported), 429 (waiting), 404 (gone), "
-            "or unreadable "
-            "(HTTP 400: the webhook's failurePolicy decides).",
+            "no-interceptors, leaving, unknown, turn, unsupported), 429 (asked-once, waiting), 404 "
+            "(gone), or unreadable (HTTP 400: the webhook's failurePolicy decides).",
             ["answer"],
             registry=registry,
         )

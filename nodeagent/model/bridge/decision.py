@@ -11,7 +11,7 @@ UID precondition).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -45,6 +45,7 @@ from nodeagent.model.times import parse_time
 from nodeagent.model.tolerations import tolerates
 
 __all__ = [
+    "ASKED_AGAIN_WITHIN",
     "DEPARTED_FOR",
     "DRY_RUN",
     "BridgeSettings",
@@ -54,6 +55,7 @@ __all__ = [
     "bridged_interceptors",
     "decide",
     "departure",
+    "held_until_asked_again",
     "node_draining",
     "opted_out",
 ]
@@ -62,6 +64,12 @@ DEPARTED_FOR = timedelta(minutes=5)
 """How long a name-only eviction of a pod whose predecessor the bridge asked to evict is
 answered 404. A client retries every few seconds, so it learns within this. A new drain of the
 replacement's node within it is told apart by the node (see :func:`node_draining`)."""
+ASKED_AGAIN_WITHIN = timedelta(seconds=60)
+"""How soon after an eviction the bridge would ask for it must be asked for again before the
+bridge writes anything: a caller that never retries (a one-off script, a forged review) leaves
+no request behind and sets no interceptor to work. ``kubectl drain`` (and kured) retry every 5 s,
+the cluster-autoscaler every 10 s; each replica remembers the attempts it answered, so with two
+replicas the third attempt is asked again of one of them at the latest."""
 DRY_RUN = (
     "a dry run is allowed whatever the pod: the bridge answers real evictions only (a pod "
     "with interceptors waits with 429 until their turns are done)"
@@ -100,6 +108,7 @@ class BridgeSettings:
     default the bridge does not wait for it (nor for ``kubelet.k8s.io``)."""
     static_pods: bool = False
     departed_for: timedelta = DEPARTED_FOR
+    asked_again_within: timedelta = ASKED_AGAIN_WITHIN
     responders: ResponderNames | None = None
     """On the upstream API (`upstream`): the pod's own ``spec.evictionResponders`` are waited
     for too, named as the interceptors our responders stand for."""
@@ -139,6 +148,7 @@ class Verdict:
         "unknown",
         "turn",
         "waiting",
+        "asked-once",
         "gone",
     ]
     """Briefly, for metrics and logs."""
@@ -258,6 +268,37 @@ def _decide(
     if not waits_for:
         return Verdict(True, "no-interceptors")
     return _by_request(ref, pod, request, waits_for, settings)
+
+
+def held_until_asked_again(
+    verdict: Verdict,
+    attempt: EvictionAttempt,
+    pod: Mapping[str, Any],
+    asked_at: datetime | None,
+    now: datetime,
+    settings: BridgeSettings,
+) -> Verdict:
+    """``verdict`` on ``pod`` as answered to an attempt of which ``asked_at`` is the first the
+    bridge answered for the same pod (None: this is the first), by :data:`ASKED_AGAIN_WITHIN`:
+    its write is made only when the eviction is asked for again within
+    ``settings.asked_again_within`` of the first, and until then nothing is written (a
+    request of someone else's the bridge would join goes on without it; its message still
+    says whose turn it is)."""
+    within = settings.asked_again_within
+    if verdict.write is None or (asked_at is not None and asked_at <= now <= asked_at + within):
+        return verdict
+    if isinstance(verdict.write, RequesterPatch):
+        return replace(verdict, write=None)
+    ref = f"{attempt.namespace}/{attempt.name}"
+    first = (*bridged_interceptors(pod, settings), IMPERATIVE_INTERCEPTOR)[0]
+    return replace(
+        _wait(
+            f"pod {ref} waits for interceptor {first}: nodeagent asks for its eviction with an "
+            f"EvictionRequest once it is asked for again within {within.total_seconds():g}s "
+            "(an eviction nobody asks for again leaves nothing behind)"
+        ),
+        why="asked-once",
+    )
 
 
 def _meant_departed(

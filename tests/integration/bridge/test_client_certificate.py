@@ -140,7 +140,7 @@ async def test_only_kube_apiserver_with_its_client_certificate_is_answered(
         await env.until(lambda: bridge.cached("default", md["name"], md["uid"]))
         with pytest.raises(TooManyRequests) as refused:
             await env.admin.evict("default", "db-0")
-        assert "nodeagent asked for the eviction of pod default/db-0" in str(refused.value)
+        assert "pod default/db-0 waits for interceptor mover.example.com" in str(refused.value)
         answered = bridge.answered
         # the attacker, without the certificate: refused in the handshake
         url = f"https://127.0.0.1:{webhook_client.port}{PATH}"

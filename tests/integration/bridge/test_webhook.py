@@ -71,6 +71,14 @@ class Served:
         assert answer["response"]["uid"] == "r1"
         return dict(answer["response"])
 
+    async def asked(self, name: str, **request: Any) -> Mapping[str, Any]:
+        """The answer to an eviction asked for twice, as a caller that retries asks: the first
+        attempt is answered 429 with nothing written (``held_until_asked_again``)."""
+        once = await self.evict(name, **request)
+        assert once["status"]["code"] == 429, once
+        assert "once it is asked for again" in once["status"]["message"], once
+        return await self.evict(name, **request)
+
     async def served_certificate(self) -> bytes:
         """The certificate a new connection is served (DER)."""
         assert self.server.port is not None
@@ -206,7 +214,10 @@ async def test_the_controllers_own_eviction_passes(env: Env, bridge: Served) -> 
 
 async def test_a_pod_with_an_interceptor_waits_for_its_turn(env: Env, bridge: Served) -> None:
     uid = await created(env, bridge, "db-0", "db")
-    first = await bridge.evict("db-0")
+    once = await bridge.evict("db-0")  # asked for once: a 429 and nothing written yet
+    assert (once["allowed"], once["status"]["code"]) == (False, 429)
+    assert not await request_exists(env, uid)
+    first = await bridge.evict("db-0")  # asked again: the request is made
     assert first["allowed"] is False
     status = first["status"]
     assert (status["code"], status["reason"]) == (429, "TooManyRequests")
@@ -253,7 +264,7 @@ def _active(served: Served, uid: str) -> str | None:
 async def asked_then_gone(env: Env, bridge: Served) -> str:
     """db-0 asked for (429, its request made), then deleted: its UID."""
     old = await created(env, bridge, "db-0", "db")
-    assert (await bridge.evict("db-0"))["status"]["code"] == 429
+    assert (await bridge.asked("db-0"))["status"]["code"] == 429
     await until(lambda: bridge.server.bridge.requests.store.get(f"default/{old}") is not None)
     await env.delete(PODS, "db-0", grace_period_seconds=0)
     await until(lambda: bridge.cached_uid("db-0") is None)
@@ -269,7 +280,7 @@ async def test_a_pod_moved_under_its_name_is_gone_for_the_drain(env: Env, bridge
     assert old in gone["status"]["message"] and new in gone["status"]["message"]
     # an eviction that names the new pod's UID means the new pod: a request of its own
     preconditioned = {"deleteOptions": {"preconditions": {"uid": new}}}
-    mine = await bridge.evict("db-0", object={"metadata": {"name": "db-0"}, **preconditioned})
+    mine = await bridge.asked("db-0", object={"metadata": {"name": "db-0"}, **preconditioned})
     assert mine["status"]["code"] == 429
     assert await request_exists(env, new)
 
@@ -285,7 +296,7 @@ async def test_a_drain_of_the_replacements_node_is_a_new_drain(env: Env, bridge:
         new = str((await env.create(PODS, moved))["metadata"]["uid"])
         await until(lambda: bridge.cached_uid("db-0") == new)
         await until(lambda: bridge.server.bridge.nodes.store.get("bridge-next") is not None)
-        answer = await bridge.evict("db-0")
+        answer = await bridge.asked("db-0")
         assert answer["status"]["code"] == 429
         assert await request_exists(env, new)
         # uncordoned, the same eviction is the old drain's retry
@@ -309,7 +320,7 @@ async def test_the_memory_of_a_pod_gone_expires(env: Env) -> None:
         new = await created(env, bridge, "db-0", "db")
         clock.ahead = SETTINGS.departed_for + timedelta(seconds=1)
         # a drain long after is one of the new pod: it waits for the mover like the first
-        later = await bridge.evict("db-0")
+        later = await bridge.asked("db-0")
         assert later["status"]["code"] == 429
         assert await request_exists(env, new)
 
@@ -355,6 +366,7 @@ async def test_a_write_that_does_not_finish_still_gets_its_429_in_time(env: Env)
     stuck: Any = _Stuck(env.kube)
     async with serve(stuck, write_timeout=0.2) as bridge:
         await created(env, bridge, "db-0", "db")
+        await bridge.evict("db-0")  # asked for once: nothing to write yet
         started = time.perf_counter()
         answer = await bridge.evict("db-0")
         assert time.perf_counter() - started < 2.0
@@ -412,7 +424,7 @@ MOVER_RULE = AnnotateRule(MOVER, "example.com/reschedule", "true")
 async def test_a_drain_waits_for_the_operator_to_move_the_pod(env: Env, bridge: Served) -> None:
     await env.start(fast_settings(annotate=(MOVER_RULE,)), annotate=True)
     old = await created(env, bridge, "db-0", "db")
-    assert (await bridge.evict("db-0"))["status"]["code"] == 429  # the drain's first attempt
+    assert (await bridge.asked("db-0"))["status"]["code"] == 429  # the drain's first attempts
 
     def asked_to_move() -> bool:
         pod = env.get(PODS, "db-0")
@@ -440,10 +452,37 @@ async def test_an_interceptor_that_never_reports_is_passed_over(env: Env, bridge
     ghost["metadata"]["annotations"] = {INTERCEPTORS_ANNOTATION: "ghost.example.com"}
     uid = str((await env.create(PODS, ghost))["metadata"]["uid"])
     await until(lambda: bridge.cached_uid("ghost-0") == uid)
-    first = await bridge.evict("ghost-0")
+    first = await bridge.asked("ghost-0")
     assert first["status"]["code"] == 429 and "ghost.example.com" in first["status"]["message"]
     # a heartbeat deadline later the controller gives the imperative eviction its turn: the
     # bridge lets the eviction through (and the API server's budget check refuses it)
     await until(lambda: _active(bridge, uid) == IMPERATIVE_INTERCEPTOR)
     answer = await bridge.evict("ghost-0")
     assert answer["allowed"] is True, answer
+
+
+async def test_an_eviction_nobody_asks_for_again_leaves_nothing_behind(env: Env) -> None:
+    # a one-off call (or a forged review) sets no interceptor to work: the bridge asks for the
+    # eviction only when it is asked for again within the bound
+    clock = MovableClock()
+    async with serve(env.kube, clock=clock) as bridge:
+        await env.start(fast_settings(annotate=(MOVER_RULE,)), annotate=True)
+        uid = await created(env, bridge, "db-0", "db")
+        once = await bridge.evict("db-0")
+        assert once["status"]["code"] == 429
+        assert "once it is asked for again within 60s" in once["status"]["message"]
+        assert not await request_exists(env, uid)
+        # a caller of its own, long after: a first attempt again, still nothing written
+        clock.ahead = SETTINGS.asked_again_within + timedelta(seconds=1)
+        assert await bridge.evict("db-0") == once
+        assert not await request_exists(env, uid)
+        # asked again in time: the request is made, and the mover's rule annotates the pod
+        again = await bridge.evict("db-0")
+        assert "interceptor mover.example.com goes first" in again["status"]["message"]
+        assert await request_exists(env, uid)
+
+        def asked_to_move() -> bool:
+            annotations = (env.get(PODS, "db-0") or {}).get("metadata", {}).get("annotations")
+            return (annotations or {}).get(MOVER_RULE.annotation_key) == "true"
+
+        await env.until(asked_to_move)

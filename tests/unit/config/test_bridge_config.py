@@ -50,6 +50,11 @@ def test_off_by_default_and_every_setting_read() -> None:
         ({"eviction": {"bridge": {"port": 70000}}}, "eviction.bridge.port: must be from 1"),
         ({"eviction": {"bridge": {"port": "8443"}}}, "eviction.bridge.port: must be an integer"),
         ({"eviction": {"bridge": {"enabled": "yes"}}}, "eviction.bridge.enabled: must be true"),
+        (
+            {"eviction": {"bridge": {"askedAgainWithin": 0}}},
+            "eviction.bridge.askedAgainWithin: must be positive, got 0",
+        ),
+        ({"eviction": {"bridge": {"askedAgainWithin": "1m"}}}, "askedAgainWithin: must be a"),
         ({"eviction": {"bridge": {"ownUsers": "me"}}}, "eviction.bridge.ownUsers: must be a list"),
         ({"eviction": {"bridge": {"ownUsers": [""]}}}, "eviction.bridge.ownUsers: must be a list"),
         ({"eviction": {"bridge": {"webhookConfiguration": "A_B"}}}, "webhookConfiguration: 'A_B'"),

@@ -19,6 +19,7 @@ from nodeagent.model.bridge.decision import (
     bridged_interceptors,
     decide,
     departure,
+    held_until_asked_again,
 )
 from nodeagent.model.bridge.writes import EvictionRequestCreate, RecreateRequest, RequesterPatch
 from nodeagent.model.interceptors.requests import EvictionRequestView
@@ -362,3 +363,51 @@ def test_a_drain_of_the_replacements_node_means_the_replacement() -> None:
         attempt(uid="u0"), replacement, None, GONE, SETTINGS, NOW, {"spec": {"unschedulable": True}}
     )
     assert gone.code == 404
+
+
+WITHIN = SETTINGS.asked_again_within
+
+
+def held(verdict: Verdict, asked_at: datetime | None) -> Verdict:
+    return held_until_asked_again(verdict, attempt(), pod(), asked_at, NOW, SETTINGS)
+
+
+def test_a_request_is_asked_for_only_when_the_eviction_is_asked_for_again() -> None:
+    first = decide(attempt(), pod(), None, None, SETTINGS, NOW)
+    assert isinstance(first.write, EvictionRequestCreate)
+    once = held(first, None)
+    assert (once.allowed, once.code, once.why, once.write) == (False, 429, "asked-once", None)
+    assert "once it is asked for again within 60s" in once.message
+    assert "waits for interceptor mover.example.com" in once.message
+    assert IMPERATIVE_INTERCEPTOR in once.message  # still says when it is allowed
+    # asked again within the bound (at its very end, too): the write goes ahead as decided
+    assert held(first, NOW - timedelta(seconds=5)) == first
+    assert held(first, NOW - WITHIN) == first
+    # a first attempt older than the bound, or one the clock says is still to come, is no
+    # confirmation: the caller of then gave up
+    assert held(first, NOW - WITHIN - timedelta(microseconds=1)) == once
+    assert held(first, NOW + timedelta(seconds=1)) == once
+
+
+def test_a_request_of_someone_elses_goes_on_and_the_bridge_joins_only_when_asked_again() -> None:
+    theirs = request(requesters=(REQUESTER,), message="moving it")
+    first = decide(attempt(), pod(), theirs, None, SETTINGS, NOW)
+    assert isinstance(first.write, RequesterPatch)
+    once = held(first, None)
+    assert once == Verdict(False, "waiting", first.message, 429)  # whose turn it is, still
+    assert held(first, NOW - timedelta(seconds=5)) == first
+
+
+@given(situations(), st.one_of(st.none(), st.timedeltas(timedelta(0), timedelta(minutes=3))))
+def test_nothing_is_written_for_an_eviction_asked_for_once(
+    s: tuple[EvictionAttempt, dict[str, Any], EvictionRequestView | None],
+    ago: timedelta | None,
+) -> None:
+    # whatever the situation, the hold changes no answer but the writing: an answer that
+    # writes nothing is kept as it is, and a write goes only with an attempt asked again in time
+    v = run(*s)
+    h = held_until_asked_again(v, s[0], s[1], None if ago is None else NOW - ago, NOW, SETTINGS)
+    if v.write is None or (ago is not None and ago <= WITHIN):
+        assert h == v
+    else:
+        assert h.write is None and not h.allowed and h.code == 429
