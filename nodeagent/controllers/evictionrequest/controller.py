@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
 
-from nodeagent.controllers.evictionrequest.plan import Plan
-from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.kube.caswrite import CasWriter
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
@@ -23,6 +21,8 @@ from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
 from nodeagent.model.bodies import mapping
 from nodeagent.model.budgets import BudgetGate, BudgetLedger, to_wake
+from nodeagent.model.evictionrequest.plan import Plan
+from nodeagent.model.evictionrequest.reconcile import plan_request
 from nodeagent.model.interceptors.imperative import EvictionOutcome, ImperativeState
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.settings import EvictionSettings

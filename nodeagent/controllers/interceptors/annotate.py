@@ -29,13 +29,13 @@ from nodeagent.controllers.interceptors.common import (
     target_pod,
     utcnow,
 )
-from nodeagent.controllers.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import NotFound
 from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.settings import AnnotateRule, EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames

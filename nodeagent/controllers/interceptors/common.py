@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from nodeagent.controllers.interceptors.apis import CRD, RequestApi
-from nodeagent.controllers.interceptors.plans import WAITING
 from nodeagent.kube.controller import Result
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
@@ -20,6 +19,7 @@ from nodeagent.model.interceptors.heartbeats import (
     next_heartbeat_in,
     report_progress,
 )
+from nodeagent.model.interceptors.plans import WAITING
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.times import Clock, utcnow

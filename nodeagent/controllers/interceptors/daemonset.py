@@ -34,13 +34,6 @@ from nodeagent.controllers.interceptors.common import (
     target_pod,
     utcnow,
 )
-from nodeagent.controllers.interceptors.plans import (
-    daemonset_turn,
-    has_taint,
-    plan_daemonset,
-    taint_patch,
-    untaint_patch,
-)
 from nodeagent.kube.controller import Controller, Result, SharedInformers
 from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.events import EventSink
@@ -48,6 +41,13 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.interceptors.plans import (
+    daemonset_turn,
+    has_taint,
+    plan_daemonset,
+    taint_patch,
+    untaint_patch,
+)
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.settings import EvictionSettings
 from nodeagent.model.lifecycle.ourresponders import ResponderNames

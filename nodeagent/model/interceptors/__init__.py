@@ -19,4 +19,5 @@ One module per concern:
 - :mod:`.turns`: whose turn it is, and when the active interceptor is passed over;
 - :mod:`.heartbeats`: how often an interceptor of ours reports;
 - :mod:`.imperative`: the imperative eviction's backoff and refusal messages.
+- :mod:`.plans`: the cluster-side interceptors' (DaemonSet, annotate-and-wait) decisions.
 """

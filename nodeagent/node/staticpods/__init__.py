@@ -1,19 +1,35 @@
 """Static pods: the `kubelet.k8s.io` interceptor and the manifests it moves (DESIGN section 5).
 
-- `manifests`: reading the kubelet's manifest directory; manifest <-> mirror pod mapping.
+- `manifestfiles`: reading the kubelet's manifest directory (the manifests themselves and their
+  mirror pods' names: :mod:`nodeagent.model.staticpods.manifests`, pure).
 - `locate`: where the manifest directory is (configuration, running kubelet, default) and the
   stash directory in it (`.nodeagent-stash`, which the kubelet skips).
 - `stash`: moving manifests aside and back, crash-safely, through its parts: `directories`
-  (opening and locking the two), `journal` (the entry format, pure), `journalfiles` (entries on
-  disk), `moveaside`, `moveback`, `recovery` (after a crash), `fsops` (moves that never
-  replace); `outcomes`: what it reports (pure).
+  (opening and locking the two), `journalfiles` (entries on disk; their format is
+  :mod:`nodeagent.model.staticpods.journal`), `moveaside`, `moveback`, `recovery` (after a
+  crash), `fsops` (moves that never replace); what it reports:
+  :mod:`nodeagent.model.staticpods.outcomes`.
 - `restore`: putting them back without the API server (start-up, `restore-static-pods`).
-- `policy`: what the interceptor decides (pure); `interceptor`: the interceptor itself
+- `interceptor`: the interceptor itself, deciding with :mod:`nodeagent.model.staticpods`
   (`nodeagent.node.staticpods.interceptor.StaticPodInterceptor`; not imported here, so that
   restoring at start-up needs neither the Kubernetes client nor watchfiles).
 """
 
-from nodeagent.node.staticpods.journal import JournalEntry, Owner, State
+from nodeagent.model.staticpods.journal import JournalEntry, Owner, State
+from nodeagent.model.staticpods.manifests import (
+    Manifest,
+    ManifestError,
+    ManifestProblem,
+    ScanResult,
+    mirror_pod_name,
+)
+from nodeagent.model.staticpods.outcomes import (
+    ManifestChanged,
+    ReadOnlyStash,
+    RestoreResult,
+    StashError,
+    StashUnavailable,
+)
 from nodeagent.node.staticpods.locate import (
     DEFAULT_MANIFEST_DIR,
     ManifestDirChoice,
@@ -22,21 +38,7 @@ from nodeagent.node.staticpods.locate import (
     find_manifest_dir,
     static_pod_paths,
 )
-from nodeagent.node.staticpods.manifests import (
-    Manifest,
-    ManifestError,
-    ManifestProblem,
-    ScanResult,
-    mirror_pod_name,
-    scan_manifest_dir,
-)
-from nodeagent.node.staticpods.outcomes import (
-    ManifestChanged,
-    ReadOnlyStash,
-    RestoreResult,
-    StashError,
-    StashUnavailable,
-)
+from nodeagent.node.staticpods.manifestfiles import scan_manifest_dir
 from nodeagent.node.staticpods.restore import RestoreReport, restore_after_reboot, restore_by_hand
 from nodeagent.node.staticpods.stash import Stash
 

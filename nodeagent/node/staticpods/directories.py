@@ -14,8 +14,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from nodeagent.model.staticpods.outcomes import ReadOnlyStash, StashUnavailable
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.outcomes import ReadOnlyStash, StashUnavailable
 
 __all__ = ["LOCK_NAME", "PROBE_PREFIX", "locked", "open_directories"]
 

@@ -49,18 +49,15 @@ from nodeagent.kube.store import key_of
 from nodeagent.model import evictionapi
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.shutdown import is_ours
-from nodeagent.model.times import Clock, utcnow
-from nodeagent.node.dirwatch import watch_directory
-from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.journal import Owner
-from nodeagent.node.staticpods.manifests import FileId, Manifest, ScanResult, scan_manifest_dir
-from nodeagent.node.staticpods.outcomes import (
+from nodeagent.model.staticpods.journal import Owner
+from nodeagent.model.staticpods.manifests import FileId, Manifest, ScanResult
+from nodeagent.model.staticpods.outcomes import (
     ManifestChanged,
     RestoreResult,
     StashError,
     StashUnavailable,
 )
-from nodeagent.node.staticpods.plan import (
+from nodeagent.model.staticpods.plan import (
     StashPlan,
     find_manifest,
     not_moved_message,
@@ -71,7 +68,7 @@ from nodeagent.node.staticpods.plan import (
     plan_stopping,
     unknown_priority_message,
 )
-from nodeagent.node.staticpods.policy import (
+from nodeagent.model.staticpods.policy import (
     Coverage,
     EvictionView,
     coverage,
@@ -79,6 +76,10 @@ from nodeagent.node.staticpods.policy import (
     manifest_priority,
     progress_status,
 )
+from nodeagent.model.times import Clock, utcnow
+from nodeagent.node.dirwatch import watch_directory
+from nodeagent.node.staticpods.fsops import DirHandle
+from nodeagent.node.staticpods.manifestfiles import scan_manifest_dir
 from nodeagent.node.staticpods.requests import NodeRequests
 from nodeagent.node.staticpods.stash import Stash
 

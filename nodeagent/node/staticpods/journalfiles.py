@@ -9,15 +9,15 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from nodeagent.node.staticpods.directories import PROBE_PREFIX
-from nodeagent.node.staticpods.fsops import DirHandle, StepHook
-from nodeagent.node.staticpods.journal import (
+from nodeagent.model.staticpods.journal import (
     ENTRY_SUFFIX,
     PAYLOAD_SUFFIX,
     JournalEntry,
     JournalError,
 )
-from nodeagent.node.staticpods.manifests import MAX_MANIFEST_BYTES
+from nodeagent.model.staticpods.manifests import MAX_MANIFEST_BYTES
+from nodeagent.node.staticpods.directories import PROBE_PREFIX
+from nodeagent.node.staticpods.fsops import DirHandle, StepHook
 
 __all__ = ["TMP_SUFFIX", "JournalFiles", "StashScan"]
 

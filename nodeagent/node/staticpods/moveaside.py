@@ -9,12 +9,12 @@ import logging
 import os
 from datetime import datetime
 
+from nodeagent.model.staticpods.journal import JournalEntry, Owner, State
+from nodeagent.model.staticpods.manifests import MAX_MANIFEST_BYTES, FileId, Manifest, sha256_of
+from nodeagent.model.staticpods.outcomes import ManifestChanged, StashError
 from nodeagent.model.times import Clock, format_time
 from nodeagent.node.staticpods.fsops import Mover
-from nodeagent.node.staticpods.journal import JournalEntry, Owner, State
 from nodeagent.node.staticpods.journalfiles import TMP_SUFFIX, JournalFiles
-from nodeagent.node.staticpods.manifests import MAX_MANIFEST_BYTES, FileId, Manifest, sha256_of
-from nodeagent.node.staticpods.outcomes import ManifestChanged, StashError
 
 __all__ = ["move_aside"]
 

@@ -11,11 +11,11 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 
+from nodeagent.model.staticpods.journal import JournalEntry, State
+from nodeagent.model.staticpods.manifests import MAX_MANIFEST_BYTES, sha256_of
+from nodeagent.model.staticpods.outcomes import RestoreOutcome, RestoreResult
 from nodeagent.node.staticpods.fsops import Mover
-from nodeagent.node.staticpods.journal import JournalEntry, State
 from nodeagent.node.staticpods.journalfiles import JournalFiles
-from nodeagent.node.staticpods.manifests import MAX_MANIFEST_BYTES, sha256_of
-from nodeagent.node.staticpods.outcomes import RestoreOutcome, RestoreResult
 
 __all__ = ["move_back"]
 

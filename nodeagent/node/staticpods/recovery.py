@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import logging
 
-from nodeagent.node.staticpods.journal import JournalEntry, State
+from nodeagent.model.staticpods.journal import JournalEntry, State
+from nodeagent.model.staticpods.manifests import MAX_MANIFEST_BYTES, sha256_of
+from nodeagent.model.staticpods.outcomes import RecoveryAction
 from nodeagent.node.staticpods.journalfiles import JournalFiles
-from nodeagent.node.staticpods.manifests import MAX_MANIFEST_BYTES, sha256_of
-from nodeagent.node.staticpods.outcomes import RecoveryAction
 
 __all__ = ["recover"]
 

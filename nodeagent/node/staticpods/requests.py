@@ -10,7 +10,7 @@ from nodeagent.kube.informer import Informer, ListWatcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, EVICTIONS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.model.names import NODE_LABEL
-from nodeagent.node.staticpods.policy import EvictionView
+from nodeagent.model.staticpods.policy import EvictionView
 
 __all__ = ["NodeRequests"]
 

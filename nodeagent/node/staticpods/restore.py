@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from nodeagent.model.staticpods.journal import JournalEntry
+from nodeagent.model.staticpods.outcomes import RecoveryAction, RestoreResult, StashError
 from nodeagent.node.boot import read_boot_id
-from nodeagent.node.staticpods.journal import JournalEntry
 from nodeagent.node.staticpods.locate import static_pod_paths
-from nodeagent.node.staticpods.outcomes import RecoveryAction, RestoreResult, StashError
 from nodeagent.node.staticpods.stash import Stash
 
 __all__ = ["RestoreReport", "restore_after_reboot", "restore_by_hand", "restore_command"]

@@ -21,22 +21,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from nodeagent.model.times import Clock, utcnow
-from nodeagent.node.boot import read_boot_id
-from nodeagent.node.staticpods.directories import locked, open_directories
-from nodeagent.node.staticpods.fsops import Mover, StepHook, move_noreplace
-from nodeagent.node.staticpods.journal import JournalEntry, Owner
-from nodeagent.node.staticpods.journalfiles import JournalFiles
-from nodeagent.node.staticpods.manifests import Manifest
-from nodeagent.node.staticpods.moveaside import move_aside
-from nodeagent.node.staticpods.moveback import move_back
-from nodeagent.node.staticpods.outcomes import (
+from nodeagent.model.staticpods.journal import JournalEntry, Owner
+from nodeagent.model.staticpods.manifests import Manifest
+from nodeagent.model.staticpods.outcomes import (
     RecoveryAction,
     RestoreResult,
     Stashed,
     StashListing,
     StashUnavailable,
 )
+from nodeagent.model.times import Clock, utcnow
+from nodeagent.node.boot import read_boot_id
+from nodeagent.node.staticpods.directories import locked, open_directories
+from nodeagent.node.staticpods.fsops import Mover, StepHook, move_noreplace
+from nodeagent.node.staticpods.journalfiles import JournalFiles
+from nodeagent.node.staticpods.moveaside import move_aside
+from nodeagent.node.staticpods.moveback import move_back
 from nodeagent.node.staticpods.recovery import recover
 
 __all__ = ["Stash"]

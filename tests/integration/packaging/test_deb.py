@@ -462,8 +462,8 @@ def test_installs_offline_enables_the_unit_and_purges(deb: Path, container: Cont
 STASH_ONE = """
 from pathlib import Path
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.manifests import scan_manifest_dir
-from nodeagent.node.staticpods.journal import Owner
+from nodeagent.node.staticpods.manifestfiles import scan_manifest_dir
+from nodeagent.model.staticpods.journal import Owner
 from nodeagent.node.staticpods.stash import Stash
 
 m = Path("/etc/kubernetes/manifests")

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.model.staticpods.journal import ENTRY_SUFFIX, PAYLOAD_SUFFIX, Owner, State
+from nodeagent.model.staticpods.manifests import Manifest
 from nodeagent.node.staticpods.directories import LOCK_NAME
 from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.journal import ENTRY_SUFFIX, PAYLOAD_SUFFIX, Owner, State
-from nodeagent.node.staticpods.manifests import Manifest, scan_manifest_dir
+from nodeagent.node.staticpods.manifestfiles import scan_manifest_dir
 from nodeagent.node.staticpods.stash import Stash
 
 NODE = "node-1"

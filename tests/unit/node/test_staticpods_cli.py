@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nodeagent.cli import main
-from nodeagent.node.staticpods.journal import Owner
+from nodeagent.model.staticpods.journal import Owner
 from nodeagent.node.staticpods.stash import Stash
 from tests.unit.node.staticpod_fixtures import OWNER, control_plane, manifests, read_only
 

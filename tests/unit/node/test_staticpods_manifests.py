@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from nodeagent.node.staticpods.fsops import DirHandle
-from nodeagent.node.staticpods.manifests import (
+from nodeagent.model.staticpods.manifests import (
     MAX_MANIFEST_BYTES,
     ManifestError,
     ScanResult,
     is_manifest_name,
     mirror_pod_name,
-    read_manifest,
-    scan_manifest_dir,
 )
+from nodeagent.node.staticpods.fsops import DirHandle
+from nodeagent.node.staticpods.manifestfiles import read_manifest, scan_manifest_dir
 
 
 def pod_yaml(name: str, namespace: str | None = None) -> str:

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import KUBELET_INTERCEPTOR, MIRROR_ANNOTATION
-from nodeagent.node.staticpods.journal import JournalEntry, Owner, State
-from nodeagent.node.staticpods.manifests import FileId, Manifest, ManifestProblem, ScanResult
-from nodeagent.node.staticpods.outcomes import Stashed, StashListing
-from nodeagent.node.staticpods.plan import (
+from nodeagent.model.staticpods.journal import JournalEntry, Owner, State
+from nodeagent.model.staticpods.manifests import FileId, Manifest, ManifestProblem, ScanResult
+from nodeagent.model.staticpods.outcomes import Stashed, StashListing
+from nodeagent.model.staticpods.plan import (
     find_manifest,
     not_moved_message,
     plan_eviction,
@@ -25,7 +25,7 @@ from nodeagent.node.staticpods.plan import (
     plan_stopping,
     stashed_payload,
 )
-from nodeagent.node.staticpods.policy import EvictionView, coverage
+from nodeagent.model.staticpods.policy import EvictionView, coverage
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

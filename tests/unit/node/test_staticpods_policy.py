@@ -13,8 +13,7 @@ from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.maintenance import holds_pods_off_this_boot
 from nodeagent.model.names import IMPERATIVE_RESPONDER, KUBELET_INTERCEPTOR, STATIC_POD_RESPONDER
 from nodeagent.model.shutdown import shutdown_maintenance
-from nodeagent.model.times import format_micro_time
-from nodeagent.node.staticpods.policy import (
+from nodeagent.model.staticpods.policy import (
     EvictionView,
     coverage,
     expected_finish,
@@ -22,6 +21,7 @@ from nodeagent.node.staticpods.policy import (
     manifest_priority,
     progress_status,
 )
+from nodeagent.model.times import format_micro_time
 
 NODE = "node-1"
 BOOT = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"

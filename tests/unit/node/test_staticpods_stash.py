@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from nodeagent.model.staticpods.journal import ENTRY_SUFFIX, JournalEntry, Owner, State
+from nodeagent.model.staticpods.outcomes import ManifestChanged, ReadOnlyStash, StashUnavailable
 from nodeagent.node.staticpods.fsops import DirHandle, Mover, StepHook, link_move, move_noreplace
-from nodeagent.node.staticpods.journal import ENTRY_SUFFIX, JournalEntry, Owner, State
-from nodeagent.node.staticpods.outcomes import ManifestChanged, ReadOnlyStash, StashUnavailable
 from nodeagent.node.staticpods.restore import restore_after_reboot, restore_by_hand
 from nodeagent.node.staticpods.stash import Stash
 from tests.unit.node.staticpod_fixtures import (

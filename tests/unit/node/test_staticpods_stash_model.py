@@ -13,7 +13,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from nodeagent.node.staticpods.journal import State
+from nodeagent.model.staticpods.journal import State
 from nodeagent.node.staticpods.stash import Stash
 from tests.unit.node.staticpod_fixtures import OWNER, manifests, pod_yaml
 

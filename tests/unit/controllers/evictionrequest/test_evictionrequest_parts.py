@@ -12,10 +12,10 @@ from prometheus_client import CollectorRegistry
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.config.eviction_settings import eviction_settings
 from nodeagent.controllers.interceptors.common import WAITING, completion_message
-from nodeagent.controllers.interceptors.plans import has_taint
 from nodeagent.kube.errors import TooManyRequests, Unreachable
 from nodeagent.kube.evict import refusal_detail
 from nodeagent.kube.workqueue import WorkQueue
+from nodeagent.model.interceptors.plans import has_taint
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.maintenance import holds_pods_off
 from nodeagent.observability.metrics import EvictionRequestMetrics, WorkQueueMetricsFactory

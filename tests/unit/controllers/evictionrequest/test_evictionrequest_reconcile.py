@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from nodeagent.config import AnnotateInterceptor, EvictionConfig
 from nodeagent.config.eviction_settings import eviction_settings
-from nodeagent.controllers.evictionrequest.plan import Plan
-from nodeagent.controllers.evictionrequest.reconcile import plan_request
 from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.evictionrequest.plan import Plan
+from nodeagent.model.evictionrequest.reconcile import plan_request
 from nodeagent.model.interceptors.imperative import (
     CALLER_EVICTS,
     HELD_AT_MOST,

@@ -1,4 +1,4 @@
-"""The cluster-side interceptors' decisions, pure (nodeagent.controllers.interceptors.plans)."""
+"""The cluster-side interceptors' decisions, pure (nodeagent.model.interceptors.plans)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeagent.controllers.interceptors.common import WAITING
-from nodeagent.controllers.interceptors.plans import (
+from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
+from nodeagent.model.interceptors.plans import (
     annotate_rule,
     daemonset_turn,
     has_taint,
@@ -18,7 +19,6 @@ from nodeagent.controllers.interceptors.plans import (
     taint_patch,
     untaint_patch,
 )
-from nodeagent.model.drainplan import PodType, classify, entries_from_dicts, targets_cover
 from nodeagent.model.interceptors.requests import CANCELED, EvictionRequestView
 from nodeagent.model.interceptors.settings import AnnotateRule
 from nodeagent.model.interceptors.targets import SelectorInterceptor

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from nodeagent.controllers.evictionrequest.plan import PlanBuilder
 from nodeagent.model.bodies import Event
 from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.evictionrequest.plan import PlanBuilder
 from nodeagent.model.interceptors.heartbeats import (
     heartbeat_interval,
     next_heartbeat_in,

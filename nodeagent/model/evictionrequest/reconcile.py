@@ -15,10 +15,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from nodeagent.controllers.evictionrequest.imperative import imperative_turn
-from nodeagent.controllers.evictionrequest.plan import Plan, PlanBuilder
 from nodeagent.model.bodies import Event, uid_of
 from nodeagent.model.budgets import BudgetGate
+from nodeagent.model.evictionrequest.imperative import imperative_turn
+from nodeagent.model.evictionrequest.plan import Plan, PlanBuilder
 from nodeagent.model.interceptors.imperative import (
     EvictionOutcome,
     ImperativeState,

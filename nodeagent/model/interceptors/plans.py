@@ -1,6 +1,6 @@
 """The cluster-side interceptors' decisions, pure: what to do about one EvictionRequest given
 its pod (and, for the DaemonSet interceptor, the maintenances and the node), as a plan the
-controllers in `annotate.py` and `daemonset.py` carry out. No I/O and no clock here: the
+controllers of :mod:`nodeagent.controllers.interceptors` carry out. No I/O and no clock here: the
 controllers read the caches (and the API server where a cache may lag), write, and heartbeat.
 """
 

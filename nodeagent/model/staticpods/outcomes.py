@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from nodeagent.node.staticpods.journal import JournalEntry
+from nodeagent.model.staticpods.journal import JournalEntry
 
 __all__ = [
     "ManifestChanged",

@@ -18,10 +18,10 @@ from nodeagent.model.interceptors.heartbeats import next_heartbeat_in, report_pr
 from nodeagent.model.interceptors.status import InterceptorStatus
 from nodeagent.model.names import KUBELET_INTERCEPTOR
 from nodeagent.model.shutdown import is_ours
-from nodeagent.node.staticpods.journal import Owner, State
-from nodeagent.node.staticpods.manifests import Manifest, ScanResult
-from nodeagent.node.staticpods.outcomes import StashListing
-from nodeagent.node.staticpods.policy import Coverage, EvictionView, expected_finish
+from nodeagent.model.staticpods.journal import Owner, State
+from nodeagent.model.staticpods.manifests import Manifest, ScanResult
+from nodeagent.model.staticpods.outcomes import StashListing
+from nodeagent.model.staticpods.policy import Coverage, EvictionView, expected_finish
 
 __all__ = [
     "EvictionPlan",
