@@ -33,7 +33,7 @@ from nodeagent.kube.controller import SharedInformers
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Deleter, Patcher
 from nodeagent.kube.resources import EVICTIONREQUESTS, NAMESPACES, NODES, PODS, Obj
-from nodeagent.model.bodies import uid_of
+from nodeagent.model.bodies import metadata_of, uid_of
 from nodeagent.model.bridge.decision import (
     BridgeSettings,
     EvictionAttempt,
@@ -133,7 +133,7 @@ class EvictionBridge:
 
     def _request_view(self, pod: Obj) -> EvictionRequestView | None:
         """The pod's request as the decision reads it, on the API the bridge asks on."""
-        md = pod.get("metadata") or {}
+        md = metadata_of(pod)
         namespace, pod_uid = str(md.get("namespace")), str(md.get("uid"))
         if self.upstream is not None and self._asks_upstream(pod):
             return self.upstream.view(namespace, pod_uid)

@@ -21,6 +21,7 @@ from nodeagent.kube.protocols import Patcher, StatusPatcher
 from nodeagent.kube.ratelimit import MonotonicClock
 from nodeagent.kube.resources import Obj, Resource
 from nodeagent.kube.store import key_of, split_key, version_of
+from nodeagent.model.bodies import metadata_of
 
 __all__ = ["CasClient", "CasWriter", "Versions"]
 
@@ -58,7 +59,7 @@ class CasWriter:
         answered) are awaited together: the informer must show a version none of them
         replaced."""
         namespace, name = split_key(key)
-        patch = {**body, "metadata": {**(body.get("metadata") or {}), "resourceVersion": onto}}
+        patch = {**body, "metadata": {**metadata_of(body), "resourceVersion": onto}}
         call = self._client.patch_status if status else self._client.patch
         try:
             answer = await call(self._resource, name, patch, namespace)

@@ -39,6 +39,7 @@ from nodeagent.kube.requestparts import (
 from nodeagent.kube.resources import PODS, SERVICEACCOUNTS, Obj, Resource
 from nodeagent.kube.transport import Transport
 from nodeagent.kube.watchstream import WatchStream
+from nodeagent.model.bodies import metadata_of
 
 __all__ = ["KubeClient", "PatchType", "RequestHook"]
 
@@ -153,14 +154,14 @@ class KubeClient:
                 items = []
                 token = None
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
+            meta = metadata_of(page)
             token = meta.get("continue") or None
             if token is None:
                 break
         for item in items:
             item.setdefault("apiVersion", resource.api_version)
             item.setdefault("kind", resource.kind)
-        meta = dict(page.get("metadata") or {})
+        meta = dict(metadata_of(page))
         meta.pop("continue", None)
         meta.pop("remainingItemCount", None)
         return {

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from nodeagent.kube.errors import AlreadyExists, KubeError, NotFound
 from nodeagent.kube.protocols import Creator, Patcher
 from nodeagent.kube.resources import EVENTS, NODES, Obj, format_time
-from nodeagent.model.bodies import EventType, describe
+from nodeagent.model.bodies import EventType, describe, metadata_of
 from nodeagent.model.names import AGENT
 from nodeagent.model.selectors import DNS_SUBDOMAIN_MAX
 
@@ -66,7 +66,7 @@ def node_object(name: str, uid: str | None = None) -> Obj:
 
 
 def _involved(obj: Mapping[str, Any]) -> Obj:
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     ref: Obj = {
         "apiVersion": obj.get("apiVersion", ""),
         "kind": obj.get("kind", ""),
@@ -199,7 +199,7 @@ class EventRecorder:
                 if attempt:
                     raise
                 continue
-            series.name = (created.get("metadata") or {}).get("name") or body["metadata"]["name"]
+            series.name = metadata_of(created).get("name") or body["metadata"]["name"]
             series.namespace = namespace
             series.count = 1
             return

@@ -8,6 +8,7 @@ from typing import Protocol
 from nodeagent.kube.errors import Conflict, KubeError, NotFound, ServerError, TooManyRequests
 from nodeagent.kube.protocols import Evicter, Getter
 from nodeagent.kube.resources import PODS
+from nodeagent.model.bodies import uid_of
 from nodeagent.model.interceptors.imperative import EvictionOutcome
 
 __all__ = ["EvictClient", "evict_pod", "refusal_detail"]
@@ -54,6 +55,6 @@ async def _after_conflict(
         return EvictionOutcome("gone", refusal_detail(exc))
     except KubeError as err:
         return EvictionOutcome("error", refusal_detail(err))
-    if (pod.get("metadata") or {}).get("uid") != uid:
+    if uid_of(pod) != uid:
         return EvictionOutcome("gone", refusal_detail(exc))
     return EvictionOutcome("refused", refusal_detail(exc))  # same pod: try again later

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from nodeagent.kube.resources import Obj, Resource
+from nodeagent.model.bodies import metadata_of
 
 __all__ = [
     "Propagation",
@@ -35,14 +36,14 @@ def body_namespace(
 ) -> str | None:
     if not resource.namespaced:
         return namespace  # Resource.path rejects a namespace for cluster-scoped resources
-    namespace = namespace or (body.get("metadata") or {}).get("namespace")
+    namespace = namespace or metadata_of(body).get("namespace")
     if not namespace:
         raise ValueError(f"{resource} is namespaced: give a namespace or set metadata.namespace")
     return str(namespace)
 
 
 def body_name(body: Mapping[str, Any]) -> str:
-    name = (body.get("metadata") or {}).get("name")
+    name = metadata_of(body).get("name")
     if not name:
         raise ValueError("body has no metadata.name")
     return str(name)

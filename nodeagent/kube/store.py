@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodeagent.kube.resources import Obj
-from nodeagent.model.bodies import uid_of, version_of
+from nodeagent.model.bodies import metadata_of, uid_of, version_of
 
 __all__ = [
     "Delta",
@@ -32,7 +32,7 @@ DeltaType = Literal["Added", "Updated", "Deleted"]
 
 def key_of(obj: Mapping[str, Any]) -> str:
     """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKey)."""
-    meta = obj.get("metadata") or {}
+    meta = metadata_of(obj)
     name = meta.get("name")
     if not name:
         raise ValueError("object has no metadata.name")
@@ -48,7 +48,7 @@ def split_key(key: str) -> tuple[str | None, str]:
 
 def namespace_index(obj: Obj) -> list[str]:
     """Index objects by namespace; the usual first indexer."""
-    namespace = (obj.get("metadata") or {}).get("namespace")
+    namespace = metadata_of(obj).get("namespace")
     return [namespace] if namespace else []
 
 

@@ -214,12 +214,12 @@ def annotations_of(obj: object) -> Mapping[str, Any]:
 
 def uid_of(obj: object) -> str:
     """``obj.metadata.uid``, or "" (also for no object)."""
-    return str(mapping(obj, "metadata").get("uid") or "")
+    return str(metadata_of(obj).get("uid") or "")
 
 
 def version_of(obj: object) -> str:
     """``obj.metadata.resourceVersion``, or "" (also for no object)."""
-    version = mapping(obj, "metadata").get("resourceVersion")
+    version = metadata_of(obj).get("resourceVersion")
     return "" if version is None else str(version)
 
 
@@ -247,13 +247,13 @@ def owned_by(obj: object, uid: str) -> bool:
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
-    return str(mapping(obj, "metadata").get("name") or "")
+    return str(metadata_of(obj).get("name") or "")
 
 
 def describe(obj: Mapping[str, Any], kind: str = "object") -> str:
     """`Kind namespace/name` (or `Kind name`) for messages; `kind` when the object names none,
     `?` for a missing name."""
-    md = mapping(obj, "metadata")
+    md = metadata_of(obj)
     name = str(md.get("name") or "?")
     namespace = md.get("namespace")
     what = str(obj.get("kind") or kind)
@@ -262,11 +262,11 @@ def describe(obj: Mapping[str, Any], kind: str = "object") -> str:
 
 def deleting(obj: Mapping[str, Any]) -> bool:
     """Whether the object carries a deletionTimestamp."""
-    return bool(mapping(obj, "metadata").get("deletionTimestamp"))
+    return bool(metadata_of(obj).get("deletionTimestamp"))
 
 
 def generation(obj: Mapping[str, Any]) -> int | None:
-    gen = mapping(obj, "metadata").get("generation")
+    gen = metadata_of(obj).get("generation")
     return gen if isinstance(gen, int) and not isinstance(gen, bool) else None
 
 

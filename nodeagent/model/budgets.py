@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeagent.model.bodies import condition_true, mapping, version_of
+from nodeagent.model.bodies import condition_true, mapping, metadata_of, version_of
 from nodeagent.model.selectors import SelectorError, label_selector_from_dict
 
 __all__ = [
@@ -92,21 +92,21 @@ def to_wake(
         selector = label_selector_from_dict(raw)
     except SelectorError:
         return []
-    namespace = mapping(pdb, "metadata").get("namespace")
+    namespace = metadata_of(pdb).get("namespace")
     busy = set(in_flight)
     ready = sorted(
         (-retries, key)
         for key, retries, pod in waiting
         if key not in busy
         and pod is not None
-        and mapping(pod, "metadata").get("namespace") == namespace
+        and metadata_of(pod).get("namespace") == namespace
         and selector.matches(_labels(pod))
     )
     return [key for _, key in ready[:allowed]]
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    labels = mapping(pod, "metadata").get("labels")
+    labels = metadata_of(pod).get("labels")
     return labels if isinstance(labels, Mapping) else {}
 
 
@@ -134,7 +134,7 @@ def budget_gate(
     if len(selecting) != 1 or not pod_ready(pod):
         return None
     pdb = selecting[0]
-    pdb_md = mapping(pdb, "metadata")
+    pdb_md = metadata_of(pdb)
     status = mapping(pdb, "status")
     allowed = status.get("disruptionsAllowed")
     generation = pdb_md.get("generation")
@@ -173,14 +173,14 @@ class BudgetLedger:
 
     def seen(self, pdb: Mapping[str, Any]) -> None:
         """A budget's new version (its watch event): its status counts those evictions now."""
-        md = mapping(pdb, "metadata")
+        md = metadata_of(pdb)
         key = _key(md)
         spent = self._spent.get(key)
         if spent is not None and spent.resource_version != md.get("resourceVersion"):
             del self._spent[key]
 
     def forget(self, pdb: Mapping[str, Any]) -> None:
-        self._spent.pop(_key(mapping(pdb, "metadata")), None)
+        self._spent.pop(_key(metadata_of(pdb)), None)
 
 
 def _key(md: Mapping[str, Any]) -> str:

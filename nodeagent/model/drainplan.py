@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from nodeagent.model.bodies import mapping
+from nodeagent.model.bodies import mapping, metadata_of
 from nodeagent.model.names import BUILTIN_PRIORITIES, DRAIN_ANNOTATION, MIRROR_ANNOTATION
 from nodeagent.model.selectors import (
     LabelSelector,
@@ -299,7 +299,7 @@ def classify(pod: Mapping[str, Any]) -> PodClass:
     """Static for mirror pods (annotation ``kubernetes.io/config.mirror``), DaemonSet when the
     controlling ownerReference is a DaemonSet, else Default; ``spec.priority`` (0 when unset);
     ``skip`` for ``nodeagent.io/drain: skip``."""
-    metadata = mapping(pod, "metadata")
+    metadata = metadata_of(pod)
     annotations = mapping(metadata, "annotations")
     if MIRROR_ANNOTATION in annotations:
         pod_type = PodType.STATIC
@@ -314,7 +314,7 @@ def classify(pod: Mapping[str, Any]) -> PodClass:
 
 
 def pod_labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = mapping(mapping(pod, "metadata"), "labels")
+    labels = mapping(metadata_of(pod), "labels")
     return {k: v for k, v in labels.items() if isinstance(v, str)}
 
 

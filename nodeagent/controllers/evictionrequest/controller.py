@@ -19,7 +19,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import EVICTIONREQUESTS, PDBS, PODS, Obj
 from nodeagent.kube.store import key_of, namespace_index, split_key, version_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
-from nodeagent.model.bodies import mapping
+from nodeagent.model.bodies import mapping, metadata_of, uid_of
 from nodeagent.model.budgets import BudgetGate, BudgetLedger, to_wake
 from nodeagent.model.evictionrequest.plan import Plan
 from nodeagent.model.evictionrequest.reconcile import plan_request
@@ -40,7 +40,7 @@ class EvictionClient(Getter, Patcher, StatusPatcher, Evicter, Protocol):
 
 
 def _pod_key(obj: Obj) -> str | None:
-    md = obj.get("metadata") or {}
+    md = metadata_of(obj)
     namespace, uid = md.get("namespace"), md.get("uid")
     return f"{namespace}/{uid}" if namespace and uid else None
 
@@ -174,7 +174,7 @@ class EvictionRequestController(Controller):
         return await self._apply(key, request, view, plan, pod)
 
     def _gate(self, pod: Obj) -> BudgetGate | None:
-        namespace = (pod.get("metadata") or {}).get("namespace")
+        namespace = metadata_of(pod).get("namespace")
         budgets = self.budgets.store.by_index("namespace", str(namespace))
         return self._budgets.gate(pod, budgets)
 
@@ -207,7 +207,7 @@ class EvictionRequestController(Controller):
         if not view.target_name or not view.namespace:
             return None
         pod = self.pods.store.get(f"{view.namespace}/{view.target_name}")
-        matches = pod is not None and (pod.get("metadata") or {}).get("uid") == view.target_uid
+        matches = pod is not None and uid_of(pod) == view.target_uid
         seen_deleted = f"{view.namespace}/{view.target_uid}" in self._pod_deleted
         if matches or view.finished or seen_deleted:
             return pod

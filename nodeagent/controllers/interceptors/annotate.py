@@ -35,6 +35,7 @@ from nodeagent.kube.events import EventSink
 from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import metadata_of
 from nodeagent.model.interceptors.plans import annotate_rule, plan_annotate, plan_withdraw
 from nodeagent.model.interceptors.requests import EvictionRequestView
 from nodeagent.model.interceptors.settings import AnnotateRule, EvictionSettings
@@ -127,7 +128,7 @@ class AnnotateInterceptors(Controller):
         )
 
     async def _annotate(self, pod: Obj, rule: AnnotateRule, value: str | None) -> None:
-        md = pod.get("metadata") or {}
+        md = metadata_of(pod)
         # The resourceVersion (and UID) make sure a pod recreated under the same name is never
         # annotated by mistake: that one is not asked to move.
         patch = {

@@ -14,6 +14,7 @@ from nodeagent.kube.errors import Conflict, NotFound
 from nodeagent.kube.protocols import Deleter, Getter, Lister, Patcher, StatusPatcher
 from nodeagent.kube.resources import PODS, Obj
 from nodeagent.kube.store import Store
+from nodeagent.model.bodies import metadata_of, uid_of
 from nodeagent.model.interceptors.heartbeats import (
     heartbeat_interval,
     next_heartbeat_in,
@@ -63,13 +64,13 @@ async def target_pod(
     another pod), or None when it is gone. From the cache; a pod missing there is looked up on
     the API server, as the pod informer may lag behind the request's."""
     pod = pods.get(f"{view.namespace}/{view.target_name}")
-    if pod is not None and (pod.get("metadata") or {}).get("uid") == view.target_uid:
+    if pod is not None and uid_of(pod) == view.target_uid:
         return pod
     try:
         pod = await client.get(PODS, view.target_name, view.namespace)
     except NotFound:
         return None
-    return pod if (pod.get("metadata") or {}).get("uid") == view.target_uid else None
+    return pod if uid_of(pod) == view.target_uid else None
 
 
 Update = Callable[[InterceptorStatus], "InterceptorStatus | None"]
@@ -91,7 +92,7 @@ async def report(
     turn. Returns the written request; None when nothing needed writing, or the request is
     gone, canceled or no longer ours (after Evicted, the active interceptor may still report
     its completion)."""
-    md = request.get("metadata") or {}
+    md = metadata_of(request)
     obj_name, namespace = str(md.get("name")), md.get("namespace")
     for attempt in range(attempts):
         view = api.read(request)
@@ -101,7 +102,7 @@ async def report(
         entry = update(view.entry(name))
         if entry is None:
             return None
-        md = request.get("metadata") or {}
+        md = metadata_of(request)
         patch = {
             "metadata": {"resourceVersion": md.get("resourceVersion")},
             "status": api.entries_patch(request.get("status") or {}, entry),

@@ -41,6 +41,7 @@ from nodeagent.kube.ratelimit import RateLimiter
 from nodeagent.kube.resources import NODEMAINTENANCES, NODES, PODS, Obj
 from nodeagent.kube.store import key_of
 from nodeagent.kube.workqueue import WorkQueueMetrics
+from nodeagent.model.bodies import metadata_of
 from nodeagent.model.interceptors.plans import (
     daemonset_turn,
     has_taint,
@@ -177,7 +178,7 @@ class DaemonSetInterceptor(Controller):
 
     async def _delete(self, pod: Obj) -> None:
         """Delete the pod gracefully (with its UID as precondition)."""
-        md = pod.get("metadata") or {}
+        md = metadata_of(pod)
         try:
             await self._client.delete(
                 PODS, str(md.get("name")), md.get("namespace"), uid=md.get("uid")

@@ -25,7 +25,7 @@ __all__ = [
 
 
 def eviction_request_node_index(er: Obj) -> list[str]:
-    node = ((er.get("metadata") or {}).get("labels") or {}).get(NODE_LABEL)
+    node = (metadata_of(er).get("labels") or {}).get(NODE_LABEL)
     return [node] if isinstance(node, str) and node else []
 
 

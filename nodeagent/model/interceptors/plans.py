@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodeagent.model.bodies import annotations_of
+from nodeagent.model.bodies import annotations_of, metadata_of, uid_of
 from nodeagent.model.drainplan import (
     InvalidPlan,
     PodType,
@@ -88,7 +88,7 @@ def plan_withdraw(
     """A canceled request: the rules whose annotation comes off the pod again, those that had
     their turn (so may have set it), did not finish, and whose value the pod still has.
     ``pod``: the cached pod of the request's name, whatever its UID."""
-    if pod is None or (pod.get("metadata") or {}).get("uid") != view.target_uid:
+    if pod is None or uid_of(pod) != view.target_uid:
         return []  # gone (a pod that was annotated is in the cache by now)
     withdraw = []
     for rule in rules.values():
@@ -197,7 +197,7 @@ def plan_daemonset(
 
 def _taints_patch(node: Mapping[str, Any], taints: list[Any] | None) -> dict[str, Any]:
     return {
-        "metadata": {"resourceVersion": (node.get("metadata") or {}).get("resourceVersion")},
+        "metadata": {"resourceVersion": metadata_of(node).get("resourceVersion")},
         "spec": {"taints": taints},
     }
 

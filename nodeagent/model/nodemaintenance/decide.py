@@ -9,6 +9,7 @@ from typing import Any
 from nodeagent.model.bodies import (
     deleting,
     mapping,
+    metadata_of,
     name_of,
 )
 from nodeagent.model.maintenance import Stage, effective_stage, validate
@@ -33,7 +34,7 @@ from nodeagent.model.shutdown_standing import next_change
 
 
 def _has_finalizer(obj: Mapping[str, Any]) -> bool:
-    return FINALIZER in (mapping(obj, "metadata").get("finalizers") or ())
+    return FINALIZER in (metadata_of(obj).get("finalizers") or ())
 
 
 def _earliest(*delays: float | None) -> float | None:

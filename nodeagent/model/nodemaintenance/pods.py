@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeagent.model.bodies import (
-    mapping,
+    metadata_of,
 )
 from nodeagent.model.draintargets.pods import NodePods, PodInfoOf
 from nodeagent.model.memo import Recall
@@ -30,7 +30,7 @@ class BoundPods:
     def read(cls, objects: Sequence[Mapping[str, Any]], info: PodInfoOf) -> BoundPods:
         by_uid: dict[str, Mapping[str, Any]] = {}
         for pod in objects:
-            uid = mapping(pod, "metadata").get("uid")
+            uid = metadata_of(pod).get("uid")
             if isinstance(uid, str) and uid:
                 by_uid[uid] = pod
         return cls(by_uid, NodePods(info(p) for p in objects))

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from nodeagent.model.bodies import mapping, name_of
+from nodeagent.model.bodies import mapping, metadata_of, name_of
 from nodeagent.model.maintenance import (
     selected_nodes,
 )
@@ -64,7 +64,7 @@ def connected(
 
 
 def creation_key(nm: Mapping[str, Any]) -> tuple[str, str]:
-    md = mapping(nm, "metadata")
+    md = metadata_of(nm)
     return (str(md.get("creationTimestamp") or ""), str(md.get("name") or ""))
 
 
@@ -87,5 +87,5 @@ def admission_warning(nm: Mapping[str, Any], nodes: Mapping[str, Mapping[str, An
     warning = selects_every_node(selected_nodes(nm, nodes), nodes)
     if warning is None:
         return None
-    md = mapping(nm, "metadata")
+    md = metadata_of(nm)
     return f"NodeMaintenance {md.get('name') or md.get('generateName')}: {warning}"

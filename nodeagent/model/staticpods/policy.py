@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from nodeagent.model.bodies import items, mapping, name_of, version_of
+from nodeagent.model.bodies import items, mapping, metadata_of, name_of, version_of
 from nodeagent.model.drainplan import (
     DrainPlanEntry,
     InvalidPlan,
@@ -94,7 +94,7 @@ class Coverage:
 
 
 def _age_key(nm: Mapping[str, Any]) -> tuple[str, str]:
-    meta = mapping(nm, "metadata")
+    meta = metadata_of(nm)
     return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
 
@@ -154,7 +154,7 @@ def _int(value: object) -> int:
 
 def manifest_pod(pod: Mapping[str, Any], priority: int) -> dict[str, Any]:
     """The parts of the would-be mirror pod that drain targets look at."""
-    meta = mapping(pod, "metadata")
+    meta = metadata_of(pod)
     return {
         "metadata": {
             "labels": dict(mapping(meta, "labels")),
@@ -255,7 +255,7 @@ class _Identity(NamedTuple):
 
 
 def _identity(obj: Mapping[str, Any]) -> _Identity:
-    meta = mapping(obj, "metadata")
+    meta = metadata_of(obj)
     pod = mapping(mapping(mapping(obj, "spec"), "target"), "pod")
     return _Identity(
         str(meta.get("namespace") or ""),
