@@ -133,8 +133,7 @@ class EvictionBridge:
 
     def _request_view(self, pod: Obj) -> EvictionRequestView | None:
         """The pod's request as the decision reads it, on the API the bridge asks on."""
-        md = metadata_of(pod)
-        namespace, pod_uid = str(md.get("namespace")), str(md.get("uid"))
+        namespace, pod_uid = str(metadata_of(pod).get("namespace")), uid_of(pod)
         if self.upstream is not None and self._asks_upstream(pod):
             return self.upstream.view(namespace, pod_uid)
         request = self.requests.store.get(f"{namespace}/{pod_uid}")

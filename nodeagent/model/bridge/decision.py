@@ -291,12 +291,10 @@ def held_until_asked_again(
         return replace(verdict, write=None)
     ref = f"{attempt.namespace}/{attempt.name}"
     first = (*bridged_interceptors(pod, settings), IMPERATIVE_INTERCEPTOR)[0]
-    return replace(
-        _wait(
-            f"pod {ref} waits for interceptor {first}: nodeagent asks for its eviction with an "
-            f"EvictionRequest once it is asked for again within {within.total_seconds():g}s "
-            "(an eviction nobody asks for again leaves nothing behind)"
-        ),
+    return _wait(
+        f"pod {ref} waits for interceptor {first}: nodeagent asks for its eviction with an "
+        f"EvictionRequest once it is asked for again within {within.total_seconds():g}s "
+        "(an eviction nobody asks for again leaves nothing behind)",
         why="asked-once",
     )
 
@@ -399,14 +397,16 @@ def _by_turn(
     )
 
 
-def _wait(why: str, write: Write | None = None) -> Verdict:
+def _wait(
+    message: str, write: Write | None = None, why: Literal["waiting", "asked-once"] = "waiting"
+) -> Verdict:
     """A 429 without Retry-After: client-go retries a 429 that carries one by itself, up to ten
     times and past ``kubectl drain --timeout``, and prints nothing; without it the caller sees
     each answer (kubectl: "will retry after 5s" and this message) and keeps its own pace."""
     return Verdict(
         False,
-        "waiting",
-        f"{why}; the eviction is allowed when its turn reaches {IMPERATIVE_INTERCEPTOR}",
+        why,
+        f"{message}; the eviction is allowed when its turn reaches {IMPERATIVE_INTERCEPTOR}",
         code=429,
         write=write,
     )
