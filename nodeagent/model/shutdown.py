@@ -133,14 +133,17 @@ def node_selector(node: str) -> dict[str, Any]:
 
 def shutdown_node(nm: Mapping[str, Any], trigger: str = TRIGGER_SHUTDOWN) -> str | None:
     """The node whose shutdown maintenance `nm` is (of `trigger`: labelled as one, named after
-    its node and boot, and selecting that node alone), or None."""
-    node = labels_of(nm).get(LABEL_NODE)
-    boot = boot_of(nm)
-    if not isinstance(node, str) or boot is None or trigger_of(nm) != trigger:
+    its node and boot, and selecting that node alone), or None. The labels are read first and
+    once: a decision asks this of every maintenance, most of them no shutdown's."""
+    meta = metadata_of(nm)
+    labels = mapping(meta, "labels")
+    node = labels.get(LABEL_NODE)
+    if not isinstance(node, str) or labels.get(LABEL_TRIGGER) != trigger:
         return None
-    if not is_ours(nm, node) or metadata_of(nm).get("name") != maintenance_name(
-        node, boot, trigger
-    ):
+    boot = _boot_in(labels)
+    if boot is None or labels.get(LABEL_MANAGED_BY) != AGENT:
+        return None
+    if meta.get("name") != maintenance_name(node, boot, trigger):
         return None
     return node if mapping(nm, "spec").get("nodeSelector") == node_selector(node) else None
 
@@ -168,7 +171,10 @@ def is_ours(nm: Mapping[str, Any], node: str) -> bool:
 
 def boot_of(nm: Mapping[str, Any]) -> str | None:
     """The boot id (`boot_id`) the labels say, each part in its pinned form; else None."""
-    labels = labels_of(nm)
+    return _boot_in(labels_of(nm))
+
+
+def _boot_in(labels: Mapping[str, Any]) -> str | None:
     kernel, userspace = labels.get(LABEL_BOOT_ID), labels.get(LABEL_USERSPACE_BOOT)
     if not isinstance(kernel, str) or not KERNEL_BOOT_ID.fullmatch(kernel):
         return None

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from nodeagent.model.times import format_time
@@ -139,26 +140,41 @@ class Schedule:
     def _changes(self, when: datetime) -> list[datetime]:
         """Every instant after ``when`` within the horizon at which :meth:`open_at` may change,
         in order."""
-        found: set[datetime] = set()
         end = when + timedelta(days=_HORIZON)
+        found: set[datetime] = set()
         for zone in {w.zone for w in self.windows}:
-            tz = ZoneInfo(zone)
-            boundaries = {0} | {
-                m % _MINUTES_A_DAY for w in self.windows if w.zone == zone for m in (w.start, w.end)
-            }
-            first = when.astimezone(tz).date() - timedelta(days=1)
-            for offset in range(_HORIZON + 2):
-                day = first + timedelta(days=offset)
-                for minute in boundaries:
-                    for fold in (0, 1):
-                        local = _local(day, minute, tz, fold)
-                        found.add(local.astimezone(UTC))
-                found.update(_offset_changes(day, tz))
+            boundaries = frozenset(
+                {0}
+                | {
+                    m % _MINUTES_A_DAY
+                    for w in self.windows
+                    if w.zone == zone
+                    for m in (w.start, w.end)
+                }
+            )
+            first = when.astimezone(ZoneInfo(zone)).date() - timedelta(days=1)
+            found.update(_zone_changes(zone, boundaries, first))
         return sorted(t for t in found if when < t <= end)
 
 
 ALWAYS = Schedule()
 """No windows: always open."""
+
+
+@lru_cache(maxsize=64)
+def _zone_changes(zone: str, boundaries: frozenset[int], first: date) -> frozenset[datetime]:
+    """The instants (UTC) of the horizon's local days from ``first`` at which ``zone``'s wall
+    clock reads one of ``boundaries`` (minutes of the day) or its offset changes. Remembered: a
+    decision asks again and again with the same day, and the answer depends on these alone."""
+    tz = ZoneInfo(zone)
+    found: set[datetime] = set()
+    for offset in range(_HORIZON + 2):
+        day = first + timedelta(days=offset)
+        for minute in boundaries:
+            for fold in (0, 1):
+                found.add(_local(day, minute, tz, fold).astimezone(UTC))
+        found.update(_offset_changes(day, tz))
+    return frozenset(found)
 
 
 def _local(day: date, minute: int, tz: ZoneInfo, fold: int) -> datetime:

@@ -4,6 +4,7 @@ priority it targets, and what the resolution does with them (see the package doc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from nodeagent.model.drainplan import DrainPlanEntry, PodType
 from nodeagent.model.selectors import LabelSelector
@@ -115,7 +116,10 @@ def join_targets(*sets: Iterable[DrainPlanEntry]) -> tuple[DrainPlanEntry, ...]:
     return to_entries(join(to_tracks(s) for s in sets))
 
 
-def plan_tracks(plan: Sequence[DrainPlanEntry], index: int) -> Tracks:
+@lru_cache(maxsize=1024)
+def plan_tracks(plan: tuple[DrainPlanEntry, ...], index: int) -> Tracks:
+    """The tracks a maintenance wants at entry ``index`` of ``plan``. Remembered: every decision
+    asks it of every maintenance's plan again (the result is shared: never mutated)."""
     reached = plan[: index + 1]
     reached_types = {e.pod_type for e in reached}
     exact = to_tracks(reached)
@@ -129,4 +133,4 @@ def plan_targets(plan: Sequence[DrainPlanEntry], index: int) -> tuple[DrainPlanE
     """The drainTargets a maintenance wants at entry ``index`` of its effective plan."""
     if not 0 <= index < len(plan):
         raise IndexError(f"entry {index} is outside a drain plan of {len(plan)} entries")
-    return to_entries(plan_tracks(plan, index))
+    return to_entries(plan_tracks(tuple(plan), index))
