@@ -19,13 +19,14 @@ def utcnow() -> datetime:
 
 def format_time(when: datetime) -> str:
     """meta/v1 Time: RFC 3339 in UTC with second precision (``2006-01-02T15:04:05Z``)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: %Y writes the year 999 as "999", which RFC 3339 refuses
+    return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
 
 
 def format_micro_time(when: datetime) -> str:
     """meta/v1 MicroTime: RFC 3339 in UTC with microseconds (``2006-01-02T15:04:05.000000Z``),
     also valid for ``format: date-time`` fields of our CRDs."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return when.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(value: object) -> datetime | None:
